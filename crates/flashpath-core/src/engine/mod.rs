@@ -1,0 +1,86 @@
+//! The discrete-event engine's building blocks: integer time, the outbox a layer writes
+//! into, the event queue, in-order resources and seeded random streams.
+//!
+//! ```text
+//!   layer.handle(now, input, &mut outbox)
+//!        │ outbox.timer(at, Input)   → back to the same layer at `at`
+//!        │ outbox.emit(at, Output)   → sim::route() turns it into another layer's Input
+//!        ▼
+//!   EventQueue  (ordered by (time, insertion sequence): ties are first-in first-out)
+//! ```
+//!
+//! Units: `SimTime` and `SimDuration` are nanoseconds (`u64`). No floating point in time.
+
+mod queue;
+mod resource;
+mod rng;
+
+pub use queue::EventQueue;
+pub use resource::FifoResource;
+pub use rng::SimRng;
+
+/// Simulated time since the start of the run, in nanoseconds.
+pub type SimTime = u64;
+/// A span of simulated time, in nanoseconds.
+pub type SimDuration = u64;
+
+pub const NS_PER_US: u64 = 1_000;
+pub const NS_PER_MS: u64 = 1_000_000;
+pub const NS_PER_S: u64 = 1_000_000_000;
+
+/// Time to move `bytes` at `bytes_per_s`, rounded up: a transfer never ends early.
+#[inline]
+pub fn transfer_ns(bytes: u64, bytes_per_s: u64) -> SimDuration {
+    assert!(bytes_per_s > 0, "transfer rate must be positive");
+    ((bytes as u128 * NS_PER_S as u128).div_ceil(bytes_per_s as u128)) as u64
+}
+
+/// What a layer asks for while handling one input: delayed inputs to itself (timers) and
+/// outputs for the engine to route. Both carry the absolute time they take effect.
+#[derive(Debug)]
+pub struct Outbox<I, O> {
+    timers: Vec<(SimTime, I)>,
+    emits: Vec<(SimTime, O)>,
+}
+
+impl<I, O> Default for Outbox<I, O> {
+    fn default() -> Self {
+        Self {
+            timers: Vec::new(),
+            emits: Vec::new(),
+        }
+    }
+}
+
+impl<I, O> Outbox<I, O> {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Delivers `input` back to the same layer at `at`.
+    #[inline]
+    pub fn timer(&mut self, at: SimTime, input: I) {
+        self.timers.push((at, input));
+    }
+    /// Hands `output` to the engine, to be routed at `at`.
+    #[inline]
+    pub fn emit(&mut self, at: SimTime, output: O) {
+        self.emits.push((at, output));
+    }
+    pub fn timers(&self) -> &[(SimTime, I)] {
+        &self.timers
+    }
+    pub fn emits(&self) -> &[(SimTime, O)] {
+        &self.emits
+    }
+    /// Takes everything out, in the order it was written.
+    pub fn drain(&mut self) -> (std::vec::Drain<'_, (SimTime, I)>, std::vec::Drain<'_, (SimTime, O)>) {
+        (self.timers.drain(..), self.emits.drain(..))
+    }
+    pub fn is_empty(&self) -> bool {
+        self.timers.is_empty() && self.emits.is_empty()
+    }
+    pub fn clear(&mut self) {
+        self.timers.clear();
+        self.emits.clear();
+    }
+}

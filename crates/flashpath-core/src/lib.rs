@@ -1,0 +1,13 @@
+//! flashpath-core: a discrete-event simulator of the Linux I/O path to mobile flash
+//! storage. No I/O: it takes typed, validated configurations and returns typed results.
+//!
+//! ```text
+//! workload (fio job threads) → host CPU / block layer → host driver → bus → device
+//!        ▲                                                                    │
+//!        └──────────── completion: IRQ → driver → block → thread ◀────────────┘
+//! ```
+//! All wiring between layers is in [`sim`]'s `route`.
+
+pub mod config;
+pub mod device;
+pub mod engine;

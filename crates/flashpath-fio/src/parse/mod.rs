@@ -1,0 +1,1 @@
+//! Job files, command line, typed options (owned by the parser work).

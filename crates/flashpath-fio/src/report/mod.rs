@@ -1,0 +1,1 @@
+//! Output formats from a typed result model (owned by the report work).

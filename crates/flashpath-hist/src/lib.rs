@@ -1,0 +1,223 @@
+//! fio's log-linear latency histogram ("plat" buckets, `stat.h`/`stat.c` in fio 3.33).
+//!
+//! fio keeps every completion latency in one of `PLAT_NR` = 1856 buckets: values below
+//! 128 ns map one-to-one, above that each power-of-two group is split into 64 equal
+//! buckets, so the relative error of a bucket is at most 1/64. Percentiles are read off
+//! the buckets and reported as the bucket's midpoint (`plat_idx_to_val`). The simulator
+//! records into this structure and the fio crate prints from it, so the two agree with
+//! what fio itself would print for the same samples.
+//!
+//! Units: nanoseconds. Leaves out: fio's per-priority split of the histogram.
+
+/// Bits of the value kept exactly within each group (`FIO_IO_U_PLAT_BITS`).
+pub const PLAT_BITS: u32 = 6;
+/// Buckets per group (`FIO_IO_U_PLAT_VAL`).
+pub const PLAT_VAL: u64 = 1 << PLAT_BITS;
+/// Number of groups (`FIO_IO_U_PLAT_GROUP_NR`).
+pub const PLAT_GROUP_NR: usize = 29;
+/// Number of buckets (`FIO_IO_U_PLAT_NR`).
+pub const PLAT_NR: usize = PLAT_GROUP_NR * PLAT_VAL as usize;
+
+/// fio's `plat_val_to_idx`: the bucket a value (ns) falls into.
+#[inline]
+pub fn plat_val_to_idx(val: u64) -> usize {
+    let msb = if val == 0 { 0 } else { 63 - val.leading_zeros() };
+    if msb <= PLAT_BITS {
+        return val as usize;
+    }
+    let error_bits = msb - PLAT_BITS;
+    let base = ((error_bits + 1) as u64) << PLAT_BITS;
+    let offset = (PLAT_VAL - 1) & (val >> error_bits);
+    ((base + offset) as usize).min(PLAT_NR - 1)
+}
+
+/// fio's `plat_idx_to_val`: the value reported for a bucket (its midpoint, rounded down
+/// as fio's `unsigned long long` conversion of `base + (k + 0.5) * 2^error_bits` does).
+#[inline]
+pub fn plat_idx_to_val(idx: usize) -> u64 {
+    assert!(idx < PLAT_NR, "histogram bucket {idx} out of range");
+    if idx < (PLAT_VAL << 1) as usize {
+        return idx as u64;
+    }
+    let error_bits = (idx as u32 >> PLAT_BITS) - 1;
+    let base = 1u64 << (error_bits + PLAT_BITS);
+    let k = idx as u64 % PLAT_VAL;
+    // (k + 0.5) * 2^e == k * 2^e + 2^(e-1); error_bits >= 1 here, so this is exact.
+    base + k * (1u64 << error_bits) + (1u64 << (error_bits - 1))
+}
+
+/// A latency distribution: fio's bucket counts plus exact min, max, sum and sum of squares.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LatHist {
+    counts: Box<[u64; PLAT_NR]>,
+    n: u64,
+    min: u64,
+    max: u64,
+    sum: u128,
+    sum_sq: u128,
+}
+
+impl Default for LatHist {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl LatHist {
+    pub fn new() -> Self {
+        Self {
+            counts: Box::new([0; PLAT_NR]),
+            n: 0,
+            min: u64::MAX,
+            max: 0,
+            sum: 0,
+            sum_sq: 0,
+        }
+    }
+
+    /// Records one sample (ns).
+    #[inline]
+    pub fn record(&mut self, val_ns: u64) {
+        self.counts[plat_val_to_idx(val_ns)] += 1;
+        self.n += 1;
+        self.min = self.min.min(val_ns);
+        self.max = self.max.max(val_ns);
+        self.sum += val_ns as u128;
+        self.sum_sq += (val_ns as u128) * (val_ns as u128);
+    }
+
+    /// Adds every sample of `other` (group reporting).
+    pub fn merge(&mut self, other: &LatHist) {
+        for (a, b) in self.counts.iter_mut().zip(other.counts.iter()) {
+            *a += *b;
+        }
+        self.n += other.n;
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
+        self.sum += other.sum;
+        self.sum_sq += other.sum_sq;
+    }
+
+    pub fn count(&self) -> u64 {
+        self.n
+    }
+    /// Smallest sample, 0 when empty (as fio prints it).
+    pub fn min(&self) -> u64 {
+        if self.n == 0 {
+            0
+        } else {
+            self.min
+        }
+    }
+    pub fn max(&self) -> u64 {
+        self.max
+    }
+    pub fn sum(&self) -> u128 {
+        self.sum
+    }
+    pub fn sum_sq(&self) -> u128 {
+        self.sum_sq
+    }
+    pub fn mean(&self) -> f64 {
+        if self.n == 0 {
+            0.0
+        } else {
+            self.sum as f64 / self.n as f64
+        }
+    }
+    /// Sample standard deviation (n - 1 in the denominator, as fio's running variance).
+    pub fn stddev(&self) -> f64 {
+        if self.n < 2 {
+            return 0.0;
+        }
+        let n = self.n as f64;
+        let mean = self.sum as f64 / n;
+        let var = (self.sum_sq as f64 - n * mean * mean) / (n - 1.0);
+        var.max(0.0).sqrt()
+    }
+    pub fn counts(&self) -> &[u64; PLAT_NR] {
+        &self.counts
+    }
+
+    /// fio's `calc_clat_percentiles`: for each requested percentile (0..=100), the
+    /// midpoint of the first bucket at which the running count reaches `p/100 * n`.
+    /// Empty histogram: all zeros.
+    pub fn percentiles(&self, list: &[f64]) -> Vec<u64> {
+        let mut out = vec![0u64; list.len()];
+        if self.n == 0 || list.is_empty() {
+            return out;
+        }
+        let nr = self.n as f64;
+        let mut sum = 0u64;
+        let mut j = 0usize;
+        'buckets: for (i, &c) in self.counts.iter().enumerate() {
+            sum += c;
+            while sum as f64 >= list[j] / 100.0 * nr {
+                out[j] = plat_idx_to_val(i);
+                if j == list.len() - 1 {
+                    break 'buckets;
+                }
+                j += 1;
+            }
+        }
+        out
+    }
+}
+
+/// fio's default `percentile_list`.
+pub const DEFAULT_PERCENTILES: [f64; 17] = [
+    1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95,
+    99.99,
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_values_map_one_to_one() {
+        for v in 0..128 {
+            assert_eq!(plat_val_to_idx(v), v as usize);
+            assert_eq!(plat_idx_to_val(v as usize), v);
+        }
+    }
+
+    #[test]
+    fn bucket_midpoints_match_fio() {
+        // Values taken from fio-samples/nbd_randrw.jsonplus.json bins: each bin key is
+        // plat_idx_to_val of the bucket; re-bucketing the key must give the same bucket.
+        for key in [12352u64, 13376, 15296, 15552, 8768, 8896, 11328, 12480] {
+            assert_eq!(plat_idx_to_val(plat_val_to_idx(key)), key);
+        }
+        // 128..=129 share bucket 128 (error bits 1), whose midpoint is 129.
+        assert_eq!(plat_val_to_idx(128), 128);
+        assert_eq!(plat_val_to_idx(129), 128);
+        assert_eq!(plat_idx_to_val(128), 129);
+    }
+
+    #[test]
+    fn idx_is_monotone_and_bounded() {
+        let mut last = 0;
+        let mut v = 1u64;
+        while v < u64::MAX / 3 {
+            let i = plat_val_to_idx(v);
+            assert!(i >= last && i < PLAT_NR);
+            last = i;
+            v = v * 3 / 2 + 1;
+        }
+        assert_eq!(plat_val_to_idx(u64::MAX), PLAT_NR - 1);
+    }
+
+    #[test]
+    fn percentiles_of_uniform_samples() {
+        let mut h = LatHist::new();
+        for v in 1..=100u64 {
+            h.record(v);
+        }
+        let p = h.percentiles(&[1.0, 50.0, 99.0, 100.0]);
+        assert_eq!(p, vec![1, 50, 99, 100]);
+        assert_eq!(h.min(), 1);
+        assert_eq!(h.max(), 100);
+        assert!((h.mean() - 50.5).abs() < 1e-9);
+    }
+}
