@@ -21,7 +21,11 @@ pub const PLAT_NR: usize = PLAT_GROUP_NR * PLAT_VAL as usize;
 /// fio's `plat_val_to_idx`: the bucket a value (ns) falls into.
 #[inline]
 pub fn plat_val_to_idx(val: u64) -> usize {
-    let msb = if val == 0 { 0 } else { 63 - val.leading_zeros() };
+    let msb = if val == 0 {
+        0
+    } else {
+        63 - val.leading_zeros()
+    };
     if msb <= PLAT_BITS {
         return val as usize;
     }
@@ -139,28 +143,133 @@ impl LatHist {
         &self.counts
     }
 
+    /// Records `count` samples of the same value (ns) at once.
+    pub fn record_n(&mut self, val_ns: u64, count: u64) {
+        if count == 0 {
+            return;
+        }
+        self.counts[plat_val_to_idx(val_ns)] += count;
+        self.n += count;
+        self.min = self.min.min(val_ns);
+        self.max = self.max.max(val_ns);
+        self.sum += val_ns as u128 * count as u128;
+        self.sum_sq += (val_ns as u128) * (val_ns as u128) * count as u128;
+    }
+
     /// fio's `calc_clat_percentiles`: for each requested percentile (0..=100), the
     /// midpoint of the first bucket at which the running count reaches `p/100 * n`.
-    /// Empty histogram: all zeros.
+    /// The comparison is done exactly as fio's x86-64 build does it, in 80-bit
+    /// `long double` (see [`percentile_reached`]), so that ties such as p = 5 with
+    /// n = 100 fall into the same bucket as in fio. `list` is used in the given order
+    /// (fio sorts it first). Empty histogram: all zeros; a percentile that is never
+    /// reached (p > 100) stays 0.
     pub fn percentiles(&self, list: &[f64]) -> Vec<u64> {
-        let mut out = vec![0u64; list.len()];
-        if self.n == 0 || list.is_empty() {
-            return out;
-        }
-        let nr = self.n as f64;
-        let mut sum = 0u64;
-        let mut j = 0usize;
-        'buckets: for (i, &c) in self.counts.iter().enumerate() {
-            sum += c;
-            while sum as f64 >= list[j] / 100.0 * nr {
-                out[j] = plat_idx_to_val(i);
-                if j == list.len() - 1 {
-                    break 'buckets;
-                }
-                j += 1;
+        percentiles_of(&self.counts[..], self.n, list)
+    }
+}
+
+/// Percentiles of raw bucket counts with `nr` as the sample count, as fio's
+/// `calc_clat_percentiles` computes them (fio passes the io_stat sample count as `nr`).
+pub fn percentiles_of(counts: &[u64], nr: u64, list: &[f64]) -> Vec<u64> {
+    let mut out = vec![0u64; list.len()];
+    if list.is_empty() {
+        return out;
+    }
+    let thresholds: Vec<Option<u128>> = list.iter().map(|&p| percentile_threshold(p, nr)).collect();
+    let mut sum: u128 = 0;
+    let mut j = 0usize;
+    'buckets: for (i, &c) in counts.iter().enumerate().take(PLAT_NR) {
+        sum += c as u128;
+        while thresholds[j].is_some_and(|t| sum >= t) {
+            out[j] = plat_idx_to_val(i);
+            if j == list.len() - 1 {
+                break 'buckets;
             }
+            j += 1;
         }
-        out
+    }
+    out
+}
+
+/// True when a running count `sum` satisfies fio's test
+/// `sum >= (long double) p / 100.0 * nr`.
+pub fn percentile_reached(sum: u64, p: f64, nr: u64) -> bool {
+    percentile_threshold(p, nr).is_some_and(|t| sum as u128 >= t)
+}
+
+/// Smallest integer `s` with `s >= (long double) p / 100.0 * nr` evaluated in x87
+/// extended precision (64-bit mantissa, round to nearest even after the division and
+/// after the multiplication), or `None` when no 64-bit count can reach it (p is NaN,
+/// infinite or absurdly large).
+fn percentile_threshold(p: f64, nr: u64) -> Option<u128> {
+    if p.is_nan() || p == f64::INFINITY {
+        return None;
+    }
+    if p <= 0.0 || nr == 0 {
+        return Some(0);
+    }
+    // p = m * 2^e with m normalised to [2^52, 2^53).
+    let bits = p.to_bits();
+    let exp_bits = ((bits >> 52) & 0x7ff) as i64;
+    let frac = bits & ((1u64 << 52) - 1);
+    let (mut m, mut e) = if exp_bits == 0 {
+        (frac, -1074i64)
+    } else {
+        (frac | (1u64 << 52), exp_bits - 1075)
+    };
+    while m < (1u64 << 52) {
+        m <<= 1;
+        e -= 1;
+    }
+    // q = p / 100 rounded to a 64-bit mantissa: q = qm * 2^(e - s).
+    let mut s: i64 = 17;
+    let mut num = (m as u128) << s;
+    if num / 100 < (1u128 << 63) {
+        s = 18;
+        num = (m as u128) << s;
+    }
+    let mut qm = num / 100;
+    let rem = num % 100;
+    if rem > 50 || (rem == 50 && qm & 1 == 1) {
+        qm += 1;
+    }
+    if qm >= (1u128 << 64) {
+        qm >>= 1;
+        s -= 1;
+    }
+    // x = q * nr rounded to a 64-bit mantissa: x = km * 2^t.
+    let prod = qm * nr as u128;
+    let bl = 128 - prod.leading_zeros() as i64;
+    let mut t = e - s;
+    let km = if bl > 64 {
+        let sh = (bl - 64) as u32;
+        let mut keep = prod >> sh;
+        let low = prod & ((1u128 << sh) - 1);
+        let half = 1u128 << (sh - 1);
+        if low > half || (low == half && keep & 1 == 1) {
+            keep += 1;
+        }
+        t += sh as i64;
+        if keep >= (1u128 << 64) {
+            keep >>= 1;
+            t += 1;
+        }
+        keep
+    } else {
+        prod
+    };
+    if t >= 0 {
+        if t >= 64 {
+            return None;
+        }
+        Some(km << t)
+    } else {
+        let k = -t;
+        if k >= 128 {
+            return Some(u128::from(km > 0));
+        }
+        let k = k as u32;
+        Some((km + ((1u128 << k) - 1)) >> k)
     }
 }
 
