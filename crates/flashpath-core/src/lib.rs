@@ -11,3 +11,7 @@
 pub mod config;
 pub mod device;
 pub mod engine;
+pub mod host;
+pub mod sim;
+pub mod stats;
+pub mod workload;

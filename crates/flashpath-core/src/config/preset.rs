@@ -1,0 +1,205 @@
+//! Loading a preset: TOML text → `--set` overrides → raw struct (unknown fields are
+//! errors) → validated config. Errors name the preset (file or shipped name), the line
+//! where the field is written when it is, the dotted field and the reason, in one line.
+
+use super::ConfigError;
+use crate::device::{config as devcfg, DeviceConfig};
+use crate::host::{HostConfig, RawHost};
+use serde::Deserialize;
+use std::fmt;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PresetError {
+    /// The file path or shipped preset name.
+    pub origin: String,
+    /// 1-based line of the offending field, when it is written in the file.
+    pub line: Option<usize>,
+    pub field: String,
+    pub reason: String,
+}
+
+impl fmt::Display for PresetError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.line, self.field.is_empty()) {
+            (Some(l), false) => write!(f, "{}:{}: {}: {}", self.origin, l, self.field, self.reason),
+            (Some(l), true) => write!(f, "{}:{}: {}", self.origin, l, self.reason),
+            (None, false) => write!(f, "{}: {}: {}", self.origin, self.field, self.reason),
+            (None, true) => write!(f, "{}: {}", self.origin, self.reason),
+        }
+    }
+}
+impl std::error::Error for PresetError {}
+
+/// The line where `dotted` (e.g. `nand.t_read`) is written, if it is.
+pub fn line_of(text: &str, dotted: &str) -> Option<usize> {
+    let (table, key) = match dotted.rfind('.') {
+        Some(i) => (&dotted[..i], &dotted[i + 1..]),
+        None => ("", dotted),
+    };
+    let mut current = String::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.trim();
+        if let Some(h) = line.strip_prefix('[') {
+            current = h.trim_end_matches(']').trim().to_string();
+            if !key.is_empty() && current == dotted {
+                return Some(i + 1);
+            }
+            continue;
+        }
+        if current == table {
+            if let Some((k, _)) = line.split_once('=') {
+                if k.trim() == key {
+                    return Some(i + 1);
+                }
+            }
+        }
+    }
+    None
+}
+
+/// Sets `dotted = value` in a TOML table. The value takes the type of the value it
+/// replaces (string, integer, float or boolean); a field that is not in the preset is
+/// an error, so a typo never goes unnoticed.
+pub fn set_field(root: &mut toml::Value, dotted: &str, value: &str) -> Result<(), ConfigError> {
+    let mut cur = root;
+    let parts: Vec<&str> = dotted.split('.').collect();
+    for (i, p) in parts.iter().enumerate() {
+        let last = i + 1 == parts.len();
+        let table = cur
+            .as_table_mut()
+            .ok_or_else(|| ConfigError::new(dotted, "is not a table"))?;
+        if !table.contains_key(*p) {
+            return Err(ConfigError::new(dotted, "no such field in this preset"));
+        }
+        if last {
+            let old = &table[*p];
+            let new = match old {
+                toml::Value::String(_) => toml::Value::String(value.to_string()),
+                toml::Value::Integer(_) => toml::Value::Integer(
+                    value
+                        .parse()
+                        .map_err(|_| ConfigError::new(dotted, format!("'{value}' is not an integer")))?,
+                ),
+                toml::Value::Float(_) => toml::Value::Float(
+                    value
+                        .parse()
+                        .map_err(|_| ConfigError::new(dotted, format!("'{value}' is not a number")))?,
+                ),
+                toml::Value::Boolean(_) => toml::Value::Boolean(match value {
+                    "true" | "1" => true,
+                    "false" | "0" => false,
+                    _ => {
+                        return Err(ConfigError::new(
+                            dotted,
+                            format!("'{value}' is not a boolean (true/false)"),
+                        ))
+                    }
+                }),
+                _ => return Err(ConfigError::new(dotted, "is a table or array; set its fields")),
+            };
+            table.insert(p.to_string(), new);
+            return Ok(());
+        }
+        cur = table.get_mut(*p).expect("checked");
+    }
+    Err(ConfigError::new(dotted, "empty field name"))
+}
+
+fn parse_with_overrides(
+    text: &str,
+    origin: &str,
+    overrides: &[(String, String)],
+) -> Result<toml::Value, PresetError> {
+    let mut value: toml::Value = toml::from_str(text).map_err(|e| {
+        let line = e.span().map(|s| text[..s.start.min(text.len())].lines().count().max(1));
+        PresetError {
+            origin: origin.to_string(),
+            line,
+            field: String::new(),
+            reason: e.message().trim().replace('\n', " "),
+        }
+    })?;
+    for (field, v) in overrides {
+        set_field(&mut value, field, v).map_err(|e| PresetError {
+            origin: format!("--set {field}={v} ({origin})"),
+            line: None,
+            field: e.field,
+            reason: e.reason,
+        })?;
+    }
+    Ok(value)
+}
+
+fn deser_error(text: &str, origin: &str, e: toml::de::Error) -> PresetError {
+    // serde names the field in its message ("unknown field `x`", "missing field `y`").
+    let msg = e.message().trim().replace('\n', " ");
+    let field = msg
+        .split('`')
+        .nth(1)
+        .map(|s| s.to_string())
+        .unwrap_or_default();
+    PresetError {
+        origin: origin.to_string(),
+        line: e
+            .span()
+            .map(|s| text[..s.start.min(text.len())].lines().count().max(1)),
+        field,
+        reason: msg,
+    }
+}
+
+fn validation_error(text: &str, origin: &str, e: ConfigError) -> PresetError {
+    PresetError {
+        origin: origin.to_string(),
+        line: line_of(text, &e.field),
+        field: e.field,
+        reason: e.reason,
+    }
+}
+
+/// Loads a host preset.
+pub fn load_host(
+    text: &str,
+    origin: &str,
+    overrides: &[(String, String)],
+) -> Result<HostConfig, PresetError> {
+    let v = parse_with_overrides(text, origin, overrides)?;
+    let raw = RawHost::deserialize(v).map_err(|e| deser_error(text, origin, e))?;
+    raw.validate().map_err(|e| validation_error(text, origin, e))
+}
+
+/// Loads a device preset.
+pub fn load_device(
+    text: &str,
+    origin: &str,
+    overrides: &[(String, String)],
+) -> Result<DeviceConfig, PresetError> {
+    let v = parse_with_overrides(text, origin, overrides)?;
+    let raw = devcfg::RawDeviceConfig::deserialize(v).map_err(|e| deser_error(text, origin, e))?;
+    devcfg::validate(&raw).map_err(|e| validation_error(text, origin, e))
+}
+
+/// The `kind`, `name` and `description` of a preset, for listings.
+pub fn header(text: &str) -> Option<(String, String, String)> {
+    let v: toml::Value = toml::from_str(text).ok()?;
+    let get = |k: &str| v.get(k).and_then(|x| x.as_str()).map(str::to_string);
+    Some((get("kind")?, get("name")?, get("description")?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_lines_and_sets_fields() {
+        let text = "name = \"x\"\n[nand]\nt_read = \"60us\"\nplanes = 2\n";
+        assert_eq!(line_of(text, "nand.t_read"), Some(3));
+        assert_eq!(line_of(text, "nand.planes"), Some(4));
+        assert_eq!(line_of(text, "name"), Some(1));
+        let mut v: toml::Value = toml::from_str(text).unwrap();
+        set_field(&mut v, "nand.planes", "4").unwrap();
+        assert_eq!(v["nand"]["planes"].as_integer(), Some(4));
+        assert!(set_field(&mut v, "nand.planez", "4").is_err());
+        assert!(set_field(&mut v, "nand.planes", "four").is_err());
+    }
+}

@@ -1,0 +1,385 @@
+//! The block layer (blk-mq with one hardware queue, as MMC has): bios are split at
+//! max_sectors_kb, merged into a queued request when contiguous (back and front merge,
+//! then request-to-request), held by the scheduler, and handed to the driver one at a
+//! time when it asks. Tags bound the requests alive (nr_requests); a bio that finds none
+//! waits for one, as its submitter would sleep in `blk_mq_get_tag`.
+//!
+//! Schedulers: `none` dispatches in arrival order; `mq-deadline` dispatches reads before
+//! writes (unless writes were passed over `writes_starved` times), in sector order from
+//! the last dispatch in batches of `fifo_batch`, and the oldest request first once its
+//! deadline (read 500 ms, write 5 s) has expired.
+//! Leaves out: I/O priorities, zoned write locking, multiple hardware queues.
+//! Units: 512-byte sectors, nanoseconds.
+
+use super::Scheduler;
+use crate::engine::SimTime;
+use crate::workload::Dir;
+
+pub type ReqId = u32;
+
+/// A bio: one contiguous piece of one fio I/O.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Bio {
+    /// The fio I/O this bio belongs to.
+    pub io: u32,
+    pub dir: Dir,
+    pub sector: u64,
+    pub sectors: u32,
+}
+
+/// A block request: one or more merged bios, contiguous on the device.
+#[derive(Clone, Debug, Default)]
+pub struct Request {
+    pub dir: Option<Dir>,
+    pub sector: u64,
+    pub sectors: u32,
+    /// fio I/Os carried (one entry per bio), in device order.
+    pub bios: Vec<u32>,
+    /// When the request entered the scheduler (deadline and Q2D spans).
+    pub queued_at: SimTime,
+    /// When the driver took it.
+    pub dispatched_at: SimTime,
+}
+
+impl Request {
+    pub fn end(&self) -> u64 {
+        self.sector + self.sectors as u64
+    }
+    pub fn bytes(&self) -> u64 {
+        self.sectors as u64 * 512
+    }
+    pub fn dir(&self) -> Dir {
+        self.dir.expect("live request has a direction")
+    }
+}
+
+const READ_EXPIRE_NS: u64 = 500_000_000;
+const WRITE_EXPIRE_NS: u64 = 5_000_000_000;
+const WRITES_STARVED: u32 = 2;
+const FIFO_BATCH: u32 = 16;
+
+pub struct BlockLayer {
+    sched: Scheduler,
+    nr_requests: u32,
+    max_sectors: u32,
+    reqs: Vec<Request>,
+    free: Vec<ReqId>,
+    /// Requests in the scheduler, in arrival order.
+    queued: Vec<ReqId>,
+    /// Bios waiting for a tag, in arrival order.
+    tag_wait: std::collections::VecDeque<Bio>,
+    tags_used: u32,
+    // mq-deadline state
+    last_end: [u64; 2],
+    batch_left: u32,
+    batch_dir: Dir,
+    starved: u32,
+    /// Counters.
+    pub merges: u64,
+    pub requests_dispatched: u64,
+}
+
+impl BlockLayer {
+    pub fn new(sched: Scheduler, nr_requests: u32, max_request_bytes: u64) -> Self {
+        BlockLayer {
+            sched,
+            nr_requests,
+            max_sectors: (max_request_bytes / 512) as u32,
+            reqs: Vec::with_capacity(nr_requests as usize),
+            free: Vec::new(),
+            queued: Vec::with_capacity(nr_requests as usize),
+            tag_wait: std::collections::VecDeque::new(),
+            tags_used: 0,
+            last_end: [0, 0],
+            batch_left: 0,
+            batch_dir: Dir::Read,
+            starved: 0,
+            merges: 0,
+            requests_dispatched: 0,
+        }
+    }
+
+    pub fn max_sectors(&self) -> u32 {
+        self.max_sectors
+    }
+
+    pub fn req(&self, id: ReqId) -> &Request {
+        &self.reqs[id as usize]
+    }
+
+    /// Requests waiting in the scheduler.
+    pub fn queued_len(&self) -> usize {
+        self.queued.len()
+    }
+    pub fn has_queued(&self) -> bool {
+        !self.queued.is_empty()
+    }
+
+    /// Tries to merge `bio` into a queued request; true if it did.
+    fn try_merge(&mut self, bio: &Bio) -> bool {
+        let max = self.max_sectors;
+        let mut hit = None;
+        for (i, &id) in self.queued.iter().enumerate() {
+            let r = &self.reqs[id as usize];
+            if r.dir != Some(bio.dir) || r.sectors + bio.sectors > max {
+                continue;
+            }
+            if r.end() == bio.sector {
+                hit = Some((i, true));
+                break;
+            }
+            if bio.sector + bio.sectors as u64 == r.sector {
+                hit = Some((i, false));
+                break;
+            }
+        }
+        let Some((i, back)) = hit else {
+            return false;
+        };
+        let id = self.queued[i];
+        {
+            let r = &mut self.reqs[id as usize];
+            r.sectors += bio.sectors;
+            if back {
+                r.bios.push(bio.io);
+            } else {
+                r.sector = bio.sector;
+                r.bios.insert(0, bio.io);
+            }
+        }
+        self.merges += 1;
+        // The grown request may now touch a neighbour: merge the two (attempt_*_merge).
+        let (s, e, dir) = {
+            let r = &self.reqs[id as usize];
+            (r.sector, r.end(), r.dir)
+        };
+        let sectors = self.reqs[id as usize].sectors;
+        if let Some(j) = self.queued.iter().position(|&o| {
+            let q = &self.reqs[o as usize];
+            o != id
+                && q.dir == dir
+                && q.sectors + sectors <= max
+                && (q.sector == e || q.end() == s)
+        }) {
+            let other = self.queued.remove(j);
+            let o = std::mem::take(&mut self.reqs[other as usize]);
+            let r = &mut self.reqs[id as usize];
+            if o.sector == e {
+                r.bios.extend_from_slice(&o.bios);
+            } else {
+                r.sector = o.sector;
+                let mut v = o.bios.clone();
+                v.extend_from_slice(&r.bios);
+                r.bios = v;
+            }
+            r.sectors += o.sectors;
+            r.queued_at = r.queued_at.min(o.queued_at);
+            self.release(other, o.bios);
+            self.merges += 1;
+        }
+        true
+    }
+
+    fn release(&mut self, id: ReqId, mut bios: Vec<u32>) {
+        bios.clear();
+        self.reqs[id as usize].bios = bios;
+        self.reqs[id as usize].dir = None;
+        self.free.push(id);
+        self.tags_used -= 1;
+    }
+
+    fn new_request(&mut self, now: SimTime, bio: &Bio) -> ReqId {
+        self.tags_used += 1;
+        let id = match self.free.pop() {
+            Some(id) => id,
+            None => {
+                self.reqs.push(Request::default());
+                (self.reqs.len() - 1) as ReqId
+            }
+        };
+        let r = &mut self.reqs[id as usize];
+        r.dir = Some(bio.dir);
+        r.sector = bio.sector;
+        r.sectors = bio.sectors;
+        r.bios.clear();
+        r.bios.push(bio.io);
+        r.queued_at = now;
+        r.dispatched_at = 0;
+        id
+    }
+
+    /// Submits a bio (already split to at most max_sectors). Returns false if it had to
+    /// wait for a tag.
+    pub fn submit(&mut self, now: SimTime, bio: Bio) -> bool {
+        assert!(bio.sectors > 0 && bio.sectors <= self.max_sectors);
+        if self.try_merge(&bio) {
+            return true;
+        }
+        if self.tags_used >= self.nr_requests {
+            self.tag_wait.push_back(bio);
+            return false;
+        }
+        let id = self.new_request(now, &bio);
+        self.queued.push(id);
+        true
+    }
+
+    /// The next request for the driver, chosen by the scheduler, or None.
+    pub fn dispatch(&mut self, now: SimTime) -> Option<ReqId> {
+        if self.queued.is_empty() {
+            return None;
+        }
+        let idx = match self.sched {
+            Scheduler::None => 0,
+            Scheduler::MqDeadline => self.deadline_pick(now),
+        };
+        let id = self.queued.remove(idx);
+        let r = &mut self.reqs[id as usize];
+        r.dispatched_at = now;
+        self.last_end[r.dir().index()] = r.end();
+        self.requests_dispatched += 1;
+        Some(id)
+    }
+
+    fn oldest(&self, dir: Dir) -> Option<usize> {
+        // `queued` is in arrival order, so the first of a direction is its FIFO head.
+        self.queued
+            .iter()
+            .position(|&id| self.reqs[id as usize].dir == Some(dir))
+    }
+
+    fn deadline_pick(&mut self, now: SimTime) -> usize {
+        let has_read = self.oldest(Dir::Read);
+        let has_write = self.oldest(Dir::Write);
+        // Continue the current batch in sector order if possible.
+        let dir = if self.batch_left > 0
+            && match self.batch_dir {
+                Dir::Read => has_read.is_some(),
+                Dir::Write => has_write.is_some(),
+            } {
+            self.batch_left -= 1;
+            self.batch_dir
+        } else {
+            let d = match (has_read, has_write) {
+                (Some(_), Some(_)) => {
+                    if self.starved >= WRITES_STARVED {
+                        self.starved = 0;
+                        Dir::Write
+                    } else {
+                        self.starved += 1;
+                        Dir::Read
+                    }
+                }
+                (Some(_), None) => Dir::Read,
+                _ => Dir::Write,
+            };
+            self.batch_dir = d;
+            self.batch_left = FIFO_BATCH - 1;
+            // A new batch starts at the FIFO head if its deadline has passed.
+            let head = self.oldest(d).expect("direction has a request");
+            let expire = if d == Dir::Read { READ_EXPIRE_NS } else { WRITE_EXPIRE_NS };
+            if self.reqs[self.queued[head] as usize].queued_at + expire <= now {
+                return head;
+            }
+            d
+        };
+        // Sector order: the lowest sector at or after the last dispatched end.
+        let pos = self.last_end[dir.index()];
+        let mut best: Option<(u64, usize)> = None;
+        let mut lowest: Option<(u64, usize)> = None;
+        for (i, &id) in self.queued.iter().enumerate() {
+            let r = &self.reqs[id as usize];
+            if r.dir != Some(dir) {
+                continue;
+            }
+            if r.sector >= pos && best.is_none_or(|(s, _)| r.sector < s) {
+                best = Some((r.sector, i));
+            }
+            if lowest.is_none_or(|(s, _)| r.sector < s) {
+                lowest = Some((r.sector, i));
+            }
+        }
+        best.or(lowest).expect("direction has a request").1
+    }
+
+    /// The driver finished `id`: frees its tag and returns its I/Os. Bios that waited
+    /// for a tag are admitted; `admitted` receives how many were.
+    pub fn complete(&mut self, now: SimTime, id: ReqId, ios: &mut Vec<u32>) -> usize {
+        let bios = std::mem::take(&mut self.reqs[id as usize].bios);
+        ios.extend_from_slice(&bios);
+        self.release(id, bios);
+        let mut admitted = 0;
+        while self.tags_used < self.nr_requests {
+            let Some(bio) = self.tag_wait.pop_front() else {
+                break;
+            };
+            if !self.try_merge(&bio) {
+                let id = self.new_request(now, &bio);
+                self.queued.push(id);
+            }
+            admitted += 1;
+        }
+        admitted
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bio(io: u32, dir: Dir, sector: u64, sectors: u32) -> Bio {
+        Bio {
+            io,
+            dir,
+            sector,
+            sectors,
+        }
+    }
+
+    #[test]
+    fn back_front_and_request_merges() {
+        let mut b = BlockLayer::new(Scheduler::None, 8, 512 * 1024);
+        b.submit(0, bio(1, Dir::Write, 8, 8));
+        b.submit(0, bio(2, Dir::Write, 16, 8)); // back merge
+        b.submit(0, bio(3, Dir::Write, 0, 8)); // front merge
+        b.submit(0, bio(4, Dir::Write, 32, 8)); // separate
+        b.submit(0, bio(5, Dir::Write, 24, 8)); // back merge, then joins [32,40)
+        assert_eq!(b.queued_len(), 1);
+        let id = b.dispatch(0).unwrap();
+        let r = b.req(id);
+        assert_eq!((r.sector, r.sectors), (0, 40));
+        assert_eq!(r.bios, vec![3, 1, 2, 5, 4]);
+    }
+
+    #[test]
+    fn no_merge_across_directions_or_limit() {
+        let mut b = BlockLayer::new(Scheduler::None, 8, 4096);
+        b.submit(0, bio(1, Dir::Write, 0, 8));
+        b.submit(0, bio(2, Dir::Read, 8, 8));
+        b.submit(0, bio(3, Dir::Write, 8, 8));
+        assert_eq!(b.queued_len(), 3);
+    }
+
+    #[test]
+    fn tags_bound_requests() {
+        let mut b = BlockLayer::new(Scheduler::None, 2, 512 * 1024);
+        assert!(b.submit(0, bio(1, Dir::Read, 0, 8)));
+        assert!(b.submit(0, bio(2, Dir::Read, 100, 8)));
+        assert!(!b.submit(0, bio(3, Dir::Read, 200, 8)));
+        let id = b.dispatch(0).unwrap();
+        let mut ios = Vec::new();
+        assert_eq!(b.complete(1, id, &mut ios), 1);
+        assert_eq!(ios, vec![1]);
+        assert_eq!(b.queued_len(), 2);
+    }
+
+    #[test]
+    fn deadline_prefers_reads_and_sector_order() {
+        let mut b = BlockLayer::new(Scheduler::MqDeadline, 16, 512 * 1024);
+        b.submit(0, bio(1, Dir::Write, 0, 8));
+        b.submit(0, bio(2, Dir::Read, 300, 8));
+        b.submit(0, bio(3, Dir::Read, 100, 8));
+        let order: Vec<u64> = std::iter::from_fn(|| b.dispatch(10).map(|id| b.req(id).sector)).collect();
+        assert_eq!(order, vec![100, 300, 0]);
+    }
+}

@@ -1,0 +1,382 @@
+//! The host: CPU cores and the software costs of each layer of the I/O path, the block
+//! layer's limits, the MMC host controller and its bus. A host preset describes a board.
+//!
+//! Costs are CPU time on a core, a fixed part per request plus, where the work scales
+//! with the data (page pinning, DMA mapping), a part per 4 KiB. Leaves out: CPU
+//! frequency scaling and idle states other than through the wake-up cost.
+
+pub mod block;
+pub mod cpu;
+
+use crate::config::{hz_field, ns_field, rate_field, ConfigError};
+use serde::Deserialize;
+
+/// Which host driver runs the MMC/SD/UFS controller.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DriverKind {
+    /// The MMC block path without a queue engine (kernel-behaviour §1).
+    MmcLegacy,
+}
+
+impl DriverKind {
+    pub fn parse(s: &str) -> Result<Self, String> {
+        match s {
+            "mmc-legacy" => Ok(DriverKind::MmcLegacy),
+            "mmc-hsq" | "mmc-cqe" | "ufs" | "sd-rtsx" | "sd-rtsx-multiseq" => Err(format!(
+                "driver '{s}' is not modelled yet (available: mmc-legacy)"
+            )),
+            _ => Err(format!("unknown driver '{s}' (available: mmc-legacy)")),
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            DriverKind::MmcLegacy => "mmc-legacy",
+        }
+    }
+}
+
+/// How the MMC core waits for a card to leave the programming state after a write
+/// (`card_busy_detect` / `__mmc_poll_for_busy`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cmd13Mode {
+    /// Kernels up to 5.14: CMD13 after CMD13 with no sleep.
+    BackToBack,
+    /// 5.15 and later: first CMD13 at once, then sleeps of 32 µs doubling up to 32 768 µs.
+    Backoff,
+}
+
+/// The block layer's I/O scheduler.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scheduler {
+    None,
+    MqDeadline,
+}
+
+/// Software costs of the I/O path, nanoseconds of CPU time.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HostCosts {
+    /// pread/pwrite entry, VFS and block-device direct I/O setup, bio allocation.
+    pub syscall_ns: u64,
+    /// Pinning user pages for direct I/O, per 4 KiB.
+    pub pin_per_4k_ns: u64,
+    /// blk-mq: tag allocation, scheduler insert and merge attempt, per bio.
+    pub block_submit_ns: u64,
+    /// io_submit / io_uring_enter entry, per call (asynchronous engines).
+    pub aio_submit_ns: u64,
+    /// io_getevents / CQ reaping, per call.
+    pub aio_reap_ns: u64,
+    /// Hard interrupt entry, handler and exit.
+    pub irq_ns: u64,
+    /// Waking a sleeping task: scheduler wake-up, idle exit and context switch.
+    pub wakeup_ns: u64,
+    /// Block completion per request: bio end, direct-I/O completion, unpinning.
+    pub complete_ns: u64,
+    /// System-call return to the thread and fio's own per-I/O work (accounting, next offset).
+    pub syscall_return_ns: u64,
+}
+
+/// The block layer's queue limits.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BlockConfig {
+    pub scheduler: Scheduler,
+    /// Requests the scheduler may hold (nr_requests); a submitter blocks for a tag beyond.
+    pub nr_requests: u32,
+    /// Largest request in bytes (max_sectors_kb); larger bios are split, merges stop here.
+    pub max_request_bytes: u64,
+}
+
+/// The MMC host controller driver's costs and behaviour.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MmcHostConfig {
+    /// Request prep and `pre_req` (DMA map), fixed part.
+    pub prep_ns: u64,
+    /// DMA map per 4 KiB.
+    pub prep_per_4k_ns: u64,
+    /// `mmc_start_request`: programming the controller and sending the command.
+    pub start_ns: u64,
+    /// `post_req` (DMA unmap) and ending the block request, fixed part.
+    pub post_ns: u64,
+    pub post_per_4k_ns: u64,
+    /// Sending a CMD13 and processing its response in the MMC core.
+    pub cmd13_ns: u64,
+    pub cmd13_mode: Cmd13Mode,
+    /// The controller raises the transfer-complete interrupt only once the card has
+    /// released DAT0 busy (MMC_CAP_WAIT_WHILE_BUSY); otherwise CMD13 polling covers it.
+    pub busy_detect: bool,
+    /// CMD23 (SET_BLOCK_COUNT) before multi-block transfers instead of CMD12 after.
+    pub cmd23: bool,
+}
+
+/// The MMC bus between host controller and device.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BusConfig {
+    /// Bus mode name (HS200, HS400, ...), for reports.
+    pub mode: String,
+    /// Data rate on the DAT lines, bytes per second.
+    pub data_bytes_per_s: u64,
+    /// Clock of the CMD line (commands and responses are 48 bits, one bit per clock).
+    pub clock_hz: u64,
+    /// Clocks from the end of a command to the start of its response (N_CR).
+    pub ncr_clocks: u64,
+    /// Controller latency per command (FIFO, DMA descriptor fetch), not CPU time.
+    pub cmd_overhead_ns: u64,
+}
+
+impl BusConfig {
+    /// Time of one command and its 48-bit response on the CMD line, rounded up.
+    pub fn command_ns(&self) -> u64 {
+        let clocks = 48 + self.ncr_clocks + 48;
+        self.cmd_overhead_ns + (clocks * 1_000_000_000).div_ceil(self.clock_hz)
+    }
+    /// Time to move `bytes` on the DAT lines, rounded up.
+    pub fn data_ns(&self, bytes: u64) -> u64 {
+        crate::engine::transfer_ns(bytes, self.data_bytes_per_s)
+    }
+}
+
+/// A host board, validated.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HostConfig {
+    pub name: String,
+    pub description: String,
+    pub cores: u32,
+    /// Core that takes the storage controller's interrupt (and runs its kworkers).
+    pub irq_core: u32,
+    pub default_driver: DriverKind,
+    pub costs: HostCosts,
+    pub block: BlockConfig,
+    pub mmc: MmcHostConfig,
+    pub bus: BusConfig,
+}
+
+// ---- Raw preset structures (TOML) ----
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawHost {
+    pub name: String,
+    pub kind: String,
+    pub description: String,
+    #[serde(default)]
+    pub sources: Vec<String>,
+    pub cpu: RawCpu,
+    pub costs: RawCosts,
+    pub block: RawBlock,
+    pub mmc: RawMmc,
+    pub bus: RawBus,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCpu {
+    pub cores: u32,
+    pub irq_core: u32,
+    #[serde(default)]
+    pub model: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCosts {
+    pub syscall: String,
+    pub pin_per_4k: String,
+    pub block_submit: String,
+    pub aio_submit: String,
+    pub aio_reap: String,
+    pub irq: String,
+    pub wakeup: String,
+    pub complete: String,
+    pub syscall_return: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawBlock {
+    pub scheduler: String,
+    pub nr_requests: u32,
+    pub max_sectors_kb: u64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawMmc {
+    pub driver: String,
+    pub prep: String,
+    pub prep_per_4k: String,
+    pub start: String,
+    pub post: String,
+    pub post_per_4k: String,
+    pub cmd13: String,
+    pub cmd13_mode: String,
+    pub busy_detect: bool,
+    pub cmd23: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawBus {
+    pub mode: String,
+    pub data_rate: String,
+    pub cmd_clock: String,
+    pub ncr_clocks: u64,
+    pub cmd_overhead: String,
+}
+
+/// A CPU cost must be below a second: anything larger is a unit mistake.
+fn cost(field: &str, s: &str) -> Result<u64, ConfigError> {
+    let v = ns_field(field, s)?;
+    if v > 1_000_000_000 {
+        return Err(ConfigError::new(field, format!("{s} is absurd for a CPU cost (over 1 s)")));
+    }
+    Ok(v)
+}
+
+impl RawHost {
+    pub fn validate(self) -> Result<HostConfig, ConfigError> {
+        if self.kind != "host" {
+            return Err(ConfigError::new("kind", format!("is '{}', expected 'host'", self.kind)));
+        }
+        if self.cpu.cores == 0 || self.cpu.cores > 256 {
+            return Err(ConfigError::new("cpu.cores", "must be 1..=256"));
+        }
+        if self.cpu.irq_core >= self.cpu.cores {
+            return Err(ConfigError::new(
+                "cpu.irq_core",
+                format!("core {} does not exist on a {}-core host", self.cpu.irq_core, self.cpu.cores),
+            ));
+        }
+        let c = &self.costs;
+        let costs = HostCosts {
+            syscall_ns: cost("costs.syscall", &c.syscall)?,
+            pin_per_4k_ns: cost("costs.pin_per_4k", &c.pin_per_4k)?,
+            block_submit_ns: cost("costs.block_submit", &c.block_submit)?,
+            aio_submit_ns: cost("costs.aio_submit", &c.aio_submit)?,
+            aio_reap_ns: cost("costs.aio_reap", &c.aio_reap)?,
+            irq_ns: cost("costs.irq", &c.irq)?,
+            wakeup_ns: cost("costs.wakeup", &c.wakeup)?,
+            complete_ns: cost("costs.complete", &c.complete)?,
+            syscall_return_ns: cost("costs.syscall_return", &c.syscall_return)?,
+        };
+        let scheduler = match self.block.scheduler.as_str() {
+            "none" => Scheduler::None,
+            "mq-deadline" => Scheduler::MqDeadline,
+            other => {
+                return Err(ConfigError::new(
+                    "block.scheduler",
+                    format!("'{other}' is not modelled (none, mq-deadline)"),
+                ))
+            }
+        };
+        if self.block.nr_requests == 0 || self.block.nr_requests > 4096 {
+            return Err(ConfigError::new("block.nr_requests", "must be 1..=4096"));
+        }
+        if self.block.max_sectors_kb < 4 || self.block.max_sectors_kb > 65536 {
+            return Err(ConfigError::new("block.max_sectors_kb", "must be 4..=65536"));
+        }
+        let m = &self.mmc;
+        let default_driver =
+            DriverKind::parse(&m.driver).map_err(|e| ConfigError::new("mmc.driver", e))?;
+        let cmd13_mode = match m.cmd13_mode.as_str() {
+            "back-to-back" => Cmd13Mode::BackToBack,
+            "backoff" => Cmd13Mode::Backoff,
+            other => {
+                return Err(ConfigError::new(
+                    "mmc.cmd13_mode",
+                    format!("'{other}' (use back-to-back for kernels <= 5.14, backoff for >= 5.15)"),
+                ))
+            }
+        };
+        let mmc = MmcHostConfig {
+            prep_ns: cost("mmc.prep", &m.prep)?,
+            prep_per_4k_ns: cost("mmc.prep_per_4k", &m.prep_per_4k)?,
+            start_ns: cost("mmc.start", &m.start)?,
+            post_ns: cost("mmc.post", &m.post)?,
+            post_per_4k_ns: cost("mmc.post_per_4k", &m.post_per_4k)?,
+            cmd13_ns: cost("mmc.cmd13", &m.cmd13)?,
+            cmd13_mode,
+            busy_detect: m.busy_detect,
+            cmd23: m.cmd23,
+        };
+        let b = &self.bus;
+        let data_bytes_per_s = rate_field("bus.data_rate", &b.data_rate)?;
+        if data_bytes_per_s < 1_000_000 || data_bytes_per_s > 100_000_000_000 {
+            return Err(ConfigError::new("bus.data_rate", "must be between 1MB/s and 100GB/s"));
+        }
+        let clock_hz = hz_field("bus.cmd_clock", &b.cmd_clock)?;
+        if clock_hz < 100_000 || clock_hz > 10_000_000_000 {
+            return Err(ConfigError::new("bus.cmd_clock", "must be between 100kHz and 10GHz"));
+        }
+        if b.ncr_clocks > 1000 {
+            return Err(ConfigError::new("bus.ncr_clocks", "absurd (over 1000 clocks)"));
+        }
+        let bus = BusConfig {
+            mode: b.mode.clone(),
+            data_bytes_per_s,
+            clock_hz,
+            ncr_clocks: b.ncr_clocks,
+            cmd_overhead_ns: cost("bus.cmd_overhead", &b.cmd_overhead)?,
+        };
+        Ok(HostConfig {
+            name: self.name,
+            description: self.description,
+            cores: self.cpu.cores,
+            irq_core: self.cpu.irq_core,
+            default_driver,
+            costs,
+            block: BlockConfig {
+                scheduler,
+                nr_requests: self.block.nr_requests,
+                max_request_bytes: self.block.max_sectors_kb * 1024,
+            },
+            mmc,
+            bus,
+        })
+    }
+}
+
+impl HostConfig {
+    /// A host whose software costs all vanish except the ones given: for analytic tests.
+    pub fn ideal(cores: u32) -> HostConfig {
+        HostConfig {
+            name: "ideal".into(),
+            description: "zero-cost host for analytic tests".into(),
+            cores,
+            irq_core: 0,
+            default_driver: DriverKind::MmcLegacy,
+            costs: HostCosts {
+                syscall_ns: 0,
+                pin_per_4k_ns: 0,
+                block_submit_ns: 0,
+                aio_submit_ns: 0,
+                aio_reap_ns: 0,
+                irq_ns: 0,
+                wakeup_ns: 0,
+                complete_ns: 0,
+                syscall_return_ns: 0,
+            },
+            block: BlockConfig {
+                scheduler: Scheduler::None,
+                nr_requests: 64,
+                max_request_bytes: 512 * 1024,
+            },
+            mmc: MmcHostConfig {
+                prep_ns: 0,
+                prep_per_4k_ns: 0,
+                start_ns: 0,
+                post_ns: 0,
+                post_per_4k_ns: 0,
+                cmd13_ns: 0,
+                cmd13_mode: Cmd13Mode::BackToBack,
+                busy_detect: true,
+                cmd23: true,
+            },
+            bus: BusConfig {
+                mode: "ideal".into(),
+                data_bytes_per_s: 400_000_000,
+                clock_hz: 200_000_000,
+                ncr_clocks: 0,
+                cmd_overhead_ns: 0,
+            },
+        }
+    }
+}

@@ -1,0 +1,943 @@
+//! The simulation: the event loop and the one place where the layers are wired together.
+//!
+//! ```text
+//!  Thread ──submit (syscall, pin, bio)──▶ Block layer ──dispatch──▶ MMC driver (legacy)
+//!    ▲                                                                 │ prep / pre_req
+//!    │ wake-up, syscall return                                          ▼
+//!    └── block completion ◀── post_req ◀── CMD13 ◀── IRQ ◀── bus ◀──▶ device
+//! ```
+//!
+//! Each arrow that costs time costs it on a resource: a host core (`Cpu`), the MMC bus,
+//! or inside the device. Events are handled in (time, insertion) order; `route` turns a
+//! layer's output into the next layer's input, so the request path reads top to bottom
+//! in `handle`.
+//!
+//! The legacy MMC path (kernel-behaviour §1) in events: the thread that inserts a request
+//! into an idle queue becomes the dispatcher and stays in `queue_rq` while there is work:
+//! it prepares the next request (prep + DMA map) while the current one is on the bus,
+//! sleeps in `mmc_blk_rw_wait`, is woken by the interrupt of the current one, polls CMD13
+//! after a write, starts the prepared request, then runs `post_req` and ends the finished
+//! request. A completion that finds no waiter goes to the `mmc_complete` kworker.
+
+use crate::device::{self, DevCommand, DevOp, Device, DeviceConfig};
+use crate::engine::{EventQueue, FifoResource, Outbox, SimTime};
+use crate::host::block::{Bio, BlockLayer, ReqId};
+use crate::host::cpu::Cpu;
+use crate::host::{Cmd13Mode, DriverKind, HostConfig};
+use crate::stats::{DirStats, JobStats, RunResult, SystemStats};
+use crate::workload::{rate_gate, Dir, IoSource, JobConfig, Submission};
+
+/// Everything a run needs.
+#[derive(Clone, Debug)]
+pub struct SimConfig {
+    pub host: HostConfig,
+    pub device: DeviceConfig,
+    pub driver: DriverKind,
+    /// One entry per job thread (numjobs already expanded).
+    pub jobs: Vec<JobConfig>,
+}
+
+#[derive(Debug)]
+enum Ev {
+    /// A job thread may start (after startdelay or its stonewall).
+    ThreadStart(u32),
+    /// A job thread runs: reaps completions and issues what it may.
+    ThreadRun(u32),
+    /// The thread's submission work for its pending I/Os is done: bios go to the block layer.
+    Submitted(u32),
+    /// The dispatcher finished prep + pre_req of a request: `mmc_blk_rw_wait`.
+    DispPrepared(ReqId),
+    /// The dispatcher was woken by the interrupt of the request on the bus.
+    DispWoken,
+    /// The dispatcher ended the previous request and returns from queue_rq.
+    DispPosted(Option<ReqId>),
+    /// The request is started on the bus.
+    BusIssue(ReqId),
+    /// The interrupt handler for the request on the bus has run.
+    Irq(ReqId),
+    /// The `mmc_complete` kworker runs.
+    WorkerRun,
+    /// A block request has ended: its I/Os complete.
+    ReqEnd(ReqId),
+    /// A read's data is ready in the device: stream it over the bus.
+    ReadReady { req: ReqId, last_ready: SimTime },
+    /// An input for the device.
+    Dev(device::Input),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ThreadState {
+    NotStarted,
+    /// Has CPU work booked or is runnable.
+    Running,
+    /// Asleep waiting for completions.
+    Sleeping,
+    Finished,
+}
+
+struct Io {
+    thread: u32,
+    dir: Dir,
+    offset: u64,
+    len: u64,
+    parts_left: u32,
+    /// fio's io_u issue start (before the system call).
+    t_start: SimTime,
+    /// Submission returned (end of slat).
+    t_issued: SimTime,
+    /// The block layer finished the I/O.
+    t_done: SimTime,
+}
+
+struct Thread {
+    cfg: usize,
+    core: u32,
+    state: ThreadState,
+    src: IoSource,
+    depth: u32,
+    inflight: u32,
+    /// I/Os chosen and being submitted by the current system call.
+    submitting: Vec<u32>,
+    /// Completed I/Os not yet reaped by the thread.
+    completed: Vec<u32>,
+    /// The thread is inside queue_rq, dispatching for everybody.
+    in_dispatch: bool,
+    start: SimTime,
+    measure_start: SimTime,
+    end: SimTime,
+    ios_since_think: u32,
+    stats: JobStats,
+    last_change: SimTime,
+}
+
+/// The legacy MMC driver's state (one request on the bus, one prepared).
+#[derive(Default)]
+struct MmcLegacy {
+    /// The thread whose context runs the dispatch loop, if any.
+    dispatcher: Option<u32>,
+    /// Prepared request waiting in mmc_blk_rw_wait.
+    prepared: Option<ReqId>,
+    /// Request on the bus or in the device.
+    active: Option<ReqId>,
+    /// Finished on the hardware, waiting for CMD13 polling and post_req (mq->complete_req).
+    complete_req: Option<ReqId>,
+    /// The kworker holds complete_lock until then.
+    lock_free_at: SimTime,
+    worker_queued: bool,
+}
+
+pub struct Sim {
+    cfg: SimConfig,
+    q: EventQueue<Ev>,
+    now: SimTime,
+    cpu: Cpu,
+    bus: FifoResource,
+    block: BlockLayer,
+    dev: Device,
+    dev_out: Outbox<device::Input, device::Output>,
+    mmc: MmcLegacy,
+    threads: Vec<Thread>,
+    ios: Vec<Io>,
+    free_ios: Vec<u32>,
+    /// When the device releases busy for each write request (indexed by request id).
+    dev_ready_at: Vec<SimTime>,
+    scratch: Vec<u32>,
+    sys: SystemStats,
+    unfinished: usize,
+}
+
+fn depth_bucket(d: u32) -> usize {
+    match d {
+        0..=1 => 0,
+        2..=3 => 1,
+        4..=7 => 2,
+        8..=15 => 3,
+        16..=31 => 4,
+        32..=63 => 5,
+        _ => 6,
+    }
+}
+
+impl Sim {
+    pub fn new(cfg: SimConfig) -> Result<Self, String> {
+        if cfg.jobs.is_empty() {
+            return Err("no jobs to run".into());
+        }
+        for j in &cfg.jobs {
+            j.validate()?;
+            if !j.direct {
+                return Err(format!(
+                    "job '{}': buffered I/O (direct=0) is not modelled yet; use direct=1",
+                    j.name
+                ));
+            }
+            let cap = cfg.device.capacity_bytes;
+            if j.offset + j.size > cap {
+                return Err(format!(
+                    "job '{}': region {}..{} is beyond the device's {} bytes",
+                    j.name,
+                    j.offset,
+                    j.offset + j.size,
+                    cap
+                ));
+            }
+        }
+        let host = &cfg.host;
+        let threads = cfg
+            .jobs
+            .iter()
+            .enumerate()
+            .map(|(i, j)| {
+                // Spread threads over the cores, starting after the IRQ core, as the
+                // scheduler's load balancing would for busy threads.
+                let core = j
+                    .cpu
+                    .unwrap_or((host.irq_core + 1 + i as u32) % host.cores)
+                    % host.cores;
+                Thread {
+                    cfg: i,
+                    core,
+                    state: ThreadState::NotStarted,
+                    src: IoSource::new(j),
+                    depth: j.depth(),
+                    inflight: 0,
+                    submitting: Vec::new(),
+                    completed: Vec::new(),
+                    in_dispatch: false,
+                    start: 0,
+                    measure_start: 0,
+                    end: 0,
+                    ios_since_think: 0,
+                    stats: JobStats {
+                        job: i,
+                        name: j.name.clone(),
+                        dirs: [DirStats::default(), DirStats::default()],
+                        runtime_ns: 0,
+                        start_ns: 0,
+                        end_ns: 0,
+                        ctx: 0,
+                        outstanding_area: 0,
+                        depth_hist: [0; 7],
+                        sys_ns: 0,
+                    },
+                    last_change: 0,
+                }
+            })
+            .collect::<Vec<_>>();
+        let n = threads.len();
+        let mut sim = Sim {
+            cpu: Cpu::new(host.cores),
+            bus: FifoResource::new(),
+            block: BlockLayer::new(
+                host.block.scheduler,
+                host.block.nr_requests,
+                host.block.max_request_bytes,
+            ),
+            dev: Device::new(&cfg.device, cfg.jobs[0].seed),
+            dev_out: Outbox::new(),
+            mmc: MmcLegacy::default(),
+            threads,
+            ios: Vec::new(),
+            free_ios: Vec::new(),
+            dev_ready_at: Vec::new(),
+            scratch: Vec::new(),
+            sys: SystemStats::default(),
+            unfinished: n,
+            q: EventQueue::new(),
+            now: 0,
+            cfg,
+        };
+        // Jobs before the first stonewall start at once; the others when their turn comes.
+        for t in 0..n {
+            if sim.cfg.jobs[t].stonewall && t > 0 {
+                break;
+            }
+            sim.q.push(sim.cfg.jobs[t].startdelay_ns, Ev::ThreadStart(t as u32));
+        }
+        Ok(sim)
+    }
+
+    /// Runs to completion.
+    pub fn run(mut self) -> RunResult {
+        self.run_until(u64::MAX);
+        self.finish()
+    }
+
+    /// Handles events up to simulated time `limit`; returns false when nothing is left.
+    pub fn run_until(&mut self, limit: SimTime) -> bool {
+        while let Some(t) = self.q.peek_time() {
+            if t > limit {
+                return true;
+            }
+            let (t, ev) = self.q.pop().expect("peeked");
+            debug_assert!(t >= self.now, "time never goes backwards");
+            self.now = t;
+            self.sys.events += 1;
+            self.handle(ev);
+        }
+        false
+    }
+
+    /// Simulated time and I/Os completed so far (for progress reports).
+    pub fn progress(&self) -> (SimTime, u64) {
+        let ios = self
+            .threads
+            .iter()
+            .map(|t| t.stats.dirs[0].ios + t.stats.dirs[1].ios)
+            .sum();
+        (self.now, ios)
+    }
+
+    pub fn finish(mut self) -> RunResult {
+        assert_eq!(self.unfinished, 0, "every job thread finishes");
+        assert!(self.ios.len() == self.free_ios.len(), "every I/O completes exactly once");
+        self.sys.sim_end_ns = self.now;
+        self.sys.core_busy_ns = self.cpu.busy_ns();
+        self.sys.bus_busy_ns = self.bus.busy_ns();
+        self.sys.requests = self.block.requests_dispatched;
+        self.sys.merges = self.block.merges;
+        RunResult {
+            jobs: self.threads.into_iter().map(|t| t.stats).collect(),
+            system: self.sys,
+        }
+    }
+
+    /// The request path: every event, in order.
+    fn handle(&mut self, ev: Ev) {
+        let now = self.now;
+        match ev {
+            Ev::ThreadStart(t) => self.thread_start(t),
+            Ev::ThreadRun(t) => self.thread_run(t),
+            Ev::Submitted(t) => self.submitted(t),
+            Ev::DispPrepared(r) => self.disp_prepared(r),
+            Ev::DispWoken => {
+                let r = self.mmc.prepared.take().expect("woken dispatcher has a prepared request");
+                self.disp_proceed(now, r);
+            }
+            Ev::DispPosted(prev) => {
+                if let Some(p) = prev {
+                    self.req_end(p);
+                }
+                self.disp_next(now);
+            }
+            Ev::BusIssue(r) => self.bus_issue(r),
+            Ev::ReadReady { req, last_ready } => self.bus_read_data(req, last_ready),
+            Ev::Irq(r) => self.irq(r),
+            Ev::WorkerRun => self.worker_run(),
+            Ev::ReqEnd(r) => self.req_end(r),
+            Ev::Dev(input) => self.device(input),
+        }
+    }
+
+    /// The wiring from the device's outputs to the host side.
+    fn route_device(&mut self) {
+        let (timers, emits) = self.dev_out.drain();
+        let timers: Vec<_> = timers.collect();
+        let emits: Vec<_> = emits.collect();
+        for (at, input) in timers {
+            self.q.push(at, Ev::Dev(input));
+        }
+        for (at, out) in emits {
+            match out {
+                device::Output::ReadReady { tag, last_ready } => {
+                    self.q.push(at, Ev::ReadReady { req: tag, last_ready });
+                }
+                device::Output::Done { tag, .. } => {
+                    // A write or flush released busy at `at`: known now, so the driver's
+                    // busy polling can be computed against it.
+                    let i = tag as usize;
+                    if self.dev_ready_at.len() <= i {
+                        self.dev_ready_at.resize(i + 1, 0);
+                    }
+                    self.dev_ready_at[i] = at;
+                    self.irq_after_write(tag, at);
+                }
+            }
+        }
+    }
+
+    fn device(&mut self, input: device::Input) {
+        let now = self.now;
+        let mut out = std::mem::take(&mut self.dev_out);
+        self.dev.handle(now, input, &mut out);
+        self.dev_out = out;
+        self.route_device();
+    }
+
+    // ---------------------------------------------------------------- threads
+
+    fn thread_start(&mut self, t: u32) {
+        let now = self.now;
+        let cfg = &self.cfg.jobs[self.threads[t as usize].cfg];
+        let ramp = cfg.ramp_ns;
+        let th = &mut self.threads[t as usize];
+        th.state = ThreadState::Running;
+        th.start = now;
+        th.measure_start = now + ramp;
+        th.last_change = now;
+        th.stats.start_ns = now;
+        self.thread_run(t);
+    }
+
+    fn job_done_issuing(&self, t: u32) -> bool {
+        let th = &self.threads[t as usize];
+        let cfg = &self.cfg.jobs[th.cfg];
+        if let Some(rt) = cfg.runtime_ns {
+            if self.now >= th.start + cfg.ramp_ns + rt {
+                return true;
+            }
+        }
+        !cfg.time_based && th.src.issued_bytes >= cfg.io_limit
+    }
+
+    fn account_outstanding(&mut self, t: u32) {
+        let now = self.now;
+        let th = &mut self.threads[t as usize];
+        if now > th.last_change {
+            let from = th.last_change.max(th.measure_start);
+            if now > from {
+                th.stats.outstanding_area += th.inflight as u128 * (now - from) as u128;
+            }
+            th.last_change = now;
+        }
+    }
+
+    /// The thread runs: it reaps what completed, then issues as its engine allows.
+    fn thread_run(&mut self, t: u32) {
+        let now = self.now;
+        // Reap completions (their completion latency ends now, when fio sees them).
+        let mut done = std::mem::take(&mut self.threads[t as usize].completed);
+        if !done.is_empty() {
+            self.account_outstanding(t);
+        }
+        for &io in &done {
+            self.record_io(t, io);
+        }
+        done.clear();
+        self.threads[t as usize].completed = done;
+
+        if self.job_done_issuing(t) {
+            if self.threads[t as usize].inflight == 0 {
+                self.thread_finish(t);
+            } else {
+                self.threads[t as usize].state = ThreadState::Sleeping;
+            }
+            return;
+        }
+        let th = &self.threads[t as usize];
+        if th.inflight >= th.depth {
+            self.threads[t as usize].state = ThreadState::Sleeping;
+            return;
+        }
+        let cfg = &self.cfg.jobs[th.cfg];
+        let submission = cfg.submission;
+        let io_limit = cfg.io_limit;
+        let time_based = cfg.time_based;
+        // Think time every `thinktime_blocks` I/Os, and rate limits.
+        let mut gate = now;
+        let think = cfg.thinktime_ns > 0 && th.ios_since_think >= cfg.thinktime_blocks.max(1);
+        if think {
+            gate = now + cfg.thinktime_ns;
+        }
+        for d in [Dir::Read, Dir::Write] {
+            let i = d.index();
+            if cfg.rate_bytes_per_s[i] > 0 || cfg.rate_iops[i] > 0 {
+                let s = &th.stats.dirs[i];
+                let g = rate_gate(th.start, s.bytes, s.ios, cfg.rate_bytes_per_s[i], cfg.rate_iops[i]);
+                gate = gate.max(g);
+            }
+        }
+        if think {
+            self.threads[t as usize].ios_since_think = 0;
+        }
+        if gate > now {
+            self.threads[t as usize].state = ThreadState::Sleeping;
+            self.q.push(gate, Ev::ThreadRun(t));
+            return;
+        }
+        // Choose the I/Os of this system call and book its CPU work.
+        let batch = match submission {
+            Submission::Sync => 1,
+            Submission::Async { batch_submit, .. } => batch_submit.max(1),
+        };
+        let costs = &self.cfg.host.costs;
+        let (c_syscall, c_aio, c_pin, c_block) = (
+            costs.syscall_ns,
+            costs.aio_submit_ns,
+            costs.pin_per_4k_ns,
+            costs.block_submit_ns,
+        );
+        let mut cost = match submission {
+            Submission::Sync => c_syscall,
+            Submission::Async { .. } => c_aio,
+        };
+        let max_bytes = self.cfg.host.block.max_request_bytes;
+        let mut picked = std::mem::take(&mut self.threads[t as usize].submitting);
+        for _ in 0..batch {
+            let th = &mut self.threads[t as usize];
+            if th.inflight + picked.len() as u32 >= th.depth
+                || (!time_based && th.src.issued_bytes >= io_limit)
+            {
+                break;
+            }
+            let spec = th.src.next();
+            let nbios = spec.len.div_ceil(max_bytes) as u32;
+            if let Submission::Async { .. } = submission {
+                cost += c_syscall;
+            }
+            cost += c_pin * spec.len.div_ceil(4096) + c_block * nbios as u64;
+            let io = self.alloc_io(Io {
+                thread: t,
+                dir: spec.dir,
+                offset: spec.offset,
+                len: spec.len,
+                parts_left: nbios,
+                t_start: now,
+                t_issued: 0,
+                t_done: 0,
+            });
+            picked.push(io);
+        }
+        let th = &mut self.threads[t as usize];
+        th.submitting = picked;
+        th.state = ThreadState::Running;
+        th.stats.sys_ns += cost;
+        let core = th.core;
+        let end = self.cpu.run(core, now, cost);
+        self.q.push(end, Ev::Submitted(t));
+    }
+
+    fn alloc_io(&mut self, io: Io) -> u32 {
+        match self.free_ios.pop() {
+            Some(i) => {
+                self.ios[i as usize] = io;
+                i
+            }
+            None => {
+                self.ios.push(io);
+                (self.ios.len() - 1) as u32
+            }
+        }
+    }
+
+    /// The system call's work is done: the bios enter the block layer (one plug: they
+    /// are inserted together and the queue is run once).
+    fn submitted(&mut self, t: u32) {
+        let now = self.now;
+        self.account_outstanding(t);
+        let picked = std::mem::take(&mut self.threads[t as usize].submitting);
+        let max_sectors = self.block.max_sectors() as u64;
+        for &io in &picked {
+            let (dir, offset, len) = {
+                let x = &mut self.ios[io as usize];
+                x.t_issued = now;
+                (x.dir, x.offset, x.len)
+            };
+            let th = &mut self.threads[t as usize];
+            th.inflight += 1;
+            th.ios_since_think += 1;
+            let b = depth_bucket(th.inflight);
+            th.stats.depth_hist[b] += 1;
+            let mut sector = offset / 512;
+            let end = (offset + len) / 512;
+            while sector < end {
+                let n = (end - sector).min(max_sectors) as u32;
+                self.block.submit(
+                    now,
+                    Bio {
+                        io,
+                        dir,
+                        sector,
+                        sectors: n,
+                    },
+                );
+                sector += n as u64;
+            }
+        }
+        let mut picked = picked;
+        picked.clear();
+        self.threads[t as usize].submitting = picked;
+        // Run the hardware queue from this context.
+        self.kick(t);
+        let th = &self.threads[t as usize];
+        if th.in_dispatch {
+            return; // stays in queue_rq; resumes when the dispatch loop ends
+        }
+        self.after_submit(t);
+    }
+
+    /// What the thread does once its system call has returned (or its dispatch loop ended).
+    fn after_submit(&mut self, t: u32) {
+        let now = self.now;
+        let th = &self.threads[t as usize];
+        let cfg = &self.cfg.jobs[th.cfg];
+        match cfg.submission {
+            Submission::Sync => {
+                if th.completed.is_empty() {
+                    self.threads[t as usize].state = ThreadState::Sleeping;
+                } else {
+                    // Its I/O finished while it was dispatching: return to user space.
+                    let cost = self.cfg.host.costs.syscall_return_ns;
+                    let end = self.cpu.run(th.core, now, cost);
+                    self.q.push(end, Ev::ThreadRun(t));
+                }
+            }
+            Submission::Async {
+                batch_complete_min, ..
+            } => {
+                let more = th.inflight < th.depth && !self.job_done_issuing(t);
+                let reap = th.completed.len() as u32 >= batch_complete_min.max(1).min(th.inflight.max(1));
+                if more || reap {
+                    let cost = if reap { self.cfg.host.costs.aio_reap_ns } else { 0 };
+                    let end = self.cpu.run(th.core, now, cost);
+                    self.q.push(end, Ev::ThreadRun(t));
+                } else {
+                    self.threads[t as usize].state = ThreadState::Sleeping;
+                }
+            }
+        }
+    }
+
+    fn record_io(&mut self, t: u32, io: u32) {
+        let now = self.now;
+        let x = &self.ios[io as usize];
+        let (dir, len, t_start, t_issued) = (x.dir, x.len, x.t_start, x.t_issued);
+        debug_assert!(x.t_done <= now);
+        self.free_ios.push(io);
+        let th = &mut self.threads[t as usize];
+        th.inflight -= 1;
+        let sync = matches!(self.cfg.jobs[th.cfg].submission, Submission::Sync);
+        if t_start < th.measure_start {
+            return;
+        }
+        let since = now.saturating_sub(th.measure_start);
+        let (slat, clat) = if sync {
+            (None, now - t_start)
+        } else {
+            (Some(t_issued - t_start), now - t_issued)
+        };
+        th.stats.dirs[dir.index()].record(since, len, slat, clat, now - t_start);
+    }
+
+    fn thread_finish(&mut self, t: u32) {
+        let now = self.now;
+        self.account_outstanding(t);
+        let th = &mut self.threads[t as usize];
+        th.state = ThreadState::Finished;
+        th.end = now;
+        th.stats.end_ns = now;
+        th.stats.runtime_ns = now.saturating_sub(th.measure_start);
+        self.unfinished -= 1;
+        // Stonewall: the next group starts when every earlier job has finished.
+        let all_before_done = |sim: &Sim, upto: usize| {
+            sim.threads[..upto]
+                .iter()
+                .all(|x| x.state == ThreadState::Finished)
+        };
+        let n = self.threads.len();
+        let mut i = 0;
+        while i < n {
+            if self.threads[i].state == ThreadState::NotStarted {
+                if self.cfg.jobs[i].stonewall && all_before_done(self, i) {
+                    // Start this job and the ones after it up to the next stonewall.
+                    let mut j = i;
+                    while j < n && (j == i || !self.cfg.jobs[j].stonewall) {
+                        let d = self.cfg.jobs[j].startdelay_ns;
+                        self.threads[j].state = ThreadState::Running;
+                        self.q.push(now + d, Ev::ThreadStart(j as u32));
+                        j += 1;
+                    }
+                }
+                break;
+            }
+            i += 1;
+        }
+    }
+
+    /// The block layer finished a request: its I/Os complete; their threads wake.
+    fn req_end(&mut self, r: ReqId) {
+        let now = self.now;
+        let mut ios = std::mem::take(&mut self.scratch);
+        ios.clear();
+        let admitted = self.block.complete(now, r, &mut ios);
+        for &io in &ios {
+            let x = &mut self.ios[io as usize];
+            x.parts_left -= 1;
+            if x.parts_left > 0 {
+                continue;
+            }
+            x.t_done = now;
+            let t = x.thread;
+            self.io_done(t, io);
+        }
+        self.scratch = ios;
+        if admitted > 0 && self.mmc.dispatcher.is_none() {
+            // Requests that waited for a tag: the completion path reruns the queue
+            // (blk-mq's restart), from the completing context's thread of reference.
+            let t = self.threads.iter().position(|x| x.state != ThreadState::Finished).unwrap_or(0);
+            self.kick(t as u32);
+        }
+    }
+
+    fn io_done(&mut self, t: u32, io: u32) {
+        let now = self.now;
+        let costs = &self.cfg.host.costs;
+        let (wakeup, ret, reap) = (costs.wakeup_ns, costs.syscall_return_ns, costs.aio_reap_ns);
+        let th = &mut self.threads[t as usize];
+        th.completed.push(io);
+        if th.in_dispatch || th.state != ThreadState::Sleeping {
+            return; // it will see the completion when it gets back
+        }
+        let sync = matches!(self.cfg.jobs[th.cfg].submission, Submission::Sync);
+        let need = match self.cfg.jobs[th.cfg].submission {
+            Submission::Sync => 1,
+            Submission::Async {
+                batch_complete_min, ..
+            } => batch_complete_min.max(1).min(th.inflight),
+        };
+        if (th.completed.len() as u32) < need {
+            return;
+        }
+        th.state = ThreadState::Running;
+        th.stats.ctx += 1;
+        let cost = wakeup + if sync { ret } else { reap };
+        let end = self.cpu.run(th.core, now, cost);
+        self.q.push(end, Ev::ThreadRun(t));
+    }
+
+    // ---------------------------------------------------------------- MMC legacy driver
+
+    /// blk_mq_run_hw_queue from thread `t`'s context: if nobody is dispatching, `t`
+    /// becomes the dispatcher.
+    fn kick(&mut self, t: u32) {
+        if self.mmc.dispatcher.is_some() || !self.block.has_queued() {
+            return;
+        }
+        match self.cfg.driver {
+            DriverKind::MmcLegacy => {
+                self.mmc.dispatcher = Some(t);
+                self.threads[t as usize].in_dispatch = true;
+                let now = self.now;
+                self.disp_next(now);
+            }
+        }
+    }
+
+    fn disp_core(&self) -> u32 {
+        let t = self.mmc.dispatcher.expect("dispatcher exists");
+        self.threads[t as usize].core
+    }
+
+    /// The dispatch loop takes the next request and prepares it, or ends.
+    fn disp_next(&mut self, at: SimTime) {
+        debug_assert!(self.mmc.prepared.is_none());
+        let Some(t) = self.mmc.dispatcher else {
+            return;
+        };
+        match self.block.dispatch(at) {
+            Some(r) => {
+                let bytes = self.block.req(r).bytes();
+                let m = &self.cfg.host.mmc;
+                let cost = m.prep_ns + m.prep_per_4k_ns * bytes.div_ceil(4096);
+                let end = self.cpu.run(self.threads[t as usize].core, at, cost);
+                self.q.push(end, Ev::DispPrepared(r));
+            }
+            None => {
+                // Nothing left: the thread leaves queue_rq and goes back to its own I/O.
+                self.mmc.dispatcher = None;
+                self.threads[t as usize].in_dispatch = false;
+                let saved = self.now;
+                self.now = at.max(saved);
+                self.after_submit(t);
+                self.now = saved;
+            }
+        }
+    }
+
+    /// mmc_blk_rw_wait: wait while another request is on the hardware.
+    fn disp_prepared(&mut self, r: ReqId) {
+        let now = self.now;
+        if self.mmc.active.is_some() {
+            self.mmc.prepared = Some(r);
+        } else {
+            self.disp_proceed(now, r);
+        }
+    }
+
+    /// CMD13 polling after a write until the card is out of busy, from `core`, starting
+    /// at `at`; returns when the polling context continues.
+    fn poll_busy(&mut self, core: u32, at: SimTime, prev: ReqId) -> SimTime {
+        let ready = self.dev_ready_at.get(prev as usize).copied().unwrap_or(0);
+        let h = &self.cfg.host;
+        let cmd_ns = h.bus.command_ns();
+        let mut t = at;
+        let mut backoff_us = 32u64;
+        loop {
+            // A synchronous CMD13: issue, wait for the command-complete interrupt, wake up.
+            t = self.cpu.run(core, t, h.mmc.cmd13_ns);
+            t = self.bus.book(t, cmd_ns).1;
+            self.sys.cmd13 += 1;
+            let answered_busy = t < ready;
+            t = self.cpu.run(h.irq_core, t, h.costs.irq_ns);
+            t = self.cpu.run(core, t, h.costs.wakeup_ns);
+            if !answered_busy {
+                return t;
+            }
+            if h.mmc.cmd13_mode == Cmd13Mode::Backoff {
+                // usleep_range(d, 2d): the timer fires at the low end here.
+                t += backoff_us * 1000;
+                t = self.cpu.run(core, t, h.costs.wakeup_ns);
+                backoff_us = (backoff_us * 2).min(32_768);
+            }
+        }
+    }
+
+    /// The previous request is off the hardware: complete it (CMD13 for writes), start
+    /// `r`, then post-process the previous one.
+    fn disp_proceed(&mut self, at: SimTime, r: ReqId) {
+        let core = self.disp_core();
+        // complete_lock: if the kworker is completing the previous request, wait for it.
+        let mut t = if self.mmc.lock_free_at > at {
+            self.cpu.run(core, self.mmc.lock_free_at, self.cfg.host.costs.wakeup_ns)
+        } else {
+            at
+        };
+        let prev = self.mmc.complete_req.take();
+        if let Some(p) = prev {
+            if self.block.req(p).dir() == Dir::Write {
+                t = self.poll_busy(core, t, p);
+            }
+        }
+        let m = &self.cfg.host.mmc;
+        t = self.cpu.run(core, t, m.start_ns);
+        self.mmc.active = Some(r);
+        self.q.push(t, Ev::BusIssue(r));
+        if let Some(p) = prev {
+            let bytes = self.block.req(p).bytes();
+            let cost = m.post_ns + m.post_per_4k_ns * bytes.div_ceil(4096) + self.end_cost(p);
+            t = self.cpu.run(core, t, cost);
+        }
+        self.q.push(t, Ev::DispPosted(prev));
+    }
+
+    /// CPU cost of ending a block request: one bio completion per I/O it carries.
+    fn end_cost(&self, r: ReqId) -> u64 {
+        self.cfg.host.costs.complete_ns * self.block.req(r).bios.len() as u64
+    }
+
+    /// The request goes on the bus: CMD23 + CMD18/CMD25 (or CMD17/CMD24), then data.
+    fn bus_issue(&mut self, r: ReqId) {
+        let now = self.now;
+        let (dir, sector, sectors) = {
+            let q = self.block.req(r);
+            (q.dir(), q.sector, q.sectors)
+        };
+        let h = &self.cfg.host;
+        let multi = sectors > 1;
+        let ncmd = if multi && h.mmc.cmd23 { 2 } else { 1 };
+        let (_, cmd_end) = self.bus.book(now, ncmd * h.bus.command_ns());
+        let op = match dir {
+            Dir::Read => DevOp::Read,
+            Dir::Write => DevOp::Write,
+        };
+        let cmd = DevCommand {
+            tag: r,
+            op,
+            lba: sector,
+            sectors,
+        };
+        match dir {
+            Dir::Read => {
+                self.sys.device_host_read_bytes += sectors as u64 * 512;
+                self.q.push(cmd_end, Ev::Dev(device::Input::Command(cmd)));
+            }
+            Dir::Write => {
+                self.sys.device_host_write_bytes += sectors as u64 * 512;
+                let bytes = sectors as u64 * 512;
+                let (_, mut data_end) = self.bus.book(cmd_end, h.bus.data_ns(bytes));
+                if multi && !h.mmc.cmd23 {
+                    data_end = self.bus.book(data_end, h.bus.command_ns()).1; // CMD12
+                }
+                self.q.push(data_end, Ev::Dev(device::Input::Command(cmd)));
+                if !h.mmc.busy_detect {
+                    // Transfer-complete interrupt at the end of data; busy is polled.
+                    let t = self.cpu.run(h.irq_core, data_end, h.costs.irq_ns);
+                    self.q.push(t, Ev::Irq(r));
+                }
+            }
+        }
+    }
+
+    /// The device released busy after a write at `at`.
+    fn irq_after_write(&mut self, r: ReqId, at: SimTime) {
+        let h = &self.cfg.host;
+        if h.mmc.busy_detect {
+            let t = self.cpu.run(h.irq_core, at, h.costs.irq_ns);
+            self.q.push(t, Ev::Irq(r));
+        }
+    }
+
+    /// Read data streams out of the device over the bus, then the interrupt.
+    fn bus_read_data(&mut self, r: ReqId, last_ready: SimTime) {
+        let now = self.now;
+        let h = &self.cfg.host;
+        let bytes = self.block.req(r).bytes();
+        let (_, mut end) = self.bus.book(now, h.bus.data_ns(bytes));
+        // The last chunk cannot leave before it is ready.
+        let tail = last_ready + h.bus.data_ns(bytes.min(4096));
+        if tail > end {
+            self.bus.book(end, tail - end);
+            end = tail;
+        }
+        if self.block.req(r).sectors > 1 && !h.mmc.cmd23 {
+            end = self.bus.book(end, h.bus.command_ns()).1; // CMD12
+        }
+        let t = self.cpu.run(h.irq_core, end, h.costs.irq_ns);
+        self.q.push(t, Ev::Irq(r));
+    }
+
+    /// mmc_request_done → mmc_blk_mq_req_done: record the request to complete; wake the
+    /// dispatcher if it waits, else queue the kworker.
+    fn irq(&mut self, r: ReqId) {
+        let now = self.now;
+        debug_assert_eq!(self.mmc.active, Some(r));
+        self.mmc.active = None;
+        debug_assert!(self.mmc.complete_req.is_none());
+        self.mmc.complete_req = Some(r);
+        let h = &self.cfg.host;
+        if self.mmc.prepared.is_some() {
+            let core = self.disp_core();
+            let t = self.cpu.run(core, now, h.costs.wakeup_ns);
+            self.q.push(t, Ev::DispWoken);
+        } else if !self.mmc.worker_queued {
+            self.mmc.worker_queued = true;
+            let t = self.cpu.run(h.irq_core, now, h.costs.wakeup_ns);
+            self.q.push(t, Ev::WorkerRun);
+        }
+    }
+
+    /// The mmc_complete kworker: completes the request unless the dispatcher took it.
+    fn worker_run(&mut self) {
+        let now = self.now;
+        self.mmc.worker_queued = false;
+        let Some(p) = self.mmc.complete_req.take() else {
+            return;
+        };
+        let core = self.cfg.host.irq_core;
+        let mut t = now;
+        if self.block.req(p).dir() == Dir::Write {
+            t = self.poll_busy(core, t, p);
+        }
+        let m = &self.cfg.host.mmc;
+        let bytes = self.block.req(p).bytes();
+        let cost = m.post_ns + m.post_per_4k_ns * bytes.div_ceil(4096) + self.end_cost(p);
+        t = self.cpu.run(core, t, cost);
+        self.mmc.lock_free_at = t;
+        self.q.push(t, Ev::ReqEnd(p));
+    }
+}
+
+/// Runs a whole simulation.
+pub fn run(cfg: SimConfig) -> Result<RunResult, String> {
+    Ok(Sim::new(cfg)?.run())
+}

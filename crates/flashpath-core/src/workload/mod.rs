@@ -1,0 +1,302 @@
+//! The workload: fio job threads and the offsets, sizes and directions of their I/Os.
+//!
+//! A job thread runs fio's loop: pick the next I/O (direction by `rwmixread`, size by the
+//! block-size spec, offset by the sequential cursor or the random generator), submit it
+//! through its ioengine, and wait as the engine does (a synchronous engine waits for each
+//! I/O; an asynchronous one keeps up to `iodepth` in flight, submitting `iodepth_batch` at
+//! a time and reaping at least `iodepth_batch_complete_min`). Think time and rate limits
+//! delay the next submission in simulated time.
+//!
+//! Leaves out: verify, trims, file layout (a job addresses the raw device), fio's
+//! tausworthe generator (offsets come from the run's seeded ChaCha stream, so the
+//! sequence differs from fio's while the distribution is the same).
+//! Units: bytes, nanoseconds.
+
+mod offsets;
+
+pub use offsets::OffsetGen;
+
+use crate::engine::SimTime;
+
+/// Data direction of one I/O.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Dir {
+    Read = 0,
+    Write = 1,
+}
+
+impl Dir {
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Whether offsets follow each other or are drawn at random.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pattern {
+    Sequential,
+    Random,
+}
+
+/// How random offsets are distributed over the region.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Distribution {
+    /// Every block equally likely; with the random map (default) each block once per pass.
+    Uniform,
+    /// Zipf with exponent theta (> 0, != 1 handled by the generic inverse); hot blocks
+    /// are spread over the region by a fixed permutation as fio does.
+    Zipf(f64),
+    /// Pareto with shape h in (0, 1).
+    Pareto(f64),
+}
+
+/// Block sizes for one direction.
+#[derive(Clone, Debug, PartialEq)]
+pub enum BlockSizes {
+    Fixed(u64),
+    /// Any multiple of `min` in `min..=max` (or any size with `unaligned`), uniformly.
+    Range { min: u64, max: u64, unaligned: bool },
+    /// (size, weight%) pairs; weights sum to 100.
+    Split(Vec<(u64, u32)>),
+}
+
+impl BlockSizes {
+    pub fn min(&self) -> u64 {
+        match self {
+            BlockSizes::Fixed(b) => *b,
+            BlockSizes::Range { min, .. } => *min,
+            BlockSizes::Split(v) => v.iter().map(|(b, _)| *b).min().unwrap_or(4096),
+        }
+    }
+    pub fn max(&self) -> u64 {
+        match self {
+            BlockSizes::Fixed(b) => *b,
+            BlockSizes::Range { max, .. } => *max,
+            BlockSizes::Split(v) => v.iter().map(|(b, _)| *b).max().unwrap_or(4096),
+        }
+    }
+}
+
+/// How the thread submits I/O (fio's ioengine semantics).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Submission {
+    /// psync, sync, pvsync, pvsync2, mmap: one I/O per system call, waits for it.
+    Sync,
+    /// libaio, io_uring, posixaio: up to `depth` in flight.
+    Async {
+        depth: u32,
+        /// I/Os submitted per `io_submit`/`io_uring_enter` (fio's iodepth_batch, 1 by default).
+        batch_submit: u32,
+        /// Completions waited for before the thread runs again (iodepth_batch_complete_min).
+        batch_complete_min: u32,
+    },
+}
+
+/// One job thread's workload, typed and validated (the CLI builds it from fio options).
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobConfig {
+    pub name: String,
+    pub pattern: Pattern,
+    /// Share of reads in percent: 100 for read-only, 0 for write-only.
+    pub read_pct: u32,
+    /// Block sizes for reads and writes.
+    pub bs: [BlockSizes; 2],
+    /// First byte of the job's region on the device.
+    pub offset: u64,
+    /// Length of the region in bytes.
+    pub size: u64,
+    /// Bytes to transfer before the job ends (fio's io_size; = size by default).
+    pub io_limit: u64,
+    /// Sequential: bytes skipped after each I/O (fio's `rw=read:N`; may be negative).
+    pub seq_skip: i64,
+    /// Random: a new random offset only every N I/Os, sequential in between (`rw=randread:N`).
+    pub rand_every: u32,
+    pub distribution: Distribution,
+    /// Allow repeated blocks within a pass (fio's norandommap).
+    pub norandommap: bool,
+    pub submission: Submission,
+    /// O_DIRECT. Buffered I/O is not modelled yet; the CLI rejects direct=0.
+    pub direct: bool,
+    /// Stop after this much simulated time (fio's runtime), if set.
+    pub runtime_ns: Option<u64>,
+    /// Keep going until runtime even after io_limit is reached.
+    pub time_based: bool,
+    /// Statistics start this long after the job starts.
+    pub ramp_ns: u64,
+    /// The job starts this long after the run (or its stonewall) starts.
+    pub startdelay_ns: u64,
+    /// Sleep this long every `thinktime_blocks` I/Os.
+    pub thinktime_ns: u64,
+    pub thinktime_blocks: u32,
+    /// Upper bound on bytes/s per direction (0 = none).
+    pub rate_bytes_per_s: [u64; 2],
+    /// Upper bound on IOPS per direction (0 = none).
+    pub rate_iops: [u64; 2],
+    /// Seed of this thread's random streams.
+    pub seed: u64,
+    /// Wait until every earlier job has finished (fio's stonewall).
+    pub stonewall: bool,
+    /// Host core the thread runs on; `None` lets the simulator spread threads.
+    pub cpu: Option<u32>,
+}
+
+impl JobConfig {
+    /// A plain job for tests: `pattern` I/O of `bs` bytes over `size` bytes at `offset`.
+    pub fn simple(name: &str, pattern: Pattern, read_pct: u32, bs: u64, size: u64) -> Self {
+        JobConfig {
+            name: name.to_string(),
+            pattern,
+            read_pct,
+            bs: [BlockSizes::Fixed(bs), BlockSizes::Fixed(bs)],
+            offset: 0,
+            size,
+            io_limit: size,
+            seq_skip: 0,
+            rand_every: 1,
+            distribution: Distribution::Uniform,
+            norandommap: false,
+            submission: Submission::Sync,
+            direct: true,
+            runtime_ns: None,
+            time_based: false,
+            ramp_ns: 0,
+            startdelay_ns: 0,
+            thinktime_ns: 0,
+            thinktime_blocks: 1,
+            rate_bytes_per_s: [0, 0],
+            rate_iops: [0, 0],
+            seed: 0x5eed,
+            stonewall: false,
+            cpu: None,
+        }
+    }
+
+    /// Effective queue depth of the thread.
+    pub fn depth(&self) -> u32 {
+        match self.submission {
+            Submission::Sync => 1,
+            Submission::Async { depth, .. } => depth.max(1),
+        }
+    }
+
+    /// Checks the invariants the simulator relies on.
+    pub fn validate(&self) -> Result<(), String> {
+        let min_bs = self.bs[0].min().min(self.bs[1].min());
+        if min_bs == 0 || min_bs % 512 != 0 || self.bs.iter().any(|b| b.max() % 512 != 0) {
+            return Err(format!(
+                "job '{}': block sizes must be non-zero multiples of 512 bytes",
+                self.name
+            ));
+        }
+        if self.size < self.bs[0].max().max(self.bs[1].max()) {
+            return Err(format!(
+                "job '{}': size {} is smaller than the block size",
+                self.name, self.size
+            ));
+        }
+        if self.offset % 512 != 0 {
+            return Err(format!("job '{}': offset must be a multiple of 512", self.name));
+        }
+        if self.read_pct > 100 {
+            return Err(format!("job '{}': rwmixread above 100", self.name));
+        }
+        if !self.time_based && self.io_limit == 0 {
+            return Err(format!("job '{}': nothing to do (io size 0)", self.name));
+        }
+        if self.time_based && self.runtime_ns.is_none() {
+            return Err(format!("job '{}': time_based needs a runtime", self.name));
+        }
+        Ok(())
+    }
+}
+
+/// When and how big: the next I/O a job thread wants to issue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IoSpec {
+    pub dir: Dir,
+    pub offset: u64,
+    pub len: u64,
+}
+
+/// Draws the I/O sequence of one job thread.
+pub struct IoSource {
+    read_pct: u32,
+    bs: [BlockSizes; 2],
+    gen: OffsetGen,
+    rng: crate::engine::SimRng,
+    pub issued_bytes: u64,
+    pub issued_ios: u64,
+}
+
+impl IoSource {
+    pub fn new(cfg: &JobConfig) -> Self {
+        let align = cfg.bs[0].min().min(cfg.bs[1].min());
+        IoSource {
+            read_pct: cfg.read_pct,
+            bs: cfg.bs.clone(),
+            gen: OffsetGen::new(cfg, align),
+            rng: crate::engine::SimRng::new(cfg.seed, 1),
+            issued_bytes: 0,
+            issued_ios: 0,
+        }
+    }
+
+    fn pick_bs(&mut self, dir: Dir) -> u64 {
+        match &self.bs[dir.index()] {
+            BlockSizes::Fixed(b) => *b,
+            BlockSizes::Range {
+                min,
+                max,
+                unaligned,
+            } => {
+                let step = if *unaligned { 512 } else { *min };
+                let n = (max - min) / step + 1;
+                min + self.rng.below(n) * step
+            }
+            BlockSizes::Split(v) => {
+                let total: u64 = v.iter().map(|(_, w)| *w as u64).sum::<u64>().max(1);
+                let mut r = self.rng.below(total);
+                for (b, w) in v {
+                    if r < *w as u64 {
+                        return *b;
+                    }
+                    r -= *w as u64;
+                }
+                v.last().map(|(b, _)| *b).unwrap_or(4096)
+            }
+        }
+    }
+
+    /// The next I/O.
+    pub fn next(&mut self) -> IoSpec {
+        let dir = match self.read_pct {
+            100 => Dir::Read,
+            0 => Dir::Write,
+            p => {
+                if self.rng.below(100) < p as u64 {
+                    Dir::Read
+                } else {
+                    Dir::Write
+                }
+            }
+        };
+        let len = self.pick_bs(dir);
+        let offset = self.gen.next(len);
+        self.issued_bytes += len;
+        self.issued_ios += 1;
+        IoSpec { dir, offset, len }
+    }
+}
+
+/// Earliest time a rate-limited thread may issue again, given what it has issued since
+/// `start` (fio's rate/rate_iops: the average since the start never exceeds the limit).
+pub fn rate_gate(start: SimTime, bytes: u64, ios: u64, rate_bps: u64, rate_iops: u64) -> SimTime {
+    let mut t = start;
+    if rate_bps > 0 {
+        t = t.max(start + (bytes as u128 * 1_000_000_000 / rate_bps as u128) as u64);
+    }
+    if rate_iops > 0 {
+        t = t.max(start + (ios as u128 * 1_000_000_000 / rate_iops as u128) as u64);
+    }
+    t
+}

@@ -1,0 +1,227 @@
+//! Offsets of a job's I/Os: fio's sequential cursor (with `rw=...:N` skips, wrapping at
+//! the end of the region) or random blocks. With the random map (fio's default) a random
+//! pick that was already used in this pass moves to the next free block after it, as
+//! fio's axmap does, so each block is written once per pass; `norandommap` allows repeats.
+//! Zipf and Pareto ranks are spread over the region by a fixed bijection, as fio hashes
+//! them, so hot blocks are not all at the start.
+
+use super::{Distribution, JobConfig, Pattern};
+use crate::engine::SimRng;
+
+pub struct OffsetGen {
+    pattern: Pattern,
+    base: u64,
+    size: u64,
+    align: u64,
+    /// Number of `align`-sized blocks in the region.
+    nblocks: u64,
+    cursor: u64,
+    seq_skip: i64,
+    rand_every: u32,
+    since_rand: u32,
+    dist: Distribution,
+    map: Option<RandomMap>,
+    rng: SimRng,
+}
+
+impl OffsetGen {
+    pub fn new(cfg: &JobConfig, align: u64) -> Self {
+        let nblocks = (cfg.size / align).max(1);
+        let map = if cfg.pattern == Pattern::Random
+            && !cfg.norandommap
+            && cfg.distribution == Distribution::Uniform
+        {
+            Some(RandomMap::new(nblocks))
+        } else {
+            None
+        };
+        OffsetGen {
+            pattern: cfg.pattern,
+            base: cfg.offset,
+            size: nblocks * align,
+            align,
+            nblocks,
+            cursor: 0,
+            seq_skip: cfg.seq_skip,
+            rand_every: cfg.rand_every.max(1),
+            since_rand: 0,
+            dist: cfg.distribution.clone(),
+            map,
+            rng: SimRng::new(cfg.seed, 2),
+        }
+    }
+
+    fn seq_next(&mut self, len: u64) -> u64 {
+        if self.cursor + len > self.size {
+            self.cursor = 0;
+        }
+        let off = self.cursor;
+        let next = off as i64 + len as i64 + self.seq_skip;
+        self.cursor = if next < 0 || next as u64 >= self.size {
+            if next < 0 {
+                // Backwards streams (negative skips) wrap to the end of the region.
+                self.size.saturating_sub(len)
+            } else {
+                0
+            }
+        } else {
+            next as u64
+        };
+        off
+    }
+
+    fn rank_to_block(&self, rank: u64) -> u64 {
+        // A fixed bijection on 0..nblocks: multiply by an odd constant modulo the next
+        // power of two and cycle-walk until inside the range.
+        let n = self.nblocks;
+        if n <= 1 {
+            return 0;
+        }
+        let bits = 64 - (n - 1).leading_zeros();
+        let mask = if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 };
+        let mut x = rank;
+        loop {
+            x = (x.wrapping_mul(0x9E37_79B9_7F4A_7C15 | 1).wrapping_add(0x632B_E59B)) & mask;
+            if x < n {
+                return x;
+            }
+        }
+    }
+
+    fn rand_block(&mut self) -> u64 {
+        let n = self.nblocks;
+        match self.dist {
+            Distribution::Uniform => {
+                let pick = self.rng.below(n);
+                match &mut self.map {
+                    Some(m) => m.take_from(pick),
+                    None => pick,
+                }
+            }
+            Distribution::Zipf(theta) => {
+                let u = self.rng.unit_f64();
+                let nf = n as f64;
+                let rank = if (theta - 1.0).abs() < 1e-9 {
+                    (nf.powf(u)).floor() as u64
+                } else {
+                    let a = 1.0 - theta;
+                    (((nf.powf(a) - 1.0) * u + 1.0).powf(1.0 / a)).floor() as u64
+                };
+                self.rank_to_block(rank.saturating_sub(1).min(n - 1))
+            }
+            Distribution::Pareto(h) => {
+                let u = self.rng.unit_f64();
+                let pow = h.ln() / (1.0 - h).ln();
+                let rank = ((n - 1) as f64 * u.powf(pow)) as u64;
+                self.rank_to_block(rank.min(n - 1))
+            }
+        }
+    }
+
+    /// Offset (absolute, bytes) of the next I/O of `len` bytes.
+    pub fn next(&mut self, len: u64) -> u64 {
+        let rel = match self.pattern {
+            Pattern::Sequential => self.seq_next(len),
+            Pattern::Random => {
+                if self.since_rand == 0 {
+                    let b = self.rand_block();
+                    self.cursor = b * self.align;
+                } else {
+                    self.cursor += self.align;
+                }
+                self.since_rand = (self.since_rand + 1) % self.rand_every;
+                if self.cursor + len > self.size {
+                    self.cursor = self.size - len.min(self.size);
+                    self.cursor -= self.cursor % self.align;
+                }
+                self.cursor
+            }
+        };
+        self.base + rel
+    }
+}
+
+/// One bit per block: used in this pass. When every block is used, a new pass begins.
+struct RandomMap {
+    words: Vec<u64>,
+    nblocks: u64,
+    used: u64,
+}
+
+impl RandomMap {
+    fn new(nblocks: u64) -> Self {
+        RandomMap {
+            words: vec![0; nblocks.div_ceil(64) as usize],
+            nblocks,
+            used: 0,
+        }
+    }
+
+    /// Marks and returns `pick` if free, else the next free block after it (wrapping).
+    fn take_from(&mut self, pick: u64) -> u64 {
+        if self.used == self.nblocks {
+            self.words.iter_mut().for_each(|w| *w = 0);
+            self.used = 0;
+        }
+        let nwords = self.words.len();
+        let mut w = (pick / 64) as usize;
+        // Mask off blocks before `pick` in its word on the first visit.
+        let mut mask = !0u64 << (pick % 64);
+        for _ in 0..=nwords {
+            let free = !self.words[w] & mask;
+            if free != 0 {
+                let b = w as u64 * 64 + free.trailing_zeros() as u64;
+                if b < self.nblocks {
+                    self.words[w] |= 1 << (b % 64);
+                    self.used += 1;
+                    return b;
+                }
+            }
+            w = (w + 1) % nwords;
+            mask = !0;
+        }
+        unreachable!("random map has a free block while used < nblocks")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::{BlockSizes, JobConfig};
+
+    #[test]
+    fn sequential_with_skip_and_wrap() {
+        let mut cfg = JobConfig::simple("s", Pattern::Sequential, 100, 4096, 32768);
+        cfg.seq_skip = 4096;
+        let mut g = OffsetGen::new(&cfg, 4096);
+        let offs: Vec<u64> = (0..6).map(|_| g.next(4096) / 4096).collect();
+        assert_eq!(offs, vec![0, 2, 4, 6, 0, 2]);
+    }
+
+    #[test]
+    fn random_map_covers_every_block_once_per_pass() {
+        let mut cfg = JobConfig::simple("r", Pattern::Random, 100, 4096, 4096 * 1000);
+        cfg.bs = [BlockSizes::Fixed(4096), BlockSizes::Fixed(4096)];
+        let mut g = OffsetGen::new(&cfg, 4096);
+        let mut seen = vec![0u32; 1000];
+        for _ in 0..2000 {
+            seen[(g.next(4096) / 4096) as usize] += 1;
+        }
+        assert!(seen.iter().all(|&c| c == 2), "each block exactly once per pass");
+    }
+
+    #[test]
+    fn zipf_is_skewed_and_in_range() {
+        let mut cfg = JobConfig::simple("z", Pattern::Random, 100, 4096, 4096 * 1000);
+        cfg.distribution = Distribution::Zipf(1.2);
+        let mut g = OffsetGen::new(&cfg, 4096);
+        let mut seen = vec![0u32; 1000];
+        for _ in 0..10000 {
+            let b = g.next(4096) / 4096;
+            assert!(b < 1000);
+            seen[b as usize] += 1;
+        }
+        seen.sort_unstable();
+        assert!(seen[999] > 1000, "the hottest block takes a large share");
+    }
+}
