@@ -10,8 +10,9 @@
 //!                          ├─ write_terse / write_json(plus) / write_normal
 //!                          └─ write_formats(&[Format]): fio's order terse → json → normal
 //!
-//!  per-I/O events ──▶ LogSet / LogWriter ──▶ <prefix>_{bw,iops,lat,clat,slat,clat_hist}.<N>.log
-//!  per-window bytes ──▶ RateSampler ──▶ IoStat (bw_*/iops_* summary)
+//!  per-I/O events ──▶ LogSet / LogWriter / HistLogWriter
+//!                         ──▶ <prefix>_{bw,iops,lat,clat,slat,clat_hist}.<N>.log
+//!  per-I/O bytes ──▶ RateSampler (bwavgtime windows) ──▶ IoStat (bw_*/iops_* summary)
 //! ```
 //!
 //! Units: latencies ns, sizes bytes, times ms, bandwidth samples KiB/s.
@@ -21,18 +22,22 @@
 pub mod aggregate;
 pub mod fmt;
 pub mod json;
+pub mod logs;
 pub mod model;
 pub mod normal;
+pub mod sampling;
 pub mod terse;
 
 pub use aggregate::{aggregate, Entry, GroupRunStats};
 pub use flashpath_hist::{LatHist, DEFAULT_PERCENTILES};
 pub use json::{json_string, write_json};
+pub use logs::{HistLogWriter, IoEvent, LogKind, LogOptions, LogSample, LogSet, LogWriter};
 pub use model::{
     batch_bucket, depth_level_bucket, Ddir, DirStats, DiskUtil, IoStat, JobHeader, JobReport,
     LatStat, LatencyBuckets, RunReport, SyncStats, UnifiedRw,
 };
 pub use normal::{header_string, normal_report_string, write_normal};
+pub use sampling::{effective_window_ms, RateKind, RateSampler};
 pub use terse::{terse_string, write_terse};
 
 use std::io::{self, Write};
