@@ -12,8 +12,38 @@
 //!   data (busy released on DAT0): after firmware work and, if the write buffer is
 //!   full, after space has been freed by the background drain.
 //! - Flush / Discard: `Output::Done` when finished.
+//!
 //! The device serves one host command at a time unless the interface queues commands
 //! (eMMC without CQ: one); background work (buffer drain, GC) runs alongside.
+//!
+//! Choices made by the model (page-mapped device and ideal device alike):
+//! - A read emits only `ReadReady`, never `Done`: the host finishes a read when the bus
+//!   transfer ends. A read outside the capacity emits `Done { status: OutOfRange }`
+//!   instead of `ReadReady`.
+//! - Any command reaching past the capacity (or a read/write/discard of 0 sectors) gets
+//!   `Done { status: OutOfRange }` after the per-command firmware time.
+//! - The device's internal timers (`Input::ProgramDone`, `Input::GcStep`) come back to
+//!   it through the outbox like any timer; the host never sends them.
+//!
+//! ```text
+//!   Input::Command ─▶ Device ─▶ Output::ReadReady { tag, last_ready }   (reads)
+//!                       │  ▲    Output::Done { tag, status }           (write/flush/discard)
+//!                       ▼  │
+//!          timers: ProgramDone { die }, GcStep { die }
+//! ```
+//!
+//! Submodules: `config` (presets, validation, `DeviceConfig::ideal`), `page_mapped`
+//! (the eMMC model and its timing), `ftl` (page map, GC bookkeeping), `map_cache`
+//! (L2P segment LRU), `write_buffer` (buffer slots).
+
+pub mod config;
+pub mod ftl;
+pub mod harness;
+pub mod map_cache;
+pub mod page_mapped;
+pub mod write_buffer;
+
+pub use config::{validate, DeviceConfig, DeviceModel, RawDeviceConfig};
 
 pub use crate::engine::{Outbox, SimTime};
 
@@ -37,4 +67,198 @@ pub struct DevCommand {
     pub lba: Lba,
     /// Length in 512-byte sectors (0 for Flush).
     pub sectors: u32,
+}
+
+/// How a command ended (fio counts non-Ok like `err=`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DevStatus {
+    Ok,
+    /// The command reached past the device's capacity (or had no sectors).
+    OutOfRange,
+}
+
+/// What the device hands to the host side (through the engine's `route`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Output {
+    /// Read data starts to be ready at the emit time; all of it by `last_ready`.
+    ReadReady { tag: u32, last_ready: SimTime },
+    /// A write, flush or discard finished (or any command failed).
+    Done { tag: u32, status: DevStatus },
+}
+
+/// Inputs of the device: host commands and the device's own timers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Input {
+    Command(DevCommand),
+    /// The host-data program running on `die` finished (tPROG done).
+    ProgramDone {
+        die: u32,
+    },
+    /// The next garbage-collection step on `die` is due.
+    GcStep {
+        die: u32,
+    },
+}
+
+/// Counters, in 4 KiB units (slots) unless named otherwise.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DeviceStats {
+    pub host_read_slots: u64,
+    pub host_write_slots: u64,
+    /// Reads served from the write buffer.
+    pub buffer_read_hits: u64,
+    /// Page reads served from a die's page register (no tR).
+    pub page_register_hits: u64,
+    /// Array reads (tR) for host data.
+    pub nand_page_reads: u64,
+    /// Array reads of map pages (map-cache misses and map loads for updates).
+    pub nand_map_reads: u64,
+    /// Host data slots programmed to NAND.
+    pub host_slots_programmed: u64,
+    /// Unused slots of partly filled rows programmed at a flush.
+    pub padding_slots: u64,
+    /// Valid slots copied by GC.
+    pub gc_copies: u64,
+    pub gc_victims: u64,
+    pub erases: u64,
+    /// Physical NAND pages programmed (host rows and GC rows, × planes).
+    pub nand_page_programs: u64,
+    pub map_hits: u64,
+    pub map_misses: u64,
+    /// Map loads caused by map updates (programs, GC, discard) rather than lookups.
+    pub map_update_loads: u64,
+    pub map_writebacks: u64,
+    /// Writes that found the buffer full (counted once per wait).
+    pub write_stalls: u64,
+    pub write_stall_ns: u64,
+    /// 4 KiB writes that overwrote data still waiting in the buffer.
+    pub coalesced_writes: u64,
+    /// Writes not aligned to 4 KiB (mapped as whole 4 KiB units).
+    pub partial_writes: u64,
+    pub discarded_slots: u64,
+}
+
+impl DeviceStats {
+    /// NAND slots written (host data, padding, GC copies) per host slot written.
+    pub fn write_amplification(&self) -> f64 {
+        if self.host_write_slots == 0 {
+            return 0.0;
+        }
+        (self.host_slots_programmed + self.padding_slots + self.gc_copies) as f64
+            / self.host_write_slots as f64
+    }
+}
+
+/// The device model chosen by the configuration.
+pub struct Device {
+    inner: Inner,
+    capacity_sectors: u64,
+}
+
+// The ideal device is small enough; the page-mapped one is boxed.
+#[allow(clippy::large_enum_variant)]
+enum Inner {
+    Ideal(IdealDevice),
+    PageMapped(Box<page_mapped::PageMappedDevice>),
+}
+
+impl Device {
+    /// Builds the device. `seed` is reserved for the device's random stream (the current
+    /// models draw no random numbers).
+    pub fn new(cfg: &DeviceConfig, seed: u64) -> Device {
+        let _ = seed;
+        let capacity_sectors = cfg.capacity_bytes / config::SECTOR_BYTES;
+        let inner = match &cfg.model {
+            DeviceModel::Ideal(i) => Inner::Ideal(IdealDevice {
+                cfg: *i,
+                busy: crate::engine::FifoResource::new(),
+                capacity_sectors,
+                stats: DeviceStats::default(),
+            }),
+            DeviceModel::PageMapped(n) => Inner::PageMapped(Box::new(
+                page_mapped::PageMappedDevice::new(n, cfg.capacity_bytes),
+            )),
+        };
+        Device {
+            inner,
+            capacity_sectors,
+        }
+    }
+
+    #[inline]
+    pub fn handle(&mut self, now: SimTime, input: Input, out: &mut Outbox<Input, Output>) {
+        match &mut self.inner {
+            Inner::Ideal(d) => d.handle(now, input, out),
+            Inner::PageMapped(d) => d.handle(now, input, out),
+        }
+    }
+
+    pub fn capacity_sectors(&self) -> u64 {
+        self.capacity_sectors
+    }
+
+    pub fn stats(&self) -> &DeviceStats {
+        match &self.inner {
+            Inner::Ideal(d) => &d.stats,
+            Inner::PageMapped(d) => d.stats(),
+        }
+    }
+
+    /// The page-mapped model, if that is what runs (for tests and reports).
+    pub fn page_mapped(&self) -> Option<&page_mapped::PageMappedDevice> {
+        match &self.inner {
+            Inner::PageMapped(d) => Some(d),
+            Inner::Ideal(_) => None,
+        }
+    }
+}
+
+/// Fixed service times, one command at a time, no NAND.
+struct IdealDevice {
+    cfg: config::IdealConfig,
+    busy: crate::engine::FifoResource,
+    capacity_sectors: u64,
+    stats: DeviceStats,
+}
+
+impl IdealDevice {
+    fn handle(&mut self, now: SimTime, input: Input, out: &mut Outbox<Input, Output>) {
+        let Input::Command(cmd) = input else {
+            panic!("the ideal device sets no timers");
+        };
+        if cmd.lba + cmd.sectors as u64 > self.capacity_sectors {
+            out.emit(
+                now,
+                Output::Done {
+                    tag: cmd.tag,
+                    status: DevStatus::OutOfRange,
+                },
+            );
+            return;
+        }
+        let slots = (cmd.sectors as u64).div_ceil(config::SECTORS_PER_LPN);
+        let dur = match cmd.op {
+            DevOp::Read => {
+                self.stats.host_read_slots += slots;
+                self.cfg.read_ns
+            }
+            DevOp::Write => {
+                self.stats.host_write_slots += slots;
+                self.cfg.write_ns
+            }
+            DevOp::Flush | DevOp::Discard => self.cfg.other_ns,
+        };
+        let (_, end) = self.busy.book(now, dur);
+        let o = match cmd.op {
+            DevOp::Read => Output::ReadReady {
+                tag: cmd.tag,
+                last_ready: end,
+            },
+            _ => Output::Done {
+                tag: cmd.tag,
+                status: DevStatus::Ok,
+            },
+        };
+        out.emit(end, o);
+    }
 }

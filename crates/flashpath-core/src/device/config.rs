@@ -1,0 +1,488 @@
+//! Device presets: `RawDeviceConfig` (TOML, strings with units) → `validate` →
+//! `DeviceConfig` (typed, checked). Also `DeviceConfig::ideal`, a device with a fixed
+//! service time and no NAND, for analytic tests of the host side.
+//!
+//! Units: times in ns, sizes in bytes, rates in bytes/s (all integers).
+
+use crate::config::{bytes_field, ns_field, rate_field, ConfigError};
+use crate::engine::{transfer_ns, NS_PER_MS};
+use serde::Deserialize;
+
+/// The FTL maps logical 4 KiB units (LPNs); every size is a multiple of it.
+pub const LPN_BYTES: u64 = 4096;
+/// The host addresses 512-byte sectors.
+pub const SECTOR_BYTES: u64 = 512;
+pub const SECTORS_PER_LPN: u64 = LPN_BYTES / SECTOR_BYTES;
+
+// ---------------------------------------------------------------- raw (TOML) side
+
+/// A device preset as written in `presets/devices/*.toml`. Every value is a string with
+/// its unit ("60us", "16KiB", "400MB/s") except counts.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawDeviceConfig {
+    /// Preset name, e.g. "emmc51-hs400-32g".
+    pub name: String,
+    /// Always "device" for a device preset.
+    pub kind: String,
+    /// One line saying what the device is and what it is calibrated against.
+    pub description: String,
+    /// Host interface: "emmc" (later "ufs", "sd").
+    pub interface: String,
+    pub geometry: RawGeometry,
+    pub nand: RawNand,
+    pub controller: RawController,
+    pub map_cache: RawMapCache,
+    pub write_buffer: RawWriteBuffer,
+    pub ftl: RawFtl,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawGeometry {
+    /// User capacity the host sees (eMMC SEC_COUNT × 512), e.g. "31268536320B".
+    pub capacity: String,
+    /// Independent NAND channels (buses) from the controller.
+    pub channels: u32,
+    /// Dies (chip enables / LUNs) sharing each channel.
+    pub dies_per_channel: u32,
+    /// Planes per die; a program unit is one page on every plane (multi-plane).
+    pub planes_per_die: u32,
+    /// NAND page size (data area), a multiple of 4 KiB, e.g. "16KiB".
+    pub page_size: String,
+    /// Pages per (single-plane) erase block.
+    pub pages_per_block: u32,
+    /// Erase blocks per plane; raw capacity = channels × dies × planes × blocks × pages × page.
+    pub blocks_per_plane: u32,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawNand {
+    /// Array read time tR (page to page register), e.g. "60us".
+    pub t_read: String,
+    /// Page program time tPROG (register to array), e.g. "700us".
+    pub t_prog: String,
+    /// Block erase time tBERS, e.g. "3.5ms".
+    pub t_erase: String,
+    /// Channel (ONFI/Toggle) data rate, e.g. "400MB/s" for Toggle DDR 400 MT/s × 8 bit.
+    pub channel_rate: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawController {
+    /// Firmware time per command (decode, dispatch, status), e.g. "15us".
+    pub fw_per_command: String,
+    /// Additional firmware time per 4 KiB of data in the command, e.g. "1us".
+    pub fw_per_4kib: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawMapCache {
+    /// L2P entries per map segment (one map page in NAND), e.g. 4096.
+    pub entries_per_segment: u32,
+    /// Size of one L2P entry, e.g. "4B".
+    pub entry_size: String,
+    /// Controller SRAM given to cached map segments, e.g. "1MiB".
+    pub size: String,
+    /// Controller time to look an entry up in a cached segment, e.g. "1us".
+    pub t_lookup: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawWriteBuffer {
+    /// Write buffer capacity (SRAM/DRAM), a multiple of 4 KiB, e.g. "1MiB".
+    pub size: String,
+    /// Rate at which the controller moves host data into the buffer, e.g. "800MB/s".
+    pub copy_rate: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawFtl {
+    /// Garbage collection starts on a die when its free blocks fall below this (≥ 2).
+    pub gc_threshold_blocks: u32,
+    /// How GC moves a valid page: "copyback" (on-die, no channel transfer) or
+    /// "controller" (read out over the channel and written back in).
+    pub gc_copy: String,
+}
+
+// ---------------------------------------------------------------- typed side
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Interface {
+    Emmc,
+    Ufs,
+    Sd,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GcCopy {
+    /// On-die copyback: tR + tPROG on the die, nothing on the channel.
+    Copyback,
+    /// Through the controller: tR, channel out, channel in, tPROG.
+    Controller,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceConfig {
+    pub name: String,
+    pub description: String,
+    pub interface: Interface,
+    /// User capacity in bytes (a multiple of 512).
+    pub capacity_bytes: u64,
+    pub model: DeviceModel,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DeviceModel {
+    /// Fixed service times, no NAND: for analytic tests of the host side.
+    Ideal(IdealConfig),
+    /// Page-mapped FTL over NAND (eMMC 5.x, UFS).
+    PageMapped(Box<NandDeviceConfig>),
+}
+
+/// A device that answers every command after a fixed time, one command at a time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IdealConfig {
+    /// Command arrival → `ReadReady` (all data ready at once).
+    pub read_ns: u64,
+    /// Command (with data) arrival → `Done`.
+    pub write_ns: u64,
+    /// Flush and discard: arrival → `Done`.
+    pub other_ns: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NandDeviceConfig {
+    pub channels: u32,
+    pub dies_per_channel: u32,
+    pub planes_per_die: u32,
+    pub page_bytes: u64,
+    pub pages_per_block: u32,
+    pub blocks_per_plane: u32,
+    pub t_read_ns: u64,
+    pub t_prog_ns: u64,
+    pub t_erase_ns: u64,
+    pub channel_bytes_per_s: u64,
+    pub fw_per_command_ns: u64,
+    pub fw_per_4kib_ns: u64,
+    pub map_entries_per_segment: u32,
+    pub map_entry_bytes: u64,
+    pub map_cache_bytes: u64,
+    pub map_lookup_ns: u64,
+    pub write_buffer_bytes: u64,
+    pub buffer_copy_bytes_per_s: u64,
+    pub gc_threshold_blocks: u32,
+    pub gc_copy: GcCopy,
+}
+
+impl NandDeviceConfig {
+    pub fn dies(&self) -> u32 {
+        self.channels * self.dies_per_channel
+    }
+    /// 4 KiB slots in one NAND page.
+    pub fn slots_per_page(&self) -> u32 {
+        (self.page_bytes / LPN_BYTES) as u32
+    }
+    /// 4 KiB slots in one program unit (a page on every plane of a die).
+    pub fn slots_per_row(&self) -> u32 {
+        self.slots_per_page() * self.planes_per_die
+    }
+    /// 4 KiB slots in one multi-plane block (a block on every plane).
+    pub fn slots_per_block(&self) -> u32 {
+        self.slots_per_row() * self.pages_per_block
+    }
+    pub fn raw_bytes(&self) -> u64 {
+        self.dies() as u64
+            * self.planes_per_die as u64
+            * self.blocks_per_plane as u64
+            * self.pages_per_block as u64
+            * self.page_bytes
+    }
+    pub fn map_segment_bytes(&self) -> u64 {
+        self.map_entries_per_segment as u64 * self.map_entry_bytes
+    }
+    /// Map segments that fit in the map cache (rounded down).
+    pub fn map_cache_segments(&self) -> u32 {
+        (self.map_cache_bytes / self.map_segment_bytes()) as u32
+    }
+    pub fn write_buffer_slots(&self) -> u32 {
+        (self.write_buffer_bytes / LPN_BYTES) as u32
+    }
+    /// Channel time to move `bytes` (rounded up).
+    pub fn channel_ns(&self, bytes: u64) -> u64 {
+        transfer_ns(bytes, self.channel_bytes_per_s)
+    }
+}
+
+impl DeviceConfig {
+    /// A device with a fixed service time for every command (reads and writes alike).
+    pub fn ideal(capacity_bytes: u64, service_ns: u64) -> DeviceConfig {
+        Self::ideal_rw(capacity_bytes, service_ns, service_ns)
+    }
+    /// A device with fixed read and write service times; flush and discard take 0 ns.
+    pub fn ideal_rw(capacity_bytes: u64, read_ns: u64, write_ns: u64) -> DeviceConfig {
+        assert!(capacity_bytes.is_multiple_of(SECTOR_BYTES) && capacity_bytes > 0);
+        DeviceConfig {
+            name: "ideal".into(),
+            description: "fixed service time, no NAND".into(),
+            interface: Interface::Emmc,
+            capacity_bytes,
+            model: DeviceModel::Ideal(IdealConfig {
+                read_ns,
+                write_ns,
+                other_ns: 0,
+            }),
+        }
+    }
+
+    /// Parses and validates a TOML device preset (no file I/O).
+    pub fn from_toml_str(text: &str) -> Result<DeviceConfig, ConfigError> {
+        let raw: RawDeviceConfig =
+            toml::from_str(text).map_err(|e| ConfigError::new("", e.to_string()))?;
+        validate(&raw)
+    }
+
+    pub fn nand(&self) -> Option<&NandDeviceConfig> {
+        match &self.model {
+            DeviceModel::PageMapped(n) => Some(n),
+            DeviceModel::Ideal(_) => None,
+        }
+    }
+}
+
+fn positive(field: &str, v: u32) -> Result<u32, ConfigError> {
+    if v == 0 {
+        return Err(ConfigError::new(field, "must be at least 1"));
+    }
+    Ok(v)
+}
+
+fn time_in(field: &str, s: &str, min_ns: u64, max_ns: u64) -> Result<u64, ConfigError> {
+    let v = ns_field(field, s)?;
+    if v < min_ns || v > max_ns {
+        return Err(ConfigError::new(
+            field,
+            format!("{s} is outside the plausible range {min_ns}ns..={max_ns}ns"),
+        ));
+    }
+    Ok(v)
+}
+
+fn multiple_of_4k(field: &str, s: &str) -> Result<u64, ConfigError> {
+    let v = bytes_field(field, s)?;
+    if v == 0 || v % LPN_BYTES != 0 {
+        return Err(ConfigError::new(
+            field,
+            format!("{s} must be a non-zero multiple of 4KiB"),
+        ));
+    }
+    Ok(v)
+}
+
+/// Checks a raw preset and converts it; errors name the dotted field.
+pub fn validate(raw: &RawDeviceConfig) -> Result<DeviceConfig, ConfigError> {
+    if raw.kind != "device" {
+        return Err(ConfigError::new(
+            "kind",
+            format!("'{}' is not \"device\"", raw.kind),
+        ));
+    }
+    let interface = match raw.interface.as_str() {
+        "emmc" => Interface::Emmc,
+        "ufs" => Interface::Ufs,
+        "sd" => Interface::Sd,
+        other => {
+            return Err(ConfigError::new(
+                "interface",
+                format!("'{other}' is not one of emmc, ufs, sd"),
+            ))
+        }
+    };
+    let g = &raw.geometry;
+    let capacity_bytes = bytes_field("geometry.capacity", &g.capacity)?;
+    if capacity_bytes == 0 || capacity_bytes % SECTOR_BYTES != 0 {
+        return Err(ConfigError::new(
+            "geometry.capacity",
+            format!("{} must be a non-zero multiple of 512 bytes", g.capacity),
+        ));
+    }
+    let channels = positive("geometry.channels", g.channels)?;
+    let dies_per_channel = positive("geometry.dies_per_channel", g.dies_per_channel)?;
+    let planes_per_die = positive("geometry.planes_per_die", g.planes_per_die)?;
+    let page_bytes = multiple_of_4k("geometry.page_size", &g.page_size)?;
+    let pages_per_block = positive("geometry.pages_per_block", g.pages_per_block)?;
+    let blocks_per_plane = positive("geometry.blocks_per_plane", g.blocks_per_plane)?;
+    if page_bytes > 64 * 1024 {
+        return Err(ConfigError::new(
+            "geometry.page_size",
+            format!("{} is larger than any NAND page (64KiB)", g.page_size),
+        ));
+    }
+    if pages_per_block < 2 {
+        return Err(ConfigError::new(
+            "geometry.pages_per_block",
+            "a block must hold at least 2 pages (the page is larger than the block)",
+        ));
+    }
+
+    let n = &raw.nand;
+    let t_read_ns = time_in("nand.t_read", &n.t_read, 1_000, 10 * NS_PER_MS)?;
+    let t_prog_ns = time_in("nand.t_prog", &n.t_prog, 1_000, 20 * NS_PER_MS)?;
+    let t_erase_ns = time_in("nand.t_erase", &n.t_erase, 100_000, 100 * NS_PER_MS)?;
+    if t_prog_ns <= t_read_ns {
+        return Err(ConfigError::new(
+            "nand.t_prog",
+            format!("{} must exceed nand.t_read = {}", n.t_prog, n.t_read),
+        ));
+    }
+    if t_erase_ns < t_prog_ns {
+        return Err(ConfigError::new(
+            "nand.t_erase",
+            format!("{} must be at least nand.t_prog = {}", n.t_erase, n.t_prog),
+        ));
+    }
+    let channel_bytes_per_s = rate_field("nand.channel_rate", &n.channel_rate)?;
+    if !(1_000_000..=10_000_000_000).contains(&channel_bytes_per_s) {
+        return Err(ConfigError::new(
+            "nand.channel_rate",
+            format!("{} is outside 1MB/s..10GB/s", n.channel_rate),
+        ));
+    }
+
+    let c = &raw.controller;
+    let fw_per_command_ns = time_in("controller.fw_per_command", &c.fw_per_command, 0, NS_PER_MS)?;
+    let fw_per_4kib_ns = time_in("controller.fw_per_4kib", &c.fw_per_4kib, 0, NS_PER_MS)?;
+
+    let m = &raw.map_cache;
+    let map_entries_per_segment = positive("map_cache.entries_per_segment", m.entries_per_segment)?;
+    let map_entry_bytes = bytes_field("map_cache.entry_size", &m.entry_size)?;
+    if !(1..=16).contains(&map_entry_bytes) {
+        return Err(ConfigError::new(
+            "map_cache.entry_size",
+            format!("{} is not 1..16 bytes", m.entry_size),
+        ));
+    }
+    let segment_bytes = map_entries_per_segment as u64 * map_entry_bytes;
+    if segment_bytes > page_bytes {
+        return Err(ConfigError::new(
+            "map_cache.entries_per_segment",
+            format!(
+                "a segment of {segment_bytes} bytes does not fit in one NAND page ({page_bytes})"
+            ),
+        ));
+    }
+    let map_cache_bytes = bytes_field("map_cache.size", &m.size)?;
+    if map_cache_bytes < segment_bytes {
+        return Err(ConfigError::new(
+            "map_cache.size",
+            format!("{} holds no segment of {segment_bytes} bytes", m.size),
+        ));
+    }
+    let map_lookup_ns = time_in("map_cache.t_lookup", &m.t_lookup, 0, 100_000)?;
+
+    let w = &raw.write_buffer;
+    let write_buffer_bytes = multiple_of_4k("write_buffer.size", &w.size)?;
+    let buffer_copy_bytes_per_s = rate_field("write_buffer.copy_rate", &w.copy_rate)?;
+    if buffer_copy_bytes_per_s < 1_000_000 {
+        return Err(ConfigError::new(
+            "write_buffer.copy_rate",
+            format!("{} is below 1MB/s", w.copy_rate),
+        ));
+    }
+
+    let f = &raw.ftl;
+    if f.gc_threshold_blocks < 2 {
+        return Err(ConfigError::new(
+            "ftl.gc_threshold_blocks",
+            "must be at least 2 (one block is reserved for GC's own copies)",
+        ));
+    }
+    let gc_copy = match f.gc_copy.as_str() {
+        "copyback" => GcCopy::Copyback,
+        "controller" => GcCopy::Controller,
+        other => {
+            return Err(ConfigError::new(
+                "ftl.gc_copy",
+                format!("'{other}' is not \"copyback\" or \"controller\""),
+            ))
+        }
+    };
+
+    let nand = NandDeviceConfig {
+        channels,
+        dies_per_channel,
+        planes_per_die,
+        page_bytes,
+        pages_per_block,
+        blocks_per_plane,
+        t_read_ns,
+        t_prog_ns,
+        t_erase_ns,
+        channel_bytes_per_s,
+        fw_per_command_ns,
+        fw_per_4kib_ns,
+        map_entries_per_segment,
+        map_entry_bytes,
+        map_cache_bytes,
+        map_lookup_ns,
+        write_buffer_bytes,
+        buffer_copy_bytes_per_s,
+        gc_threshold_blocks: f.gc_threshold_blocks,
+        gc_copy,
+    };
+    if write_buffer_bytes < nand.slots_per_row() as u64 * LPN_BYTES {
+        return Err(ConfigError::new(
+            "write_buffer.size",
+            format!(
+                "{} is smaller than one program unit (page × planes = {} bytes)",
+                w.size,
+                nand.slots_per_row() as u64 * LPN_BYTES
+            ),
+        ));
+    }
+    check_capacity(capacity_bytes, &nand).map_err(|r| ConfigError::new("geometry.capacity", r))?;
+    Ok(DeviceConfig {
+        name: raw.name.clone(),
+        description: raw.description.clone(),
+        interface,
+        capacity_bytes,
+        model: DeviceModel::PageMapped(Box::new(nand)),
+    })
+}
+
+/// Capacity must fit the raw NAND with room for GC on every die: each die needs its
+/// share of user data plus `gc_threshold_blocks + 2` spare blocks (host and GC open
+/// blocks), and physical addresses must fit in 31 bits.
+pub fn check_capacity(capacity_bytes: u64, n: &NandDeviceConfig) -> Result<(), String> {
+    let raw = n.raw_bytes();
+    if capacity_bytes > raw {
+        return Err(format!(
+            "{capacity_bytes} bytes exceeds the raw NAND capacity {raw} bytes"
+        ));
+    }
+    let raw_slots = raw / LPN_BYTES;
+    if raw_slots >= (1 << 31) {
+        return Err(format!(
+            "raw capacity {raw} bytes exceeds the model's limit of 8 TiB"
+        ));
+    }
+    let user_lpns = capacity_bytes.div_ceil(LPN_BYTES);
+    let dies = n.dies() as u64;
+    // Each die may end up holding its round-robin share, rounded up.
+    let per_die_slots = user_lpns.div_ceil(dies);
+    let per_die_blocks = per_die_slots.div_ceil(n.slots_per_block() as u64);
+    let spare = n.blocks_per_plane as u64 as i128 - per_die_blocks as i128;
+    let need = n.gc_threshold_blocks as i128 + 2;
+    if spare < need {
+        return Err(format!(
+            "leaves {spare} spare blocks per die; over-provisioning needs at least \
+             ftl.gc_threshold_blocks + 2 = {need}"
+        ));
+    }
+    Ok(())
+}

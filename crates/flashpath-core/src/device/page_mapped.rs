@@ -1,0 +1,756 @@
+//! A page-mapped flash device (eMMC 5.x without command queue): controller firmware,
+//! L2P map cache, write buffer with background drain, page-mapped FTL with greedy GC,
+//! NAND channels × dies × planes.
+//!
+//! ```text
+//!  host cmd ─▶ [controller CPU] fw_per_command + fw_per_4kib·n
+//!                 │ read: per LPN: write buffer? ─ yes ─▶ ready
+//!                 │       map segment cached? ─ no ─▶ [die of map page] tR ─▶ [channel] map page
+//!                 │       page register holds the page? ─ no ─▶ [die] tR
+//!                 │       [channel] 4 KiB units out ─▶ ReadReady(first ready, last ready)
+//!                 │ write: [controller CPU] copy into write buffer (waits for space) ─▶ Done
+//!                 ▼
+//!  drain (background): a full row (page × planes) ─▶ next die round-robin:
+//!        [channel] data in ─▶ [die] tPROG ─▶ ProgramDone: L2P updated, buffer space freed
+//!  GC (background, per die, when free blocks < threshold): greedy victim, row by row:
+//!        [die] tR (─▶ [channel] out + in if via controller) ─▶ GC row tPROG; then tBERS
+//! ```
+//!
+//! Every resource (controller CPU, each channel, each die) is a `FifoResource`: booking
+//! order is service order, so background programs, GC steps and map write-backs delay
+//! host work that needs the same die or channel. Die `d` sits on channel
+//! `d % channels`, so round-robin over dies alternates channels.
+//!
+//! Choices and what is left out (document any change here):
+//! - Reads emit `ReadReady` and no `Done` (the host finishes a read when the bus
+//!   transfer ends); a command outside the capacity gets `Done { OutOfRange }` instead.
+//! - Writes are mapped in 4 KiB units; a write that covers part of a 4 KiB unit is
+//!   treated as covering all of it (no read-modify-write), and counted.
+//! - An array read loads one plane's page register; a command that reads another plane
+//!   of the same row right after shares that tR (a multi-plane read). The registers
+//!   keep the last page read per plane until a program, erase or map read uses the die.
+//!   No cache read, no program/erase suspend, no read retry.
+//! - Host data is programmed one row per die at a time (no cache program); the drain
+//!   goes to the next die in round-robin order and waits for it if it is busy, skipping
+//!   only a die that has no block to write into until its GC frees one.
+//! - Map pages live in a reserved area outside the data blocks: a miss costs tR plus
+//!   the channel transfer of the segment on die `segment % dies`; a dirty segment is
+//!   written back (channel + tPROG) when evicted. Map updates of programs and GC
+//!   moves mark segments dirty (loading them in the background if needed). Flush does
+//!   not write back dirty map segments.
+//! - GC moves are committed to the map when the step is booked; a GC row is programmed
+//!   when it is full.
+//! - No SLC cache, no wear levelling beyond FIFO reuse of erased blocks, no power loss.
+//!
+//! Units: ns, bytes. No randomness.
+
+use super::config::{GcCopy, NandDeviceConfig, LPN_BYTES, SECTORS_PER_LPN};
+use super::ftl::{Lpn, PageMap, Ppa, Stream, BUF_FLAG, UNMAPPED};
+use super::map_cache::{MapAccess, MapCache};
+use super::write_buffer::{SlotState, WriteBuffer};
+use super::{DevCommand, DevOp, DevStatus, DeviceStats, Input, Output};
+use crate::engine::{transfer_ns, FifoResource, Outbox, SimTime};
+
+const NONE: u32 = u32::MAX;
+
+#[derive(Clone, Copy, Debug)]
+struct ActiveWrite {
+    tag: u32,
+    next: Lpn,
+    end: Lpn,
+    /// When the data admitted so far is in the buffer.
+    ready: SimTime,
+    /// Set while waiting for buffer space: since when.
+    stalled_since: Option<SimTime>,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct GcState {
+    victim: u32,
+    row: u32,
+    scheduled: bool,
+}
+
+/// The host program running on a die: (buffer slot, lpn, ppa) per 4 KiB.
+struct DieProgram {
+    units: Vec<(u32, Lpn, Ppa)>,
+    active: bool,
+}
+
+pub struct PageMappedDevice {
+    c: NandDeviceConfig,
+    capacity_sectors: u64,
+    slots_per_page: u32,
+    slots_per_row: u32,
+    ftl: PageMap,
+    map: MapCache,
+    buf: WriteBuffer,
+    ctrl: FifoResource,
+    channels: Vec<FifoResource>,
+    dies: Vec<FifoResource>,
+    /// Page id (`ppa / slots_per_page`) held in each die-plane's page register.
+    page_reg: Vec<u32>,
+    die_prog: Vec<DieProgram>,
+    gc: Vec<GcState>,
+    rr: u32,
+    active_write: Option<ActiveWrite>,
+    /// A flush waiting for the buffer to drain: (tag, firmware done).
+    flush: Option<(u32, SimTime)>,
+    buffer_data_ready: SimTime,
+    stats: DeviceStats,
+    take_scratch: Vec<(u32, u32)>,
+    gc_scratch: Vec<(Lpn, Ppa)>,
+}
+
+impl PageMappedDevice {
+    pub fn new(c: &NandDeviceConfig, capacity_bytes: u64) -> PageMappedDevice {
+        let user_lpns = capacity_bytes.div_ceil(LPN_BYTES);
+        assert!(user_lpns < BUF_FLAG as u64);
+        let dies = c.dies();
+        let ftl = PageMap::new(
+            user_lpns as u32,
+            dies,
+            c.blocks_per_plane,
+            c.slots_per_row(),
+            c.pages_per_block,
+            c.gc_threshold_blocks,
+        );
+        let segments = user_lpns.div_ceil(c.map_entries_per_segment as u64) as u32;
+        let row = c.slots_per_row() as usize;
+        PageMappedDevice {
+            capacity_sectors: capacity_bytes / super::config::SECTOR_BYTES,
+            slots_per_page: c.slots_per_page(),
+            slots_per_row: c.slots_per_row(),
+            ftl,
+            map: MapCache::new(segments, c.map_cache_segments()),
+            buf: WriteBuffer::new(c.write_buffer_slots()),
+            ctrl: FifoResource::new(),
+            channels: vec![FifoResource::new(); c.channels as usize],
+            dies: vec![FifoResource::new(); dies as usize],
+            page_reg: vec![NONE; (dies * c.planes_per_die) as usize],
+            die_prog: (0..dies)
+                .map(|_| DieProgram {
+                    units: Vec::with_capacity(row),
+                    active: false,
+                })
+                .collect(),
+            gc: vec![
+                GcState {
+                    victim: NONE,
+                    row: 0,
+                    scheduled: false
+                };
+                dies as usize
+            ],
+            rr: 0,
+            active_write: None,
+            flush: None,
+            buffer_data_ready: 0,
+            stats: DeviceStats::default(),
+            take_scratch: vec![(0, 0); row],
+            gc_scratch: vec![(0, 0); row],
+            c: c.clone(),
+        }
+    }
+
+    pub fn stats(&self) -> &DeviceStats {
+        &self.stats
+    }
+    pub fn page_map(&self) -> &PageMap {
+        &self.ftl
+    }
+    pub fn write_buffer(&self) -> &WriteBuffer {
+        &self.buf
+    }
+    pub fn capacity_sectors(&self) -> u64 {
+        self.capacity_sectors
+    }
+    /// Busy time of (controller, channels, dies) so far.
+    pub fn busy_ns(&self) -> (u64, Vec<u64>, Vec<u64>) {
+        (
+            self.ctrl.busy_ns(),
+            self.channels.iter().map(|r| r.busy_ns()).collect(),
+            self.dies.iter().map(|r| r.busy_ns()).collect(),
+        )
+    }
+    /// No host command pending, nothing buffered, no GC running.
+    pub fn is_quiescent(&self) -> bool {
+        self.active_write.is_none()
+            && self.flush.is_none()
+            && self.buf.is_clean()
+            && self.gc.iter().all(|g| g.victim == NONE && !g.scheduled)
+    }
+
+    pub fn handle(&mut self, now: SimTime, input: Input, out: &mut Outbox<Input, Output>) {
+        match input {
+            Input::Command(cmd) => self.command(now, cmd, out),
+            Input::ProgramDone { die } => self.program_done(now, die, out),
+            Input::GcStep { die } => self.gc_step(now, die, out),
+        }
+    }
+
+    fn command(&mut self, now: SimTime, cmd: DevCommand, out: &mut Outbox<Input, Output>) {
+        let end = cmd.lba + cmd.sectors as u64;
+        if end > self.capacity_sectors || (cmd.sectors == 0 && cmd.op != DevOp::Flush) {
+            let (_, t) = self.ctrl.book(now, self.c.fw_per_command_ns);
+            out.emit(
+                t,
+                Output::Done {
+                    tag: cmd.tag,
+                    status: DevStatus::OutOfRange,
+                },
+            );
+            return;
+        }
+        match cmd.op {
+            DevOp::Read => self.read(now, cmd, out),
+            DevOp::Write => self.write(now, cmd, out),
+            DevOp::Flush => self.flush_cmd(now, cmd, out),
+            DevOp::Discard => self.discard(now, cmd, out),
+        }
+    }
+
+    #[inline]
+    fn lpn_range(cmd: &DevCommand) -> (Lpn, Lpn) {
+        let first = cmd.lba / SECTORS_PER_LPN;
+        let end = (cmd.lba + cmd.sectors as u64).div_ceil(SECTORS_PER_LPN);
+        (first as Lpn, end as Lpn)
+    }
+
+    #[inline]
+    fn fw_ns(&self, lpns: u32) -> u64 {
+        self.c.fw_per_command_ns + self.c.fw_per_4kib_ns * lpns as u64
+    }
+
+    #[inline]
+    fn channel_of(&self, die: u32) -> usize {
+        (die % self.c.channels) as usize
+    }
+
+    fn invalidate_registers(&mut self, die: u32) {
+        let p = self.c.planes_per_die as usize;
+        let lo = die as usize * p;
+        self.page_reg[lo..lo + p].fill(NONE);
+    }
+
+    // ------------------------------------------------------------ map cache
+
+    /// Looks `segment` up for a host command starting at `t`; returns when the entry is
+    /// known. A miss reads the map page from NAND first.
+    fn map_lookup(&mut self, segment: u32, t: SimTime) -> SimTime {
+        let t = match self.map.access(segment, false) {
+            MapAccess::Hit => {
+                self.stats.map_hits += 1;
+                t
+            }
+            MapAccess::Miss { evicted_dirty } => {
+                self.stats.map_misses += 1;
+                let loaded = self.map_load(segment, t);
+                if let Some(seg) = evicted_dirty {
+                    self.map_writeback(seg, loaded);
+                }
+                loaded
+            }
+        };
+        self.ctrl.book(t, self.c.map_lookup_ns).1
+    }
+
+    /// A map update (program completed, GC move, discard): the segment becomes dirty;
+    /// if it is not cached it is loaded first (background NAND read).
+    fn map_update(&mut self, segment: u32, t: SimTime) {
+        if let MapAccess::Miss { evicted_dirty } = self.map.access(segment, true) {
+            self.stats.map_update_loads += 1;
+            let loaded = self.map_load(segment, t);
+            if let Some(seg) = evicted_dirty {
+                self.map_writeback(seg, loaded);
+            }
+        }
+    }
+
+    /// Reads map page `segment` from its die: tR, then the segment over the channel.
+    fn map_load(&mut self, segment: u32, t: SimTime) -> SimTime {
+        let die = segment % self.c.dies();
+        let ch = self.channel_of(die);
+        let (_, tr_end) = self.dies[die as usize].book(t, self.c.t_read_ns);
+        self.page_reg[(die * self.c.planes_per_die) as usize] = NONE;
+        let xfer = self.c.channel_ns(self.c.map_segment_bytes());
+        let (_, end) = self.channels[ch].book(tr_end, xfer);
+        self.dies[die as usize].book(tr_end, end - tr_end);
+        self.stats.nand_map_reads += 1;
+        end
+    }
+
+    /// Writes dirty map page `segment` back to its die: channel in, then tPROG.
+    fn map_writeback(&mut self, segment: u32, t: SimTime) {
+        let die = segment % self.c.dies();
+        let ch = self.channel_of(die);
+        let start = t.max(self.dies[die as usize].free_at());
+        let xfer = self.c.channel_ns(self.c.map_segment_bytes());
+        let (_, xend) = self.channels[ch].book(start, xfer);
+        self.dies[die as usize].book(start, xend - start + self.c.t_prog_ns);
+        self.invalidate_registers(die);
+        self.stats.map_writebacks += 1;
+    }
+
+    #[inline]
+    fn segment_of(&self, lpn: Lpn) -> u32 {
+        lpn / self.c.map_entries_per_segment
+    }
+
+    // ------------------------------------------------------------ read
+
+    fn read(&mut self, now: SimTime, cmd: DevCommand, out: &mut Outbox<Input, Output>) {
+        let (first, end) = Self::lpn_range(&cmd);
+        let n = end - first;
+        self.stats.host_read_slots += n as u64;
+        let (_, t0) = self.ctrl.book(now, self.fw_ns(n));
+        let mut first_ready = None;
+        let mut last_ready = t0;
+        let mut t_map = t0;
+        let mut last_seg = NONE;
+        // The current group: consecutive LPNs in one NAND page.
+        let mut g_page = NONE;
+        let mut g_ppa: Ppa = 0;
+        let mut g_units = 0u32;
+        let mut g_avail = 0;
+        // (die, row) of the last array read of this command: a multi-plane read.
+        let mut last_tr = (NONE, NONE);
+        for lpn in first..end {
+            let e = self.ftl.get(lpn);
+            if e != UNMAPPED && e & BUF_FLAG != 0 {
+                // Newest data is in the write buffer: found before any map lookup.
+                self.stats.buffer_read_hits += 1;
+                first_ready.get_or_insert(t0);
+                continue;
+            }
+            let seg = self.segment_of(lpn);
+            if seg != last_seg {
+                t_map = self.map_lookup(seg, t_map);
+                last_seg = seg;
+            }
+            if e == UNMAPPED {
+                // Never written or discarded: the device returns zeroes.
+                first_ready.get_or_insert(t_map);
+                last_ready = last_ready.max(t_map);
+                continue;
+            }
+            let page = e / self.slots_per_page;
+            if page == g_page {
+                g_units += 1;
+                continue;
+            }
+            if g_page != NONE {
+                let r = self.read_page(g_ppa, g_units, g_avail, &mut last_tr);
+                first_ready.get_or_insert(r);
+                last_ready = last_ready.max(r);
+            }
+            g_page = page;
+            g_ppa = e;
+            g_units = 1;
+            g_avail = t_map;
+        }
+        if g_page != NONE {
+            let r = self.read_page(g_ppa, g_units, g_avail, &mut last_tr);
+            first_ready.get_or_insert(r);
+            last_ready = last_ready.max(r);
+        }
+        let first_ready = first_ready.unwrap_or(t0);
+        out.emit(
+            first_ready,
+            Output::ReadReady {
+                tag: cmd.tag,
+                last_ready,
+            },
+        );
+    }
+
+    /// Reads `units` 4 KiB units of the page holding `ppa`, the address known at
+    /// `avail`: tR unless the page register holds the page, then the channel transfer.
+    /// Returns when the data is in the controller.
+    fn read_page(
+        &mut self,
+        ppa: Ppa,
+        units: u32,
+        avail: SimTime,
+        last_tr: &mut (u32, u32),
+    ) -> SimTime {
+        let die = self.ftl.die_of(ppa);
+        let ch = self.channel_of(die);
+        let page = ppa / self.slots_per_page;
+        let row = self.ftl.row_of(ppa);
+        let plane = (ppa % self.slots_per_row) / self.slots_per_page;
+        let reg = (die * self.c.planes_per_die + plane) as usize;
+        let d = die as usize;
+        let start = if self.page_reg[reg] == page {
+            self.stats.page_register_hits += 1;
+            avail.max(self.dies[d].free_at())
+        } else if *last_tr == (die, row) {
+            // The array read of this row for another plane loaded this one too.
+            self.page_reg[reg] = page;
+            self.stats.page_register_hits += 1;
+            avail.max(self.dies[d].free_at())
+        } else {
+            let (_, e) = self.dies[d].book(avail, self.c.t_read_ns);
+            self.page_reg[reg] = page;
+            *last_tr = (die, row);
+            self.stats.nand_page_reads += 1;
+            e
+        };
+        let (_, end) = self.channels[ch].book(start, self.c.channel_ns(units as u64 * LPN_BYTES));
+        // The die stays busy while its register is read out.
+        assert!(start >= self.dies[d].free_at());
+        self.dies[d].book(start, end - start);
+        end
+    }
+
+    // ------------------------------------------------------------ write
+
+    fn write(&mut self, now: SimTime, cmd: DevCommand, out: &mut Outbox<Input, Output>) {
+        assert!(
+            self.active_write.is_none(),
+            "a write arrived before the previous one was done"
+        );
+        let (first, end) = Self::lpn_range(&cmd);
+        let n = end - first;
+        if !cmd.lba.is_multiple_of(SECTORS_PER_LPN)
+            || !(cmd.sectors as u64).is_multiple_of(SECTORS_PER_LPN)
+        {
+            self.stats.partial_writes += 1;
+        }
+        self.stats.host_write_slots += n as u64;
+        let (_, t) = self.ctrl.book(now, self.fw_ns(n));
+        self.active_write = Some(ActiveWrite {
+            tag: cmd.tag,
+            next: first,
+            end,
+            ready: t,
+            stalled_since: None,
+        });
+        self.continue_write(now, out);
+    }
+
+    /// Admits as much of the active write as the buffer has room for; completes it or
+    /// leaves it stalled until a program frees space.
+    fn continue_write(&mut self, now: SimTime, out: &mut Outbox<Input, Output>) {
+        let Some(mut aw) = self.active_write else {
+            return;
+        };
+        let mut admitted = 0u64;
+        while aw.next < aw.end {
+            let lpn = aw.next;
+            let e = self.ftl.get(lpn);
+            if e != UNMAPPED
+                && e & BUF_FLAG != 0
+                && self.buf.state(e & !BUF_FLAG) == SlotState::Waiting
+            {
+                // Still waiting for the drain: overwrite the buffered copy in place.
+                self.stats.coalesced_writes += 1;
+            } else {
+                if self.buf.free_slots() == 0 {
+                    break;
+                }
+                let slot = self.buf.insert(lpn);
+                self.ftl.supersede(lpn, BUF_FLAG | slot);
+            }
+            admitted += 1;
+            aw.next += 1;
+        }
+        if admitted > 0 {
+            let copy = transfer_ns(admitted * LPN_BYTES, self.c.buffer_copy_bytes_per_s);
+            let (_, e) = self.ctrl.book(aw.ready.max(now), copy);
+            aw.ready = e;
+            self.buffer_data_ready = self.buffer_data_ready.max(e);
+        }
+        if aw.next == aw.end {
+            if let Some(since) = aw.stalled_since {
+                // Waited from when the data could have gone in until the last space freed.
+                self.stats.write_stall_ns += now.saturating_sub(since);
+            }
+            out.emit(
+                aw.ready,
+                Output::Done {
+                    tag: aw.tag,
+                    status: DevStatus::Ok,
+                },
+            );
+            self.active_write = None;
+        } else {
+            if aw.stalled_since.is_none() {
+                self.stats.write_stalls += 1;
+                aw.stalled_since = Some(now.max(aw.ready));
+            }
+            self.active_write = Some(aw);
+        }
+        self.try_drain(now, out);
+    }
+
+    // ------------------------------------------------------------ drain
+
+    /// Starts programs while full rows (or, during a flush, any data) wait and the next
+    /// die in round-robin order is free.
+    fn try_drain(&mut self, now: SimTime, out: &mut Outbox<Input, Output>) {
+        let dies = self.c.dies();
+        loop {
+            let waiting = self.buf.waiting();
+            if waiting == 0 || (waiting < self.slots_per_row && self.flush.is_none()) {
+                return;
+            }
+            let mut chosen = None;
+            for i in 0..dies {
+                let d = (self.rr + i) % dies;
+                if !self.ftl.can_alloc_host(d) {
+                    continue;
+                }
+                if !self.die_prog[d as usize].active {
+                    chosen = Some(d);
+                }
+                break;
+            }
+            let Some(d) = chosen else {
+                let any_busy = self.die_prog.iter().any(|p| p.active);
+                let any_gc = self.gc.iter().any(|g| g.scheduled || g.victim != NONE);
+                assert!(
+                    any_busy || any_gc || (0..dies).any(|d| self.ftl.can_alloc_host(d)),
+                    "device full: no die can take data and no GC can reclaim space"
+                );
+                return;
+            };
+            if !self.issue_program(now, d, out) {
+                continue;
+            }
+            self.rr = (d + 1) % dies;
+        }
+    }
+
+    /// Programs up to one row of waiting buffer data on `die`. False if every slot
+    /// taken was dead (nothing programmed).
+    fn issue_program(&mut self, now: SimTime, die: u32, out: &mut Outbox<Input, Output>) -> bool {
+        let mut take = std::mem::take(&mut self.take_scratch);
+        let n = self.buf.take(&mut take) as u32;
+        if n == 0 {
+            self.take_scratch = take;
+            return false;
+        }
+        let base = self
+            .ftl
+            .alloc_row(die, Stream::Host)
+            .expect("can_alloc_host promised a row");
+        let prog = &mut self.die_prog[die as usize];
+        assert!(!prog.active && prog.units.is_empty());
+        for (i, &(slot, lpn)) in take[..n as usize].iter().enumerate() {
+            let ppa = base + i as u32;
+            self.ftl.place(ppa, lpn);
+            prog.units.push((slot, lpn, ppa));
+        }
+        prog.active = true;
+        self.take_scratch = take;
+        self.stats.host_slots_programmed += n as u64;
+        self.stats.padding_slots += (self.slots_per_row - n) as u64;
+        self.stats.nand_page_programs += self.c.planes_per_die as u64;
+        let ready = now.max(self.buffer_data_ready);
+        let d = die as usize;
+        let ch = self.channel_of(die);
+        let start = ready.max(self.dies[d].free_at());
+        let (_, xend) = self.channels[ch].book(start, self.c.channel_ns(n as u64 * LPN_BYTES));
+        let (_, end) = self.dies[d].book(start, xend - start + self.c.t_prog_ns);
+        self.invalidate_registers(die);
+        out.timer(end, Input::ProgramDone { die });
+        if self.ftl.needs_gc(die) {
+            self.schedule_gc(now, die, out);
+        }
+        true
+    }
+
+    fn program_done(&mut self, now: SimTime, die: u32, out: &mut Outbox<Input, Output>) {
+        let mut units = std::mem::take(&mut self.die_prog[die as usize].units);
+        assert!(self.die_prog[die as usize].active);
+        let mut last_seg = NONE;
+        for &(slot, lpn, ppa) in &units {
+            let current = self.ftl.get(lpn) == BUF_FLAG | slot;
+            self.ftl.complete(ppa, lpn, current);
+            if current {
+                let seg = self.segment_of(lpn);
+                if seg != last_seg {
+                    self.map_update(seg, now);
+                    last_seg = seg;
+                }
+            }
+            self.buf.release(slot);
+        }
+        units.clear();
+        let prog = &mut self.die_prog[die as usize];
+        prog.units = units;
+        prog.active = false;
+        if self.active_write.is_some() {
+            self.continue_write(now, out);
+        } else {
+            self.try_drain(now, out);
+        }
+        self.check_flush(now, out);
+    }
+
+    // ------------------------------------------------------------ flush, discard
+
+    fn flush_cmd(&mut self, now: SimTime, cmd: DevCommand, out: &mut Outbox<Input, Output>) {
+        let (_, t) = self.ctrl.book(now, self.c.fw_per_command_ns);
+        assert!(self.flush.is_none(), "a flush arrived during a flush");
+        self.flush = Some((cmd.tag, t));
+        self.try_drain(now, out);
+        self.check_flush(now, out);
+    }
+
+    fn check_flush(&mut self, now: SimTime, out: &mut Outbox<Input, Output>) {
+        if let Some((tag, t)) = self.flush {
+            if self.buf.is_clean() {
+                out.emit(
+                    t.max(now),
+                    Output::Done {
+                        tag,
+                        status: DevStatus::Ok,
+                    },
+                );
+                self.flush = None;
+            }
+        }
+    }
+
+    fn discard(&mut self, now: SimTime, cmd: DevCommand, out: &mut Outbox<Input, Output>) {
+        // Only whole 4 KiB units are unmapped.
+        let first = cmd.lba.div_ceil(SECTORS_PER_LPN) as Lpn;
+        let end = ((cmd.lba + cmd.sectors as u64) / SECTORS_PER_LPN) as Lpn;
+        let (_, mut t) = self.ctrl.book(now, self.c.fw_per_command_ns);
+        let mut last_seg = NONE;
+        let mut lpn = first;
+        while lpn < end {
+            if !self.ftl.chunk_touched(lpn) {
+                // Never written: nothing to unmap in this L2P chunk.
+                lpn = self.ftl.next_chunk_start(lpn).min(end);
+                continue;
+            }
+            let e = self.ftl.get(lpn);
+            if e != UNMAPPED {
+                if e & BUF_FLAG != 0 && self.buf.state(e & !BUF_FLAG) == SlotState::Waiting {
+                    self.buf.kill(e & !BUF_FLAG);
+                }
+                self.ftl.supersede(lpn, UNMAPPED);
+                self.stats.discarded_slots += 1;
+                let seg = self.segment_of(lpn);
+                if seg != last_seg {
+                    // The entry is cleared in the cached segment, which becomes dirty.
+                    t = self.map_lookup(seg, t);
+                    self.map.access(seg, true);
+                    last_seg = seg;
+                }
+            }
+            lpn += 1;
+        }
+        out.emit(
+            t,
+            Output::Done {
+                tag: cmd.tag,
+                status: DevStatus::Ok,
+            },
+        );
+    }
+
+    // ------------------------------------------------------------ garbage collection
+
+    fn schedule_gc(&mut self, now: SimTime, die: u32, out: &mut Outbox<Input, Output>) {
+        let g = &mut self.gc[die as usize];
+        if !g.scheduled {
+            g.scheduled = true;
+            out.timer(now, Input::GcStep { die });
+        }
+    }
+
+    /// One GC step on `die`: copy the next victim row with valid data, or erase the
+    /// victim once it has none. The next step is due when this one's die work ends, so
+    /// host work booked meanwhile goes between steps.
+    fn gc_step(&mut self, now: SimTime, die: u32, out: &mut Outbox<Input, Output>) {
+        let d = die as usize;
+        self.gc[d].scheduled = false;
+        if self.gc[d].victim == NONE {
+            if !self.ftl.needs_gc(die) {
+                self.try_drain(now, out);
+                return;
+            }
+            let Some(v) = self.ftl.pick_victim(die) else {
+                // Nothing reclaimable yet (blocks still being programmed): retry when a
+                // program on this die completes.
+                self.try_drain(now, out);
+                return;
+            };
+            self.gc[d].victim = v;
+            self.gc[d].row = 0;
+            self.stats.gc_victims += 1;
+        }
+        let victim = self.gc[d].victim;
+        let rows = self.ftl.rows_per_block();
+        let mut scratch = std::mem::take(&mut self.gc_scratch);
+        while self.gc[d].row < rows {
+            let row = self.gc[d].row;
+            self.gc[d].row += 1;
+            let n = self.ftl.valid_in_row(victim, row, &mut scratch);
+            if n > 0 {
+                self.gc_copy_row(now, die, &scratch[..n]);
+                self.gc_scratch = scratch;
+                let next = self.dies[d].free_at();
+                self.gc[d].scheduled = true;
+                out.timer(next, Input::GcStep { die });
+                return;
+            }
+        }
+        self.gc_scratch = scratch;
+        let (_, end) = self.dies[d].book(now, self.c.t_erase_ns);
+        self.invalidate_registers(die);
+        self.ftl.erase(victim);
+        self.stats.erases += 1;
+        self.gc[d].victim = NONE;
+        self.gc[d].scheduled = true;
+        out.timer(end, Input::GcStep { die });
+        self.try_drain(now, out);
+    }
+
+    fn gc_copy_row(&mut self, now: SimTime, die: u32, valid: &[(Lpn, Ppa)]) {
+        let d = die as usize;
+        let ch = self.channel_of(die);
+        let n = valid.len() as u64;
+        let (_, tr_end) = self.dies[d].book(now, self.c.t_read_ns);
+        self.invalidate_registers(die);
+        let mut t_data = tr_end;
+        if self.c.gc_copy == GcCopy::Controller {
+            let (_, xend) = self.channels[ch].book(tr_end, self.c.channel_ns(n * LPN_BYTES));
+            self.dies[d].book(tr_end, xend - tr_end);
+            t_data = xend;
+        }
+        let mut last_seg = NONE;
+        for &(lpn, src) in valid {
+            let dst = self
+                .ftl
+                .alloc_slot(die, Stream::Gc)
+                .expect("GC ran out of free blocks (over-provisioning too small)");
+            self.ftl.relocate(lpn, src, dst);
+            self.stats.gc_copies += 1;
+            let seg = self.segment_of(lpn);
+            if seg != last_seg {
+                self.map_update(seg, t_data);
+                last_seg = seg;
+            }
+            if (dst + 1).is_multiple_of(self.slots_per_row) {
+                // The GC row is full: program it.
+                self.stats.nand_page_programs += self.c.planes_per_die as u64;
+                match self.c.gc_copy {
+                    GcCopy::Copyback => {
+                        self.dies[d].book(t_data, self.c.t_prog_ns);
+                    }
+                    GcCopy::Controller => {
+                        let start = t_data.max(self.dies[d].free_at());
+                        let bytes = self.slots_per_row as u64 * LPN_BYTES;
+                        let (_, xend) = self.channels[ch].book(start, self.c.channel_ns(bytes));
+                        self.dies[d].book(start, xend - start + self.c.t_prog_ns);
+                    }
+                }
+            }
+        }
+    }
+}
