@@ -68,7 +68,7 @@ fn synthetic_run(dir: &Path) -> RunReport {
         let slat = 1_000 + rng.next() % 4_000;
         // Mostly 60..200 us, with a slow tail up to ~5 ms.
         let mut clat = 60_000 + rng.next() % 140_000;
-        if rng.next() % 100 == 0 {
+        if rng.next().is_multiple_of(100) {
             clat += rng.next() % 5_000_000;
         }
         let issue_ms = t_ns / 1_000_000;
