@@ -1,0 +1,46 @@
+//! Simulated I/Os per wall-clock second for the hot path: 4 KiB random reads, direct
+//! I/O, libaio at QD32, on the shipped eMMC and board presets. Criterion reports the
+//! time of one run; I/Os per second = IOS / that time.
+//! (`cargo bench -p flashpath-core --bench sim_randread`; runs once in `cargo test`.)
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use flashpath_core::config::preset;
+use flashpath_core::sim::{run, SimConfig};
+use flashpath_core::workload::{JobConfig, Pattern, Submission};
+
+const DEVICE: &str = include_str!("../../../presets/devices/emmc51-hs400-32g.toml");
+const HOST: &str = include_str!("../../../presets/hosts/sprd-sc9863a.toml");
+
+fn config(ios: u64) -> SimConfig {
+    let host = preset::load_host(HOST, "host", &[]).unwrap();
+    let device = preset::load_device(DEVICE, "device", &[]).unwrap();
+    let mut job = JobConfig::simple("bench", Pattern::Random, 100, 4096, 1 << 30);
+    job.io_limit = 4096 * ios;
+    job.submission = Submission::Async {
+        depth: 32,
+        batch_submit: 1,
+        batch_complete_min: 1,
+    };
+    SimConfig {
+        driver: host.default_driver,
+        host,
+        device,
+        jobs: vec![job],
+    }
+}
+
+fn bench(c: &mut Criterion) {
+    // In test mode (`cargo test --benches`) one small run keeps the bench from rotting.
+    let ios: u64 = if std::env::args().any(|a| a == "--bench") { 1_000_000 } else { 10_000 };
+    let cfg = config(ios);
+    let mut g = c.benchmark_group("sim");
+    g.sample_size(10);
+    g.throughput(Throughput::Elements(ios));
+    g.bench_function("randread_4k_libaio_qd32", |b| {
+        b.iter(|| run(cfg.clone()).unwrap())
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

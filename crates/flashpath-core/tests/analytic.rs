@@ -1,0 +1,193 @@
+//! Analytic tests: cases whose answer queueing arithmetic gives exactly, and invariants
+//! that hold on every run (Little's law, every I/O completes once, determinism).
+
+use flashpath_core::config::preset;
+use flashpath_core::device::DeviceConfig;
+use flashpath_core::host::HostConfig;
+use flashpath_core::sim::{run, SimConfig};
+use flashpath_core::workload::{JobConfig, Pattern, Submission};
+
+const DEVICE: &str = include_str!("../../../presets/devices/emmc51-hs400-32g.toml");
+const HOST: &str = include_str!("../../../presets/hosts/sprd-sc9863a.toml");
+
+/// A host with every cost set to a distinct value, so a missing or doubled step shows.
+fn costed_host() -> HostConfig {
+    let mut h = HostConfig::ideal(4);
+    h.costs.syscall_ns = 5_000;
+    h.costs.pin_per_4k_ns = 300;
+    h.costs.block_submit_ns = 2_000;
+    h.costs.irq_ns = 3_000;
+    h.costs.wakeup_ns = 11_000;
+    h.costs.complete_ns = 1_700;
+    h.costs.syscall_return_ns = 2_300;
+    h.mmc.prep_ns = 4_000;
+    h.mmc.prep_per_4k_ns = 100;
+    h.mmc.start_ns = 3_100;
+    h.mmc.post_ns = 2_900;
+    h.mmc.post_per_4k_ns = 70;
+    h.mmc.cmd13_ns = 1_300;
+    h.bus.cmd_overhead_ns = 700;
+    h.bus.ncr_clocks = 8;
+    h
+}
+
+fn qd1_job(pattern: Pattern, read_pct: u32, ios: u64) -> JobConfig {
+    JobConfig::simple("qd1", pattern, read_pct, 4096, 4096 * ios)
+}
+
+#[test]
+fn qd1_read_bandwidth_is_bs_over_the_sum_of_the_path() {
+    let host = costed_host();
+    let read_ns = 50_000;
+    let dev = DeviceConfig::ideal(1 << 30, read_ns);
+    let ios = 200;
+    let res = run(SimConfig {
+        host: host.clone(),
+        device: dev,
+        driver: host.default_driver,
+        jobs: vec![qd1_job(Pattern::Random, 100, ios)],
+    })
+    .unwrap();
+    let c = &host.costs;
+    let m = &host.mmc;
+    let cmd = host.bus.command_ns();
+    // Thread: syscall, pin, bio; dispatcher: prep, start; bus: CMD23 + CMD18; device;
+    // data; irq; kworker wake; post + bio end; thread wake; syscall return.
+    let path = c.syscall_ns
+        + c.pin_per_4k_ns
+        + c.block_submit_ns
+        + m.prep_ns
+        + m.prep_per_4k_ns
+        + m.start_ns
+        + 2 * cmd
+        + read_ns
+        + host.bus.data_ns(4096)
+        + c.irq_ns
+        + c.wakeup_ns
+        + m.post_ns
+        + m.post_per_4k_ns
+        + c.complete_ns
+        + c.wakeup_ns
+        + c.syscall_return_ns;
+    let j = &res.jobs[0];
+    assert_eq!(j.dirs[0].ios, ios);
+    assert_eq!(j.dirs[0].clat.min(), path);
+    assert_eq!(j.dirs[0].clat.max(), path);
+    assert_eq!(j.runtime_ns, ios * path);
+    let bw = j.dirs[0].bytes as f64 / (j.runtime_ns as f64 / 1e9);
+    let expect = 4096.0 / (path as f64 / 1e9);
+    assert!((bw - expect).abs() < 1e-6 * expect, "{bw} vs {expect}");
+}
+
+#[test]
+fn qd1_write_adds_one_synchronous_cmd13_round_trip() {
+    let host = costed_host();
+    let write_ns = 30_000;
+    let dev = DeviceConfig::ideal_rw(1 << 30, 50_000, write_ns);
+    let res = run(SimConfig {
+        host: host.clone(),
+        device: dev,
+        driver: host.default_driver,
+        jobs: vec![qd1_job(Pattern::Sequential, 0, 50)],
+    })
+    .unwrap();
+    let c = &host.costs;
+    let m = &host.mmc;
+    let cmd = host.bus.command_ns();
+    let cmd13_round = m.cmd13_ns + cmd + c.irq_ns + c.wakeup_ns;
+    let path = c.syscall_ns
+        + c.pin_per_4k_ns
+        + c.block_submit_ns
+        + m.prep_ns
+        + m.prep_per_4k_ns
+        + m.start_ns
+        + 2 * cmd
+        + host.bus.data_ns(4096)
+        + write_ns
+        + c.irq_ns
+        + c.wakeup_ns
+        + cmd13_round
+        + m.post_ns
+        + m.post_per_4k_ns
+        + c.complete_ns
+        + c.wakeup_ns
+        + c.syscall_return_ns;
+    let j = &res.jobs[0];
+    assert_eq!(j.dirs[1].clat.min(), path);
+    assert_eq!(j.dirs[1].clat.max(), path);
+    assert_eq!(res.system.cmd13, 50);
+}
+
+fn preset_system() -> (HostConfig, DeviceConfig) {
+    let host = preset::load_host(HOST, "host", &[]).unwrap();
+    let dev = preset::load_device(DEVICE, "device", &[]).unwrap();
+    (host, dev)
+}
+
+fn mixed_jobs(n: usize) -> Vec<JobConfig> {
+    (0..n)
+        .map(|i| {
+            let mut j = JobConfig::simple(
+                "mix",
+                if i % 2 == 0 { Pattern::Random } else { Pattern::Sequential },
+                [100, 0, 70][i % 3],
+                4096 << (i % 3),
+                64 << 20,
+            );
+            j.io_limit = 8 << 20;
+            j.seed = 1000 + i as u64;
+            if i % 4 == 3 {
+                j.submission = Submission::Async {
+                    depth: 8,
+                    batch_submit: 2,
+                    batch_complete_min: 1,
+                };
+            }
+            j
+        })
+        .collect()
+}
+
+#[test]
+fn littles_law_holds_for_every_job() {
+    let (host, dev) = preset_system();
+    let res = run(SimConfig {
+        driver: host.default_driver,
+        host,
+        device: dev,
+        jobs: mixed_jobs(8),
+    })
+    .unwrap();
+    for j in &res.jobs {
+        let rt = j.runtime_ns as f64;
+        let mean_outstanding = j.outstanding_area as f64 / rt;
+        let ios = (j.dirs[0].ios + j.dirs[1].ios) as f64;
+        let lat_sum = (j.dirs[0].lat.sum() + j.dirs[1].lat.sum()) as f64;
+        let iops = ios / rt;
+        let mean_lat = lat_sum / ios;
+        let little = iops * mean_lat;
+        assert!(
+            (mean_outstanding - little).abs() <= 0.01 * little,
+            "job {}: outstanding {mean_outstanding} vs IOPS x latency {little}",
+            j.job
+        );
+    }
+}
+
+#[test]
+fn every_io_completes_once_and_runs_are_deterministic() {
+    let (host, dev) = preset_system();
+    let cfg = SimConfig {
+        driver: host.default_driver,
+        host,
+        device: dev,
+        jobs: mixed_jobs(6),
+    };
+    let a = run(cfg.clone()).unwrap();
+    for (j, c) in a.jobs.iter().zip(&cfg.jobs) {
+        let bytes = j.dirs[0].bytes + j.dirs[1].bytes;
+        assert_eq!(bytes, c.io_limit, "job {} moved exactly its io_size", j.job);
+    }
+    let b = run(cfg).unwrap();
+    assert_eq!(format!("{a:?}"), format!("{b:?}"));
+}
