@@ -188,6 +188,9 @@ fn job_from_json(j: &Value, opts: Vec<(String, String)>) -> JobReport {
     r.job_options = opts;
     for d in Ddir::ALL {
         let o = &j[d.name()];
+        if o.is_null() {
+            continue;
+        }
         let ds = r.dir_mut(d);
         ds.io_bytes = u(o, "io_bytes");
         ds.total_ios = u(o, "total_ios");
@@ -212,8 +215,10 @@ fn job_from_json(j: &Value, opts: Vec<(String, String)>) -> JobReport {
             f(o, "iops_stddev"),
         );
     }
-    r.sync.total_ios = u(&j["sync"], "total_ios");
-    r.sync.lat = lat_from_json(&j["sync"]["lat_ns"]);
+    if !j["sync"].is_null() {
+        r.sync.total_ios = u(&j["sync"], "total_ios");
+        r.sync.lat = lat_from_json(&j["sync"]["lat_ns"]);
+    }
     r.job_runtime_ms = u(j, "job_runtime");
     r.usr_time_ms = (f(j, "usr_cpu") * r.job_runtime_ms as f64 / 100.0).round() as u64;
     r.sys_time_ms = (f(j, "sys_cpu") * r.job_runtime_ms as f64 / 100.0).round() as u64;
@@ -620,4 +625,243 @@ fn nbd_normal_byte_for_byte() {
         &want,
         "nbd_randrw.normal.txt",
     );
+}
+
+/// One fio 3.33 run printed with `--output-format=json+,terse,normal` (null engine,
+/// tests/data/report/oracle_<name>.fio): rebuild the model from the json+ part and
+/// reproduce the whole output, start-up lines included.
+struct Oracle {
+    name: &'static str,
+    headers: Vec<JobHeader>,
+    thread: bool,
+    kb_base: u32,
+    percentile_precision: u32,
+}
+
+fn oracle_case(c: Oracle) {
+    let want = data(&format!("oracle_{}.out", c.name));
+    let start = want.find("\n{\n").unwrap() + 1;
+    let end = want.find("\n}\n").unwrap() + 3;
+    let json_text = &want[start..end];
+    let v: Value = serde_json::from_str(json_text).unwrap();
+    let mut r = report_from_json(json_text);
+    // Entries in the normal part: "name: (groupid=G, jobs=N): err=..: pid=P: time".
+    let mut members = Vec::new();
+    for line in want[end..].lines() {
+        if let Some(pos) = line.find(", jobs=") {
+            let rest = &line[pos + 7..];
+            let n: u32 = rest[..rest.find(')').unwrap()].parse().unwrap();
+            let pid: u32 = line[line.find(": pid=").unwrap() + 6..]
+                .split(':')
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap();
+            members.push((n, pid));
+        }
+    }
+    let mut jobs = Vec::new();
+    for (k, (mut j, jv)) in r
+        .jobs
+        .drain(..)
+        .zip(v["jobs"].as_array().unwrap())
+        .enumerate()
+    {
+        let has = |dir: &str, lat: &str| {
+            ["read", "write", "trim", "mixed"]
+                .iter()
+                .filter(|d| dir.is_empty() || **d == dir)
+                .any(|d| jv[*d][lat].get("percentile").is_some())
+        };
+        if jv.get("mixed").is_some() {
+            j.unified_rw_reporting = if jv.get("read").is_some() {
+                UnifiedRw::Both
+            } else {
+                UnifiedRw::Mixed
+            };
+        }
+        if j.unified_rw_reporting == UnifiedRw::Mixed {
+            let m = &jv["mixed"];
+            let ds = &mut j.dirs[0];
+            ds.io_bytes = u(m, "io_bytes");
+            ds.total_ios = u(m, "total_ios");
+            ds.runtime_ms = u(m, "runtime");
+            ds.slat = lat_from_json(&m["slat_ns"]);
+            ds.clat = lat_from_json(&m["clat_ns"]);
+            ds.lat = lat_from_json(&m["lat_ns"]);
+            let total = j.total_rw_ios();
+            for (key, dst) in [
+                ("latency_ns", &mut j.latency_buckets.ns[..]),
+                ("latency_us", &mut j.latency_buckets.us[..]),
+            ] {
+                dst.copy_from_slice(&counts_for(&map7(&jv[key], &LAT_KEYS[..10]), total));
+            }
+            j.latency_buckets.ms = counts_for(&map7(&jv["latency_ms"], &LAT_KEYS), total)
+                .try_into()
+                .unwrap();
+            j.iodepth_level = counts_for(&map7(&jv["iodepth_level"], &LEVEL_KEYS), total)
+                .try_into()
+                .unwrap();
+        }
+        if j.unified_rw_reporting == UnifiedRw::Both {
+            fit_both_moments(&mut j, &jv["mixed"]);
+        }
+        j.clat_percentiles = has("", "clat_ns");
+        j.lat_percentiles = has("", "lat_ns");
+        j.slat_percentiles = has("", "slat_ns");
+        if let Some(p) = ["read", "write", "trim", "mixed"]
+            .iter()
+            .flat_map(|d| ["clat_ns", "lat_ns", "slat_ns"].map(|l| &jv[*d][l]["percentile"]))
+            .find_map(Value::as_object)
+        {
+            let mut l: Vec<f64> = p.keys().map(|k| k.parse().unwrap()).collect();
+            l.sort_by(|a, b| a.partial_cmp(b).unwrap());
+            j.percentile_list = l;
+        }
+        j.percentile_precision = c.percentile_precision;
+        j.description = jv["desc"].as_str().unwrap_or("").to_string();
+        if let Some(t) = jv.get("total_err") {
+            j.continue_on_error = true;
+            j.total_err_count = t.as_u64().unwrap();
+            j.first_error = jv["first_error"].as_i64().unwrap() as i32;
+        }
+        j.kb_base = c.kb_base;
+        j.thread = c.thread;
+        let (n, pid) = members.get(k).copied().unwrap_or((1, 0));
+        j.pid = pid;
+        if n == 2 {
+            let (mut a, mut b) = split_in_two(&j);
+            a.group_reporting = true;
+            b.group_reporting = true;
+            jobs.push(a);
+            jobs.push(b);
+        } else {
+            assert_eq!(n, 1);
+            jobs.push(j);
+        }
+    }
+    assert_eq!(jobs.len(), c.headers.len());
+    for (j, h) in jobs.iter_mut().zip(c.headers) {
+        j.header = h;
+    }
+    r.jobs = jobs;
+    let formats = Format::parse_list("json+,terse,normal", 3).unwrap();
+    let mut out = Vec::new();
+    write_formats(&r, &formats, &mut out).unwrap();
+    assert_same(&String::from_utf8(out).unwrap(), &want, c.name);
+}
+
+/// With `unified_rw_reporting=both` fio prints the merge of the read and write stats,
+/// which depends on their exact running sums. The printed means/deviations (6
+/// decimals) leave a little freedom: pick values inside it whose merge prints as fio's
+/// `mixed` object.
+fn fit_both_moments(j: &mut JobReport, mixed: &Value) {
+    let p6 = |x: f64| format!("{x:.6}");
+    for (k, key) in ["slat_ns", "clat_ns", "lat_ns"].iter().enumerate() {
+        let want = &mixed[*key];
+        if u(want, "N") < 2 {
+            continue;
+        }
+        let (want_mean, want_dev) = (p6(f(want, "mean")), p6(f(want, "stddev")));
+        let get = |j: &JobReport, d: usize| match k {
+            0 => j.dirs[d].slat.stat,
+            1 => j.dirs[d].clat.stat,
+            _ => j.dirs[d].lat.stat,
+        };
+        let (r0, w0) = (get(j, 0), get(j, 1));
+        let dev = |s: &IoStat| s.calc().unwrap().3;
+        let steps: Vec<f64> = (-4..=4).map(|i| i as f64 * 1e-7).collect();
+        let mut found = None;
+        'search: for &a in &steps {
+            for &b in &steps {
+                for &c in &steps {
+                    for &e in &steps {
+                        let r = IoStat::from_summary(
+                            r0.samples,
+                            r0.min,
+                            r0.max,
+                            r0.mean + a,
+                            dev(&r0) + b,
+                        );
+                        let w = IoStat::from_summary(
+                            w0.samples,
+                            w0.min,
+                            w0.max,
+                            w0.mean + c,
+                            dev(&w0) + e,
+                        );
+                        if p6(r.mean) != p6(r0.mean) || p6(dev(&r)) != p6(dev(&r0)) {
+                            continue;
+                        }
+                        if p6(w.mean) != p6(w0.mean) || p6(dev(&w)) != p6(dev(&w0)) {
+                            continue;
+                        }
+                        let mut m = IoStat::new();
+                        m.sum(&r, false);
+                        m.sum(&w, false);
+                        if p6(m.mean) == want_mean && p6(dev(&m)) == want_dev {
+                            found = Some((r, w));
+                            break 'search;
+                        }
+                    }
+                }
+            }
+        }
+        let (r, w) = found.unwrap_or_else(|| panic!("no moments reproduce mixed {key}"));
+        for (d, st) in [(0, r), (1, w)] {
+            match k {
+                0 => j.dirs[d].slat.stat = st,
+                1 => j.dirs[d].clat.stat = st,
+                _ => j.dirs[d].lat.stat = st,
+            }
+        }
+    }
+}
+
+fn hdr(rw: &str, bs: (u64, u64), iodepth: u32) -> JobHeader {
+    JobHeader {
+        rw: rw.into(),
+        bs: [bs; 3],
+        ioengine: "null".into(),
+        iodepth,
+    }
+}
+
+#[test]
+fn oracle_unified_mixed_lat_percentiles_description() {
+    oracle_case(Oracle {
+        name: "mixed",
+        headers: vec![hdr("randrw", (4096, 65536), 8)],
+        thread: false,
+        kb_base: 1024,
+        percentile_precision: 2,
+    });
+}
+
+#[test]
+fn oracle_group_reporting_percentile_list_continue_on_error() {
+    oracle_case(Oracle {
+        name: "grp",
+        headers: vec![
+            hdr("randwrite", (8192, 8192), 1),
+            JobHeader {
+                ..hdr("randwrite", (8192, 8192), 1)
+            },
+            hdr("read", (8192, 8192), 1),
+        ],
+        thread: false,
+        kb_base: 1024,
+        percentile_precision: 3,
+    });
+}
+
+#[test]
+fn oracle_unified_both_slat_percentiles_kb_base_1000_thread() {
+    oracle_case(Oracle {
+        name: "both",
+        headers: vec![hdr("rw", (4096, 4096), 4)],
+        thread: true,
+        kb_base: 1000,
+        percentile_precision: 2,
+    });
 }

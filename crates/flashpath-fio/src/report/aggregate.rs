@@ -121,6 +121,7 @@ pub fn mixed_view(ts: &JobReport) -> JobReport {
     m.lat_percentiles = ts.lat_percentiles;
     m.slat_percentiles = ts.slat_percentiles;
     m.percentile_list = ts.percentile_list.clone();
+    m.percentile_precision = ts.percentile_precision;
     m.unified_rw_reporting = UnifiedRw::Mixed;
     sum_thread_stats(&mut m, ts, true);
     m
@@ -152,6 +153,7 @@ pub fn aggregate(jobs: &[JobReport]) -> (Vec<Entry>, Vec<GroupRunStats>) {
         ts.lat_percentiles = td.lat_percentiles;
         ts.slat_percentiles = td.slat_percentiles;
         ts.percentile_list = td.percentile_list.clone();
+        ts.percentile_precision = td.percentile_precision;
         ts.job_options = td.job_options.clone();
         ts.continue_on_error = td.continue_on_error;
         ts.total_err_count += td.total_err_count;

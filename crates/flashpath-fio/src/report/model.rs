@@ -481,6 +481,9 @@ pub struct JobReport {
     pub slat_percentiles: bool,
     /// `percentile_list` (fio sorts it before use).
     pub percentile_list: Vec<f64>,
+    /// Decimals of the percentiles in text output: the most decimals any entry of
+    /// `percentile_list` was written with (2 for the default list, 0 for `50:99`).
+    pub percentile_precision: u32,
     /// 1024 (default) or 1000.
     pub kb_base: u32,
     /// `unit_base=1`: print bandwidth in bits.
@@ -544,6 +547,7 @@ impl JobReport {
             lat_percentiles: false,
             slat_percentiles: false,
             percentile_list: DEFAULT_PERCENTILES.to_vec(),
+            percentile_precision: 2,
             kb_base: 1024,
             unit_bits: false,
             sig_figs: 4,

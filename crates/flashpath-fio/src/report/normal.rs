@@ -83,8 +83,8 @@ fn display_lat(s: &mut String, name: &str, st: &IoStat) {
     );
 }
 
-/// fio's `show_clat_percentiles` (precision 2).
-fn show_percentiles(s: &mut String, vals: &[u64], list: &[f64], pre: &str) {
+/// fio's `show_clat_percentiles`.
+fn show_percentiles(s: &mut String, vals: &[u64], list: &[f64], precision: u32, pre: &str) {
     let len = vals.len().min(list.len());
     if len == 0 {
         return;
@@ -106,7 +106,7 @@ fn show_percentiles(s: &mut String, vals: &[u64], list: &[f64], pre: &str) {
         ((scaled as f64).log10() + 1.0) as usize
     }
     .max(5);
-    let precision = 2usize;
+    let precision = precision.min(20) as usize;
     let per_line = (80 - 7) / (precision + 10 + time_width);
     for j in 0..len {
         if j != 0 && j % per_line == 0 {
@@ -134,25 +134,34 @@ fn show_percentiles(s: &mut String, vals: &[u64], list: &[f64], pre: &str) {
     }
 }
 
+/// `both_mixed`: the extra `mixed` block of `unified_rw_reporting=both`, which fio
+/// 3.33 prints from a zero-initialised stat whose `sig_figs` and `unit_base` are 0, so
+/// its first line reads `mixed: IOPS=0, BW=0 (0)(0B/..msec)` (reproduced as is).
 fn show_ddir_status(
     s: &mut String,
     rs: Option<&GroupRunStats>,
     ts: &JobReport,
     d: usize,
     mixed_label: bool,
+    both_mixed: bool,
 ) {
     let ds = &ts.dirs[d];
     if ds.runtime_ms == 0 {
         return;
     }
-    let i2p = ts.kb_base.is_power_of_two();
+    let i2p = rs.map_or(ts.kb_base, |r| r.kb_base).is_power_of_two();
     let runt = ds.runtime_ms;
     let bw = super::aggregate::mul_div(ds.io_bytes, 1000, runt);
-    let io_p = num2str(ds.io_bytes, ts.sig_figs, 1, i2p, N2s::Byte);
-    let bw_p = num2str(bw, ts.sig_figs, 1, i2p, units(ts.unit_bits));
-    let bw_p_alt = num2str(bw, ts.sig_figs, 1, !i2p, units(ts.unit_bits));
+    let (sig_figs, bw_units) = if both_mixed {
+        (0, N2s::None)
+    } else {
+        (ts.sig_figs, units(ts.unit_bits))
+    };
+    let io_p = num2str(ds.io_bytes, sig_figs, 1, i2p, N2s::Byte);
+    let bw_p = num2str(bw, sig_figs, 1, i2p, bw_units);
+    let bw_p_alt = num2str(bw, sig_figs, 1, !i2p, bw_units);
     let iops = super::aggregate::mul_div(ds.total_ios, 1000, runt);
-    let iops_p = num2str(iops, ts.sig_figs, 1, false, N2s::None);
+    let iops_p = num2str(iops, sig_figs, 1, false, N2s::None);
     let post = if d == Ddir::Write.index() && !mixed_label {
         format!("; {} zone resets", ts.nr_zone_resets)
     } else {
@@ -178,12 +187,13 @@ fn show_ddir_status(
     ] {
         if on && l.stat.samples > 0 {
             let vals = lat_percentiles(l, &ts.percentile_list);
-            show_percentiles(s, &vals, &ts.percentile_list, pre);
+            show_percentiles(s, &vals, &ts.percentile_list, ts.percentile_precision, pre);
         }
     }
     if let Some((min, max, mean, dev)) = ds.bw.calc() {
         let fkb_base = ts.kb_base as f64;
-        let mut bw_str = match (ts.unit_bits, i2p) {
+        let bits = rs.map_or(ts.unit_bits, |r| r.unit_bits);
+        let mut bw_str = match (bits, i2p) {
             (true, true) => "Kibit",
             (true, false) => "kbit",
             (false, true) => "KiB",
@@ -191,7 +201,7 @@ fn show_ddir_status(
         };
         let p_of_agg = agg_percent(rs, d, mean);
         let (mut min, mut max, mut mean, mut dev) = (min as f64, max as f64, mean, dev);
-        if ts.unit_bits {
+        if bits {
             min *= 8.0;
             max *= 8.0;
             mean *= 8.0;
@@ -202,7 +212,7 @@ fn show_ddir_status(
             max /= fkb_base;
             mean /= fkb_base;
             dev /= fkb_base;
-            bw_str = if ts.unit_bits { "Mibit" } else { "MiB" };
+            bw_str = if bits { "Mibit" } else { "MiB" };
         }
         // fio stores the scaled min/max back into unsigned long long variables.
         let _ = writeln!(
@@ -317,12 +327,12 @@ fn show_thread_status(s: &mut String, e: &Entry, rs: Option<&GroupRunStats>, tim
     let mixed = e.unified == UnifiedRw::Mixed;
     for d in 0..3 {
         if ts.dirs[d].io_bytes != 0 {
-            show_ddir_status(s, rs, ts, d, mixed);
+            show_ddir_status(s, rs, ts, d, mixed, false);
         }
     }
     if e.unified == UnifiedRw::Both {
         let m = mixed_view(ts);
-        show_ddir_status(s, rs, &m, 0, true);
+        show_ddir_status(s, rs, &m, 0, true, true);
     }
     let total = ts.total_rw_ios();
     let lb = &ts.latency_buckets;
@@ -333,7 +343,13 @@ fn show_thread_status(s: &mut String, e: &Entry, rs: Option<&GroupRunStats>, tim
         s.push_str("  fsync/fdatasync/sync_file_range:\n");
         display_lat(s, "sync", &ts.sync.lat.stat);
         let vals = lat_percentiles(&ts.sync.lat, &ts.percentile_list);
-        show_percentiles(s, &vals, &ts.percentile_list, "sync");
+        show_percentiles(
+            s,
+            &vals,
+            &ts.percentile_list,
+            ts.percentile_precision,
+            "sync",
+        );
     }
     let (usr, sys) = cpu_percent(ts);
     let _ = writeln!(
