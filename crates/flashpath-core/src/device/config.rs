@@ -240,6 +240,53 @@ impl DeviceConfig {
         }
     }
 
+    /// A small page-mapped device for tests and examples: 2 channels × 1 die × 2 planes,
+    /// 16 KiB pages, 16 pages per block, 64 blocks per plane (64 MiB raw), 48 MiB user
+    /// capacity, round timings (tR 50 us, tPROG 500 us, tBERS 2 ms, 400 MB/s channel,
+    /// 10 us + 1 us/4 KiB firmware, 4 KiB map segments, 16 cached, 1 us lookup,
+    /// 256 KiB buffer at 1 GB/s). Fields are public: tests adjust what they need.
+    pub fn small_test_device() -> DeviceConfig {
+        let nand = NandDeviceConfig {
+            channels: 2,
+            dies_per_channel: 1,
+            planes_per_die: 2,
+            page_bytes: 16 * 1024,
+            pages_per_block: 16,
+            blocks_per_plane: 64,
+            t_read_ns: 50_000,
+            t_prog_ns: 500_000,
+            t_erase_ns: 2_000_000,
+            channel_bytes_per_s: 400_000_000,
+            fw_per_command_ns: 10_000,
+            fw_per_4kib_ns: 1_000,
+            map_entries_per_segment: 1024,
+            map_entry_bytes: 4,
+            map_cache_bytes: 16 * 4096,
+            map_lookup_ns: 1_000,
+            write_buffer_bytes: 256 * 1024,
+            buffer_copy_bytes_per_s: 1_000_000_000,
+            gc_threshold_blocks: 3,
+            gc_copy: GcCopy::Controller,
+        };
+        let capacity_bytes = 48 << 20;
+        check_capacity(capacity_bytes, &nand).expect("small test device is consistent");
+        DeviceConfig {
+            name: "small-test".into(),
+            description: "small page-mapped device for tests".into(),
+            interface: Interface::Emmc,
+            capacity_bytes,
+            model: DeviceModel::PageMapped(Box::new(nand)),
+        }
+    }
+
+    /// The NAND configuration, mutable (tests).
+    pub fn nand_mut(&mut self) -> Option<&mut NandDeviceConfig> {
+        match &mut self.model {
+            DeviceModel::PageMapped(n) => Some(n),
+            DeviceModel::Ideal(_) => None,
+        }
+    }
+
     /// Parses and validates a TOML device preset (no file I/O).
     pub fn from_toml_str(text: &str) -> Result<DeviceConfig, ConfigError> {
         let raw: RawDeviceConfig =

@@ -181,6 +181,31 @@ impl PageMappedDevice {
             && self.gc.iter().all(|g| g.victim == NONE && !g.scheduled)
     }
 
+    /// Full consistency check (slow; tests): the FTL's invariants, and every L2P entry
+    /// that names a buffer slot names a live slot holding that LPN.
+    pub fn check_invariants(&self) {
+        self.ftl.check_invariants();
+        let mut live = 0;
+        for lpn in 0..self.ftl.user_lpns() {
+            let e = self.ftl.get(lpn);
+            if e != UNMAPPED && e & BUF_FLAG != 0 {
+                let slot = e & !BUF_FLAG;
+                let st = self.buf.state(slot);
+                assert!(
+                    st == SlotState::Waiting || st == SlotState::InFlight,
+                    "lpn {lpn} names buffer slot {slot} in state {st:?}"
+                );
+                assert_eq!(self.buf.lpn(slot), lpn);
+                live += 1;
+            }
+        }
+        assert!(live <= self.buf.waiting() + self.buf.in_flight());
+        assert!(
+            self.buf.free_slots() + self.buf.waiting() + self.buf.in_flight()
+                <= self.buf.capacity()
+        );
+    }
+
     pub fn handle(&mut self, now: SimTime, input: Input, out: &mut Outbox<Input, Output>) {
         match input {
             Input::Command(cmd) => self.command(now, cmd, out),
@@ -595,7 +620,8 @@ impl PageMappedDevice {
         let (_, t) = self.ctrl.book(now, self.c.fw_per_command_ns);
         assert!(self.flush.is_none(), "a flush arrived during a flush");
         self.flush = Some((cmd.tag, t));
-        self.try_drain(now, out);
+        // The partial row goes out once the firmware has taken the flush in.
+        self.try_drain(t, out);
         self.check_flush(now, out);
     }
 
@@ -752,5 +778,319 @@ impl PageMappedDevice {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Outbox-level tests on `DeviceConfig::small_test_device()`: fw 10 us + 1 us per
+    //! 4 KiB, map lookup 1 us, tR 50 us, tPROG 500 us, channel 400 MB/s (4 KiB =
+    //! 10 240 ns), buffer copy 1 GB/s (4 KiB = 4 096 ns), rows of 8 slots (2 planes ×
+    //! 16 KiB), map segments of 4 KiB (1024 LPNs).
+    use super::*;
+    use crate::device::{DeviceConfig, Input};
+
+    const FW: u64 = 10_000;
+    const FW4K: u64 = 1_000;
+    const LOOKUP: u64 = 1_000;
+    const TR: u64 = 50_000;
+    const TPROG: u64 = 500_000;
+    const X4K: u64 = 10_240;
+    const COPY4K: u64 = 4_096;
+
+    fn dev() -> PageMappedDevice {
+        let cfg = DeviceConfig::small_test_device();
+        PageMappedDevice::new(cfg.nand().unwrap(), cfg.capacity_bytes)
+    }
+
+    fn cmd(tag: u32, op: DevOp, lba: u64, sectors: u32) -> Input {
+        Input::Command(DevCommand {
+            tag,
+            op,
+            lba,
+            sectors,
+        })
+    }
+
+    #[test]
+    fn read_of_unwritten_lpn_costs_firmware_and_map_load() {
+        let mut d = dev();
+        let mut out = Outbox::new();
+        d.handle(1_000, cmd(7, DevOp::Read, 0, 8), &mut out);
+        // Map miss: tR + 4 KiB segment over the channel, then the lookup; no data read.
+        let t = 1_000 + FW + FW4K + TR + X4K + LOOKUP;
+        assert_eq!(
+            out.emits(),
+            &[(
+                t,
+                Output::ReadReady {
+                    tag: 7,
+                    last_ready: t
+                }
+            )]
+        );
+        assert!(out.timers().is_empty());
+        out.clear();
+        d.handle(t, cmd(8, DevOp::Read, 8, 8), &mut out);
+        let t2 = t + FW + FW4K + LOOKUP;
+        assert_eq!(
+            out.emits(),
+            &[(
+                t2,
+                Output::ReadReady {
+                    tag: 8,
+                    last_ready: t2
+                }
+            )]
+        );
+        assert_eq!((d.stats().map_misses, d.stats().map_hits), (1, 1));
+    }
+
+    #[test]
+    fn write_is_acknowledged_from_the_buffer_and_drained_by_row() {
+        let mut d = dev();
+        let mut out = Outbox::new();
+        // 4 KiB: below a row, nothing is programmed yet.
+        d.handle(0, cmd(1, DevOp::Write, 0, 8), &mut out);
+        assert_eq!(
+            out.emits(),
+            &[(
+                FW + FW4K + COPY4K,
+                Output::Done {
+                    tag: 1,
+                    status: DevStatus::Ok
+                }
+            )]
+        );
+        assert!(out.timers().is_empty());
+        out.clear();
+        // 28 KiB more completes the first row (8 slots): one program on die 0.
+        let t0 = 100_000;
+        d.handle(t0, cmd(2, DevOp::Write, 8, 56), &mut out);
+        let ack = t0 + FW + 7 * FW4K + 7 * COPY4K;
+        assert_eq!(
+            out.emits(),
+            &[(
+                ack,
+                Output::Done {
+                    tag: 2,
+                    status: DevStatus::Ok
+                }
+            )]
+        );
+        // The program starts when the data is in: 8 × 4 KiB over the channel, then tPROG.
+        let done = ack + 8 * X4K + TPROG;
+        assert_eq!(out.timers(), &[(done, Input::ProgramDone { die: 0 })]);
+        out.clear();
+        d.handle(done, Input::ProgramDone { die: 0 }, &mut out);
+        assert!(out.is_empty());
+        assert_eq!(d.stats().host_slots_programmed, 8);
+        assert_eq!(d.write_buffer().free_slots(), d.write_buffer().capacity());
+        // The map update loaded segment 0 (dirty) on die 0 in the background.
+        assert_eq!(d.stats().map_update_loads, 1);
+        let tmap = done + TR + X4K;
+        // Reading LPN 0 back: map hit, tR on die 0, 4 KiB out.
+        let t1 = 2_000_000;
+        assert!(tmap < t1);
+        d.handle(t1, cmd(3, DevOp::Read, 0, 8), &mut out);
+        let r = t1 + FW + FW4K + LOOKUP + TR + X4K;
+        assert_eq!(
+            out.emits(),
+            &[(
+                r,
+                Output::ReadReady {
+                    tag: 3,
+                    last_ready: r
+                }
+            )]
+        );
+        out.clear();
+        // LPN 1 sits in the same 16 KiB page: the page register still holds it.
+        d.handle(r, cmd(4, DevOp::Read, 8, 8), &mut out);
+        let r2 = r + FW + FW4K + LOOKUP + X4K;
+        assert_eq!(
+            out.emits(),
+            &[(
+                r2,
+                Output::ReadReady {
+                    tag: 4,
+                    last_ready: r2
+                }
+            )]
+        );
+        out.clear();
+        // LPN 4 is on the other plane: a new array read.
+        d.handle(r2, cmd(5, DevOp::Read, 32, 8), &mut out);
+        let r3 = r2 + FW + FW4K + LOOKUP + TR + X4K;
+        assert_eq!(
+            out.emits(),
+            &[(
+                r3,
+                Output::ReadReady {
+                    tag: 5,
+                    last_ready: r3
+                }
+            )]
+        );
+        assert_eq!(d.stats().page_register_hits, 1);
+    }
+
+    #[test]
+    fn read_of_buffered_data_skips_map_and_nand() {
+        let mut d = dev();
+        let mut out = Outbox::new();
+        d.handle(0, cmd(1, DevOp::Write, 80, 8), &mut out);
+        out.clear();
+        d.handle(50_000, cmd(2, DevOp::Read, 80, 8), &mut out);
+        let t = 50_000 + FW + FW4K;
+        assert_eq!(
+            out.emits(),
+            &[(
+                t,
+                Output::ReadReady {
+                    tag: 2,
+                    last_ready: t
+                }
+            )]
+        );
+        assert_eq!(d.stats().buffer_read_hits, 1);
+        assert_eq!(d.stats().map_hits + d.stats().map_misses, 0);
+    }
+
+    #[test]
+    fn a_multi_page_read_overlaps_dies_and_streams_in_order() {
+        let mut d = dev();
+        let mut out = Outbox::new();
+        // 64 KiB = two rows: row 0 on die 0, row 1 on die 1 (round-robin).
+        d.handle(0, cmd(1, DevOp::Write, 0, 128), &mut out);
+        let (timers, _) = out.drain();
+        let timers: Vec<_> = timers.collect();
+        assert_eq!(timers.len(), 2);
+        let end = timers.iter().map(|t| t.0).max().unwrap();
+        for (t, i) in timers {
+            d.handle(t, i, &mut out);
+        }
+        out.clear();
+        // Warm the map, then read 32 KiB: 2 pages on die 0 (multi-plane row) and
+        // nothing else; then the next 32 KiB on die 1.
+        let t = end + 1_000_000;
+        d.handle(t, cmd(2, DevOp::Read, 0, 128), &mut out);
+        let t0 = t + FW + 16 * FW4K + LOOKUP;
+        // die 0: tR, plane 0 out (4 × 4 KiB), plane 1 shares the tR and goes out next;
+        // die 1 (other channel): tR in parallel, its 2 pages out on channel 1.
+        let first = t0 + TR + 4 * X4K;
+        let die1_last = t0 + TR + 8 * X4K;
+        let die0_last = t0 + TR + 8 * X4K;
+        assert_eq!(
+            out.emits(),
+            &[(
+                first,
+                Output::ReadReady {
+                    tag: 2,
+                    last_ready: die0_last.max(die1_last)
+                }
+            )]
+        );
+        assert_eq!(d.stats().nand_page_reads, 2);
+    }
+
+    #[test]
+    fn a_full_buffer_stalls_the_write_until_a_program_frees_space() {
+        let mut cfg = DeviceConfig::small_test_device();
+        cfg.nand_mut().unwrap().write_buffer_bytes = 64 * 1024; // 16 slots = 2 rows
+        let mut d = PageMappedDevice::new(cfg.nand().unwrap(), cfg.capacity_bytes);
+        let mut out = Outbox::new();
+        // 96 KiB = 24 slots: 16 fit, 2 programs start, the write waits for one.
+        d.handle(0, cmd(1, DevOp::Write, 0, 192), &mut out);
+        assert!(out.emits().is_empty());
+        let fw = FW + 24 * FW4K;
+        let copied = fw + 16 * COPY4K;
+        let p0 = copied + 8 * X4K + TPROG;
+        assert_eq!(
+            out.timers(),
+            &[
+                (p0, Input::ProgramDone { die: 0 }),
+                (p0, Input::ProgramDone { die: 1 })
+            ]
+        );
+        out.clear();
+        d.handle(p0, Input::ProgramDone { die: 0 }, &mut out);
+        // 8 slots freed: the rest goes in, the write is done, a third program starts on
+        // die 0 (round-robin after die 1), once the copy is done.
+        let ack = p0 + 8 * COPY4K;
+        assert_eq!(
+            out.emits(),
+            &[(
+                ack,
+                Output::Done {
+                    tag: 1,
+                    status: DevStatus::Ok
+                }
+            )]
+        );
+        // Die 0 is busy with the background map load of the program's map update.
+        let die0_free = p0 + TR + X4K;
+        let p2 = ack.max(die0_free) + 8 * X4K + TPROG;
+        assert_eq!(out.timers(), &[(p2, Input::ProgramDone { die: 0 })]);
+        assert_eq!(d.stats().write_stalls, 1);
+        assert_eq!(d.stats().write_stall_ns, p0 - copied);
+    }
+
+    #[test]
+    fn flush_waits_for_the_partial_row() {
+        let mut d = dev();
+        let mut out = Outbox::new();
+        d.handle(0, cmd(1, DevOp::Write, 0, 8), &mut out);
+        let ack = FW + FW4K + COPY4K;
+        out.clear();
+        d.handle(ack, cmd(2, DevOp::Flush, 0, 0), &mut out);
+        // One slot programmed with 7 slots of padding.
+        let p = ack + FW + X4K + TPROG;
+        assert!(out.emits().is_empty());
+        assert_eq!(out.timers(), &[(p, Input::ProgramDone { die: 0 })]);
+        out.clear();
+        d.handle(p, Input::ProgramDone { die: 0 }, &mut out);
+        assert_eq!(
+            out.emits(),
+            &[(
+                p,
+                Output::Done {
+                    tag: 2,
+                    status: DevStatus::Ok
+                }
+            )]
+        );
+        assert_eq!(d.stats().padding_slots, 7);
+        // A flush with nothing buffered is only firmware.
+        out.clear();
+        d.handle(p, cmd(3, DevOp::Flush, 0, 0), &mut out);
+        assert_eq!(
+            out.emits(),
+            &[(
+                p + FW,
+                Output::Done {
+                    tag: 3,
+                    status: DevStatus::Ok
+                }
+            )]
+        );
+    }
+
+    #[test]
+    fn out_of_range_commands_fail() {
+        let mut d = dev();
+        let mut out = Outbox::new();
+        let end = d.capacity_sectors();
+        d.handle(0, cmd(1, DevOp::Read, end - 4, 8), &mut out);
+        assert_eq!(
+            out.emits(),
+            &[(
+                FW,
+                Output::Done {
+                    tag: 1,
+                    status: DevStatus::OutOfRange
+                }
+            )]
+        );
     }
 }

@@ -1,0 +1,115 @@
+//! Closed-form checks of the device model: QD1 latencies on an idle device are exactly
+//! the sum of the modelled steps; a sequential overwrite has write amplification 1.0;
+//! the ideal device gives QD1 bandwidth = block size / service time.
+use flashpath_core::device::harness::Harness;
+use flashpath_core::device::{DevOp, DevStatus, DeviceConfig};
+use flashpath_core::engine::{transfer_ns, NS_PER_S};
+
+fn preset() -> DeviceConfig {
+    DeviceConfig::from_toml_str(include_str!(
+        "../../../presets/devices/emmc51-hs400-32g.toml"
+    ))
+    .unwrap()
+}
+
+/// (d) On the preset: a 4 KiB read whose map segment is cached costs firmware + lookup
+/// + tR + 4 KiB over the channel; one whose segment is not cached adds the map page's
+/// tR + transfer before the lookup.
+#[test]
+fn qd1_4k_read_is_the_sum_of_its_steps() {
+    let cfg = preset();
+    let n = cfg.nand().unwrap().clone();
+    let mut h = Harness::new(&cfg, 1);
+    // Two rows of data at LPN 0.. (die 0 and die 1), flushed to NAND.
+    h.next(DevOp::Write, 0, 2 * 8 * n.slots_per_row());
+    h.next(DevOp::Flush, 0, 0);
+    // Push segment 0 out of the map cache with reads of unwritten LPNs elsewhere.
+    let per_seg = n.map_entries_per_segment as u64 * 8;
+    for s in 1..=n.map_cache_segments() as u64 {
+        h.next(DevOp::Read, s * per_seg, 8);
+    }
+    h.run_until_idle();
+    let fw = n.fw_per_command_ns + n.fw_per_4kib_ns;
+    let x4k = transfer_ns(4096, n.channel_bytes_per_s);
+    let xseg = transfer_ns(n.map_segment_bytes(), n.channel_bytes_per_s);
+
+    let t = h.now() + 10_000_000;
+    let miss = h.run(t, DevOp::Read, 0, 8);
+    assert_eq!(
+        miss.done - t,
+        fw + n.t_read_ns + xseg + n.map_lookup_ns + n.t_read_ns + x4k
+    );
+    assert_eq!(
+        miss.done - t,
+        151_980,
+        "10 + 0.5 + 60 + 10.24 + 1 + 60 + 10.24 us"
+    );
+    assert_eq!(miss.first, miss.done);
+
+    // LPN 8 is on die 1 (the second row): segment cached now, die 1 idle.
+    let t = miss.done + 10_000_000;
+    let hit = h.run(t, DevOp::Read, 8 * 8, 8);
+    assert_eq!(hit.done - t, fw + n.map_lookup_ns + n.t_read_ns + x4k);
+    assert_eq!(hit.done - t, 81_740, "10 + 0.5 + 1 + 60 + 10.24 us");
+    let s = h.dev.stats();
+    assert_eq!(s.nand_page_reads, 2);
+}
+
+/// On the preset: a 4 KiB write to an idle device with buffer space is acknowledged
+/// after firmware + the copy into the buffer.
+#[test]
+fn qd1_4k_write_ack_is_firmware_plus_copy() {
+    let cfg = preset();
+    let n = cfg.nand().unwrap().clone();
+    let mut h = Harness::new(&cfg, 1);
+    let c = h.run(1_000, DevOp::Write, 800, 8);
+    let expect =
+        n.fw_per_command_ns + n.fw_per_4kib_ns + transfer_ns(4096, n.buffer_copy_bytes_per_s);
+    assert_eq!(c.done - 1_000, expect);
+    assert_eq!(c.done - 1_000, 15_620, "10 + 0.5 + 5.12 us");
+}
+
+/// (c) Writing the whole device sequentially twice: every block GC picks has no valid
+/// data left, so nothing is copied and write amplification is exactly 1.0.
+#[test]
+fn sequential_overwrite_twice_has_write_amplification_one() {
+    let cfg = DeviceConfig::small_test_device();
+    let mut h = Harness::new(&cfg, 1);
+    let sectors = h.dev.capacity_sectors();
+    let chunk = 256u32; // 128 KiB writes
+    for _ in 0..2 {
+        let mut lba = 0;
+        while lba < sectors {
+            let c = h.next(DevOp::Write, lba, chunk);
+            assert_eq!(c.status, DevStatus::Ok);
+            lba += chunk as u64;
+        }
+    }
+    h.next(DevOp::Flush, 0, 0);
+    h.run_until_idle();
+    let s = h.dev.stats();
+    let lpns = sectors / 8;
+    assert_eq!(s.host_write_slots, 2 * lpns);
+    assert_eq!(s.host_slots_programmed, 2 * lpns);
+    assert_eq!(s.gc_copies, 0);
+    assert_eq!(s.padding_slots, 0);
+    assert!(s.erases > 0, "the second pass must have reclaimed blocks");
+    assert_eq!(s.write_amplification(), 1.0);
+    h.dev.page_mapped().unwrap().check_invariants();
+}
+
+/// The ideal device: QD1 bandwidth = block size / service time.
+#[test]
+fn ideal_device_qd1_bandwidth() {
+    let cfg = DeviceConfig::ideal(1 << 30, 100_000);
+    let mut h = Harness::new(&cfg, 1);
+    let n = 1000u64;
+    for i in 0..n {
+        let c = h.next(DevOp::Read, i * 8, 8);
+        assert_eq!(c.done - c.issued, 100_000);
+    }
+    // The last command arrived at `now` and finished 100 us later.
+    let elapsed = h.now() + 100_000;
+    assert_eq!(elapsed, n * 100_000);
+    assert_eq!(n * 4096 * NS_PER_S / elapsed, 40_960_000, "4 KiB / 100 us");
+}
