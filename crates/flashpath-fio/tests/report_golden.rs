@@ -632,6 +632,9 @@ fn nbd_normal_byte_for_byte() {
 /// reproduce the whole output, start-up lines included.
 struct Oracle {
     name: &'static str,
+    formats: &'static str,
+    terse_version: u32,
+    startup: Vec<&'static str>,
     headers: Vec<JobHeader>,
     thread: bool,
     kb_base: u32,
@@ -647,6 +650,9 @@ fn oracle_case(c: Oracle) {
     let mut r = report_from_json(json_text);
     // Entries in the normal part: "name: (groupid=G, jobs=N): err=..: pid=P: time".
     let mut members = Vec::new();
+    if !c.formats.contains("normal") {
+        members = vec![(1, 0); v["jobs"].as_array().unwrap().len()];
+    }
     for line in want[end..].lines() {
         if let Some(pos) = line.find(", jobs=") {
             let rest = &line[pos + 7..];
@@ -745,7 +751,8 @@ fn oracle_case(c: Oracle) {
         j.header = h;
     }
     r.jobs = jobs;
-    let formats = Format::parse_list("json+,terse,normal", 3).unwrap();
+    r.startup_lines = c.startup.iter().map(|l| l.to_string()).collect();
+    let formats = Format::parse_list(c.formats, c.terse_version).unwrap();
     let mut out = Vec::new();
     write_formats(&r, &formats, &mut out).unwrap();
     assert_same(&String::from_utf8(out).unwrap(), &want, c.name);
@@ -831,6 +838,9 @@ fn hdr(rw: &str, bs: (u64, u64), iodepth: u32) -> JobHeader {
 fn oracle_unified_mixed_lat_percentiles_description() {
     oracle_case(Oracle {
         name: "mixed",
+        formats: "json+,terse,normal",
+        terse_version: 3,
+        startup: vec![],
         headers: vec![hdr("randrw", (4096, 65536), 8)],
         thread: false,
         kb_base: 1024,
@@ -842,6 +852,9 @@ fn oracle_unified_mixed_lat_percentiles_description() {
 fn oracle_group_reporting_percentile_list_continue_on_error() {
     oracle_case(Oracle {
         name: "grp",
+        formats: "json+,terse,normal",
+        terse_version: 3,
+        startup: vec![],
         headers: vec![
             hdr("randwrite", (8192, 8192), 1),
             JobHeader {
@@ -859,9 +872,45 @@ fn oracle_group_reporting_percentile_list_continue_on_error() {
 fn oracle_unified_both_slat_percentiles_kb_base_1000_thread() {
     oracle_case(Oracle {
         name: "both",
+        formats: "json+,terse,normal",
+        terse_version: 3,
+        startup: vec![],
         headers: vec![hdr("rw", (4096, 4096), 4)],
         thread: true,
         kb_base: 1000,
         percentile_precision: 2,
     });
+}
+
+#[test]
+fn oracle_sync_engine_fsync_disk_stats() {
+    oracle_case(Oracle {
+        name: "sync",
+        formats: "json+,terse,normal",
+        terse_version: 3,
+        startup: vec!["s: Laying out IO file (1 file / 4MiB)"],
+        headers: vec![JobHeader {
+            ioengine: "psync".into(),
+            ..hdr("randwrite", (16384, 16384), 4)
+        }],
+        thread: false,
+        kb_base: 1024,
+        percentile_precision: 2,
+    });
+}
+
+#[test]
+fn oracle_terse_versions_2_4_5() {
+    for (name, v) in [("terse2", 2), ("terse4", 4), ("terse5", 5)] {
+        oracle_case(Oracle {
+            name,
+            formats: "json+,terse",
+            terse_version: v,
+            startup: vec![],
+            headers: vec![hdr("randrw", (4096, 4096), 2)],
+            thread: false,
+            kb_base: 1024,
+            percentile_precision: 2,
+        });
+    }
 }

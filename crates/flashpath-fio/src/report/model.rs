@@ -632,6 +632,9 @@ pub struct RunReport {
     pub jobs: Vec<JobReport>,
     /// Block-device stats; empty = no `disk_util` section.
     pub disk_util: Vec<DiskUtil>,
+    /// Messages fio prints while the jobs start, after `Starting N processes`
+    /// (normal format only), e.g. `s: Laying out IO file (1 file / 4MiB)`.
+    pub startup_lines: Vec<String>,
 }
 
 impl RunReport {
@@ -644,6 +647,7 @@ impl RunReport {
             global_options: Vec::new(),
             jobs: Vec::new(),
             disk_util: Vec::new(),
+            startup_lines: Vec::new(),
         }
     }
 }

@@ -55,6 +55,10 @@ pub fn header_string(r: &RunReport) -> String {
         let _ = write!(s, "{} process{}", procs, if procs > 1 { "es" } else { "" });
     }
     s.push('\n');
+    for l in &r.startup_lines {
+        s.push_str(l);
+        s.push('\n');
+    }
     s
 }
 
