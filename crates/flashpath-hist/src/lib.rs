@@ -82,24 +82,19 @@ impl LatHist {
     /// Records one sample (ns).
     #[inline]
     pub fn record(&mut self, val_ns: u64) {
-        self.counts[plat_val_to_idx(val_ns)] += 1;
-        self.n += 1;
-        self.min = self.min.min(val_ns);
-        self.max = self.max.max(val_ns);
-        self.sum += val_ns as u128;
-        self.sum_sq += (val_ns as u128) * (val_ns as u128);
+        self.record_n(val_ns, 1);
     }
 
     /// Adds every sample of `other` (group reporting).
     pub fn merge(&mut self, other: &LatHist) {
         for (a, b) in self.counts.iter_mut().zip(other.counts.iter()) {
-            *a += *b;
+            *a = a.saturating_add(*b);
         }
-        self.n += other.n;
+        self.n = self.n.saturating_add(other.n);
         self.min = self.min.min(other.min);
         self.max = self.max.max(other.max);
-        self.sum += other.sum;
-        self.sum_sq += other.sum_sq;
+        self.sum = self.sum.saturating_add(other.sum);
+        self.sum_sq = self.sum_sq.saturating_add(other.sum_sq);
     }
 
     pub fn count(&self) -> u64 {
@@ -148,12 +143,17 @@ impl LatHist {
         if count == 0 {
             return;
         }
-        self.counts[plat_val_to_idx(val_ns)] += count;
-        self.n += count;
+        // Saturating: absurd inputs must not panic (sums only feed mean/stddev).
+        let c = &mut self.counts[plat_val_to_idx(val_ns)];
+        *c = c.saturating_add(count);
+        self.n = self.n.saturating_add(count);
         self.min = self.min.min(val_ns);
         self.max = self.max.max(val_ns);
-        self.sum += val_ns as u128 * count as u128;
-        self.sum_sq += (val_ns as u128) * (val_ns as u128) * count as u128;
+        let v = val_ns as u128;
+        self.sum = self.sum.saturating_add(v.saturating_mul(count as u128));
+        self.sum_sq = self
+            .sum_sq
+            .saturating_add((v * v).saturating_mul(count as u128));
     }
 
     /// fio's `calc_clat_percentiles`: for each requested percentile (0..=100), the
@@ -179,7 +179,7 @@ pub fn percentiles_of(counts: &[u64], nr: u64, list: &[f64]) -> Vec<u64> {
     let mut sum: u128 = 0;
     let mut j = 0usize;
     'buckets: for (i, &c) in counts.iter().enumerate().take(PLAT_NR) {
-        sum += c as u128;
+        sum = sum.saturating_add(c as u128);
         while thresholds[j].is_some_and(|t| sum >= t) {
             out[j] = plat_idx_to_val(i);
             if j == list.len() - 1 {

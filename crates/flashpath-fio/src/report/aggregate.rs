@@ -86,31 +86,31 @@ pub fn sum_thread_stats(dst: &mut JobReport, src: &JobReport, mixed: bool) {
         t.lat.merge(&s.lat);
         t.bw.sum(&s.bw, true);
         t.iops.sum(&s.iops, true);
-        t.io_bytes += s.io_bytes;
+        t.io_bytes = t.io_bytes.wrapping_add(s.io_bytes);
         if t.runtime_ms < s.runtime_ms {
             t.runtime_ms = s.runtime_ms;
         }
-        t.total_ios += s.total_ios;
-        t.short_ios += s.short_ios;
-        t.drop_ios += s.drop_ios;
+        t.total_ios = t.total_ios.wrapping_add(s.total_ios);
+        t.short_ios = t.short_ios.wrapping_add(s.short_ios);
+        t.drop_ios = t.drop_ios.wrapping_add(s.drop_ios);
     }
     dst.sync.lat.merge(&src.sync.lat);
-    dst.sync.total_ios += src.sync.total_ios;
-    dst.usr_time_ms += src.usr_time_ms;
-    dst.sys_time_ms += src.sys_time_ms;
-    dst.ctx += src.ctx;
-    dst.majf += src.majf;
-    dst.minf += src.minf;
+    dst.sync.total_ios = dst.sync.total_ios.wrapping_add(src.sync.total_ios);
+    dst.usr_time_ms = dst.usr_time_ms.wrapping_add(src.usr_time_ms);
+    dst.sys_time_ms = dst.sys_time_ms.wrapping_add(src.sys_time_ms);
+    dst.ctx = dst.ctx.wrapping_add(src.ctx);
+    dst.majf = dst.majf.wrapping_add(src.majf);
+    dst.minf = dst.minf.wrapping_add(src.minf);
     for k in 0..7 {
-        dst.iodepth_level[k] += src.iodepth_level[k];
-        dst.iodepth_submit[k] += src.iodepth_submit[k];
-        dst.iodepth_complete[k] += src.iodepth_complete[k];
+        dst.iodepth_level[k] = dst.iodepth_level[k].wrapping_add(src.iodepth_level[k]);
+        dst.iodepth_submit[k] = dst.iodepth_submit[k].wrapping_add(src.iodepth_submit[k]);
+        dst.iodepth_complete[k] = dst.iodepth_complete[k].wrapping_add(src.iodepth_complete[k]);
     }
     dst.latency_buckets.merge(&src.latency_buckets);
-    dst.job_runtime_ms += src.job_runtime_ms;
-    dst.total_submit += src.total_submit;
-    dst.total_complete += src.total_complete;
-    dst.nr_zone_resets += src.nr_zone_resets;
+    dst.job_runtime_ms = dst.job_runtime_ms.wrapping_add(src.job_runtime_ms);
+    dst.total_submit = dst.total_submit.wrapping_add(src.total_submit);
+    dst.total_complete = dst.total_complete.wrapping_add(src.total_complete);
+    dst.nr_zone_resets = dst.nr_zone_resets.wrapping_add(src.nr_zone_resets);
 }
 
 /// The `mixed` view of an entry (fio's `gen_mixed_ddir_stats_from_ts`), used for
@@ -156,7 +156,7 @@ pub fn aggregate(jobs: &[JobReport]) -> (Vec<Entry>, Vec<GroupRunStats>) {
         ts.percentile_precision = td.percentile_precision;
         ts.job_options = td.job_options.clone();
         ts.continue_on_error = td.continue_on_error;
-        ts.total_err_count += td.total_err_count;
+        ts.total_err_count = ts.total_err_count.wrapping_add(td.total_err_count);
         ts.first_error = td.first_error;
         if ts.error == 0 {
             if td.error == 0 && td.continue_on_error && td.first_error != 0 {
@@ -180,11 +180,22 @@ pub fn aggregate(jobs: &[JobReport]) -> (Vec<Entry>, Vec<GroupRunStats>) {
         sort_percentiles(&mut e.ts.percentile_list);
     }
 
-    let ngroups = jobs.iter().map(|j| j.groupid).max().map_or(0, |g| g + 1);
-    let mut groups: Vec<GroupRunStats> = (0..ngroups).map(GroupRunStats::new).collect();
+    // fio prints every group id from 0 to the highest (ids are consecutive in fio);
+    // an absurd id from a caller only gets the groups that exist.
+    let max_gid = jobs.iter().map(|j| j.groupid).max();
+    let mut groups: Vec<GroupRunStats> = match max_gid {
+        None => Vec::new(),
+        Some(m) if (m as usize) <= jobs.len() + 1024 => (0..=m).map(GroupRunStats::new).collect(),
+        Some(_) => {
+            let mut ids: Vec<u32> = jobs.iter().map(|j| j.groupid).collect();
+            ids.sort_unstable();
+            ids.dedup();
+            ids.into_iter().map(GroupRunStats::new).collect()
+        }
+    };
     for e in &entries {
         let ts = &e.ts;
-        let Some(rs) = groups.get_mut(ts.groupid as usize) else {
+        let Some(rs) = groups.iter_mut().find(|g| g.groupid == ts.groupid) else {
             continue;
         };
         rs.kb_base = ts.kb_base;
@@ -248,4 +259,12 @@ pub(crate) fn lat_percentiles(l: &LatStat, list: &[f64]) -> Vec<u64> {
 /// The value printed for an `IoStat` (`calc_lat` or zeros).
 pub(crate) fn calc_or_zero(s: &IoStat) -> (u64, u64, f64, f64) {
     s.calc().unwrap_or((0, 0, 0.0, 0.0))
+}
+
+/// The group stats of group `gid`.
+pub fn find_group(groups: &[GroupRunStats], gid: u32) -> Option<&GroupRunStats> {
+    groups
+        .get(gid as usize)
+        .filter(|g| g.groupid == gid)
+        .or_else(|| groups.iter().find(|g| g.groupid == gid))
 }

@@ -365,7 +365,13 @@ pub fn json_string(r: &RunReport, plus: bool) -> String {
     }
     let jobs: Vec<Value> = entries
         .iter()
-        .map(|e| Value::Obj(job_json(e, groups.get(e.ts.groupid as usize), plus)))
+        .map(|e| {
+            Value::Obj(job_json(
+                e,
+                super::aggregate::find_group(&groups, e.ts.groupid),
+                plus,
+            ))
+        })
         .collect();
     root.arr("jobs", jobs);
     if !r.disk_util.is_empty() {

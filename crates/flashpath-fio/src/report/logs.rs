@@ -153,7 +153,7 @@ impl LogWriter {
     }
 
     fn line(&mut self, s: &LogSample) {
-        let t = s.time_ms + self.opts.time_offset_ms;
+        let t = s.time_ms.wrapping_add(self.opts.time_offset_ms);
         let _ = write!(
             self.out,
             "{}, {}, {}, {}",
@@ -291,15 +291,15 @@ impl HistLogWriter {
         let _ = write!(
             self.out,
             "{}, {}, {}, ",
-            elapsed + self.opts.time_offset_ms,
+            elapsed.wrapping_add(self.opts.time_offset_ms),
             d,
             bs
         );
         let mut j = 0;
         while j + stride <= PLAT_NR {
-            let sum: u64 = (j..j + stride)
-                .map(|k| now[k].wrapping_sub(self.before[d][k]))
-                .sum();
+            let sum = (j..j + stride).fold(0u64, |a, k| {
+                a.wrapping_add(now[k].wrapping_sub(self.before[d][k]))
+            });
             if j + stride < PLAT_NR {
                 let _ = write!(self.out, "{}, ", sum);
             } else {

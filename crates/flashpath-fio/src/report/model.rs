@@ -197,7 +197,7 @@ impl IoStat {
                 let s = src.s + self.s + delta.powi(2) * (n_dst * n_src) / (n_dst + n_src);
                 (mean, s)
             };
-            self.samples += src.samples;
+            self.samples = self.samples.wrapping_add(src.samples);
             self.mean = mean;
             self.s = s;
             return;
@@ -207,7 +207,7 @@ impl IoStat {
         } else {
             self.min = self.min.wrapping_add(src.min);
             self.max = self.max.wrapping_add(src.max);
-            self.samples += src.samples;
+            self.samples = self.samples.wrapping_add(src.samples);
             self.mean += src.mean;
             self.s += src.s;
         }
@@ -322,9 +322,11 @@ impl LatencyBuckets {
 
     pub fn record_n(&mut self, clat_ns: u64, count: u64) {
         if clat_ns < 1000 {
-            self.ns[lat_idx_1000(clat_ns)] += count;
+            let c = &mut self.ns[lat_idx_1000(clat_ns)];
+            *c = c.wrapping_add(count);
         } else if clat_ns < 1_000_000 {
-            self.us[lat_idx_1000(clat_ns / 1000)] += count;
+            let c = &mut self.us[lat_idx_1000(clat_ns / 1000)];
+            *c = c.wrapping_add(count);
         } else {
             let ms = clat_ns / 1_000_000;
             let idx = match ms {
@@ -341,7 +343,7 @@ impl LatencyBuckets {
                 1000..=1999 => 10,
                 _ => 11,
             };
-            self.ms[idx] += count;
+            self.ms[idx] = self.ms[idx].wrapping_add(count);
         }
     }
 
@@ -361,13 +363,13 @@ impl LatencyBuckets {
 
     pub fn merge(&mut self, o: &LatencyBuckets) {
         for (a, b) in self.ns.iter_mut().zip(o.ns.iter()) {
-            *a += b;
+            *a = a.wrapping_add(*b);
         }
         for (a, b) in self.us.iter_mut().zip(o.us.iter()) {
-            *a += b;
+            *a = a.wrapping_add(*b);
         }
         for (a, b) in self.ms.iter_mut().zip(o.ms.iter()) {
-            *a += b;
+            *a = a.wrapping_add(*b);
         }
     }
 }
@@ -590,10 +592,10 @@ impl JobReport {
     /// sample slat then). Depth distributions, runtimes and bw/iops samples are
     /// filled separately.
     pub fn record_io(&mut self, d: Ddir, bytes: u64, slat_ns: Option<u64>, clat_ns: u64) {
-        let lat_ns = clat_ns + slat_ns.unwrap_or(0);
+        let lat_ns = clat_ns.saturating_add(slat_ns.unwrap_or(0));
         let ds = self.dir_mut(d);
-        ds.io_bytes += bytes;
-        ds.total_ios += 1;
+        ds.io_bytes = ds.io_bytes.wrapping_add(bytes);
+        ds.total_ios = ds.total_ios.wrapping_add(1);
         if let Some(s) = slat_ns {
             ds.slat.record(s);
         }
@@ -604,13 +606,15 @@ impl JobReport {
 
     /// Accounts one completed fsync/fdatasync (JSON `sync`).
     pub fn record_sync(&mut self, lat_ns: u64) {
-        self.sync.total_ios += 1;
+        self.sync.total_ios = self.sync.total_ios.wrapping_add(1);
         self.sync.lat.record(lat_ns);
     }
 
     /// Sum of completed read/write/trim I/Os (fio's `ddir_rw_sum(total_io_u)`).
     pub fn total_rw_ios(&self) -> u64 {
-        self.dirs.iter().map(|d| d.total_ios).sum()
+        self.dirs
+            .iter()
+            .fold(0u64, |a, d| a.wrapping_add(d.total_ios))
     }
 }
 

@@ -308,8 +308,8 @@ pub(crate) fn strerror(e: i32) -> String {
 
 fn show_thread_status(s: &mut String, e: &Entry, rs: Option<&GroupRunStats>, time: &str) {
     let ts = &e.ts;
-    let io_sum: u64 = ts.dirs.iter().map(|d| d.io_bytes).sum();
-    if io_sum == 0 && ts.total_rw_ios() == 0 {
+    let any_bytes = ts.dirs.iter().any(|d| d.io_bytes != 0);
+    if !any_bytes && ts.total_rw_ios() == 0 {
         return;
     }
     if ts.error == 0 {
@@ -500,7 +500,12 @@ pub fn normal_report_string(r: &RunReport) -> String {
     let (entries, groups) = aggregate(&r.jobs);
     let mut s = String::from("\n");
     for e in &entries {
-        show_thread_status(&mut s, e, groups.get(e.ts.groupid as usize), &r.time);
+        show_thread_status(
+            &mut s,
+            e,
+            super::aggregate::find_group(&groups, e.ts.groupid),
+            &r.time,
+        );
     }
     for rs in &groups {
         show_group_stats(&mut s, rs);

@@ -96,21 +96,37 @@ impl RateSampler {
             }
             self.pending[d] = 0;
         }
-        self.next_ms += self.window_ms;
+        self.next_ms = self.next_ms.saturating_add(self.window_ms);
+    }
+
+    /// Closes every window whose end is below `limit`; idle stretches are skipped in
+    /// one step.
+    fn close_windows_until(&mut self, limit: u64) {
+        while self.next_ms < limit {
+            self.close_window();
+            if self.pending == [0; 3] && self.next_ms < limit {
+                let skip = (limit - 1 - self.next_ms) / self.window_ms;
+                self.next_ms = self
+                    .next_ms
+                    .saturating_add(skip.saturating_mul(self.window_ms));
+            }
+            if self.next_ms == u64::MAX {
+                break;
+            }
+        }
     }
 
     /// Accounts one completion of `bytes` at `time_ms` (ms since job start; calls must
     /// come in time order). Windows that closed at or before `time_ms` are sampled
     /// first; an I/O completing exactly on a boundary counts into the next window.
     pub fn record(&mut self, time_ms: u64, ddir: Ddir, bytes: u64) {
-        while time_ms >= self.next_ms {
-            self.close_window();
-        }
+        self.close_windows_until(time_ms.saturating_add(1));
         let amount = match self.kind {
             RateKind::Bw => bytes,
             RateKind::Iops => 1,
         };
-        self.pending[ddir.index()] += amount;
+        let p = &mut self.pending[ddir.index()];
+        *p = p.wrapping_add(amount);
     }
 
     /// Per-I/O sampling (fio with `log_avg_msec=0` bw/iops logs): one sample per I/O.
@@ -135,9 +151,7 @@ impl RateSampler {
     /// Ends the job at `end_ms`: samples every window that closes more than 1 ms
     /// before the end and drops the rest (fio's sampling thread stops with the job).
     pub fn finish(&mut self, end_ms: u64) {
-        while self.next_ms + 1 < end_ms {
-            self.close_window();
-        }
+        self.close_windows_until(end_ms.saturating_sub(1));
         self.pending = [0; 3];
         if let Some(log) = self.log.as_mut() {
             log.finish(end_ms);

@@ -145,7 +145,11 @@ fn entry_terse(s: &mut String, e: &Entry, rs: Option<&GroupRunStats>, r: &RunRep
     // stat_calc_lat_nu: nanosecond buckets are folded into the first µs bucket
     // (0/0 gives x86's negative NaN when the job did no I/O, as fio prints it).
     let mut lat_u = calc_lat_pct(&ts.latency_buckets.us, total);
-    let ntotal: u64 = ts.latency_buckets.ns.iter().sum();
+    let ntotal = ts
+        .latency_buckets
+        .ns
+        .iter()
+        .fold(0u64, |a, &b| a.wrapping_add(b));
     let add = if total == 0 {
         x86_nan()
     } else {
@@ -199,7 +203,13 @@ pub fn terse_string(r: &RunReport, version: u32) -> String {
     let (entries, groups) = aggregate(&r.jobs);
     let mut s = String::new();
     for e in &entries {
-        entry_terse(&mut s, e, groups.get(e.ts.groupid as usize), r, version);
+        entry_terse(
+            &mut s,
+            e,
+            super::aggregate::find_group(&groups, e.ts.groupid),
+            r,
+            version,
+        );
     }
     s
 }
