@@ -112,6 +112,38 @@ pub fn scale_lat(min: u64, max: u64, mean: f64, dev: f64) -> (&'static str, u64,
     }
 }
 
+/// C `ctime()` text (without the newline) of a Unix time in UTC, e.g.
+/// `Sun Nov 22 09:30:31 2026` — what fio prints as JSON `time` and on each job's text
+/// block (fio uses local time; pass a shifted time for another zone).
+pub fn ctime_utc(unix_s: u64) -> String {
+    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let days = unix_s / 86_400;
+    let secs = unix_s % 86_400;
+    // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{} {} {:>2} {:02}:{:02}:{:02} {}",
+        DAYS[(days % 7) as usize],
+        MONTHS[(month - 1) as usize],
+        day,
+        secs / 3600,
+        secs % 3600 / 60,
+        secs % 60,
+        year
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -130,6 +162,14 @@ mod tests {
         assert_eq!(num2str(33_554_432, 4, 1, false, N2s::Byte), "33.6MB");
         assert_eq!(num2str(0, 4, 1, true, N2s::Byte), "0B");
         assert_eq!(num2str(u64::MAX, 4, 1, true, N2s::Byte), "16.0EiB");
+    }
+
+    #[test]
+    fn ctime_matches_fio_samples() {
+        // fio-samples/nbd_randrw.jsonplus.json: timestamp 1795339782, UTC host.
+        assert_eq!(ctime_utc(1_795_339_782), "Sun Nov 22 09:29:42 2026");
+        assert_eq!(ctime_utc(0), "Thu Jan  1 00:00:00 1970");
+        assert_eq!(ctime_utc(951_782_400), "Tue Feb 29 00:00:00 2000");
     }
 
     #[test]

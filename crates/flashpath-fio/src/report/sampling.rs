@@ -163,6 +163,29 @@ impl RateSampler {
     }
 }
 
+/// Bandwidth samples (KiB/s) from the bytes moved in consecutive windows of
+/// `window_ms`, as fio computes them (windows without I/O give no sample).
+pub fn bw_stat_from_window_bytes(bytes_per_window: &[u64], window_ms: u64) -> IoStat {
+    let w = window_ms.max(1);
+    let v: Vec<u64> = bytes_per_window
+        .iter()
+        .filter(|&&b| b != 0)
+        .map(|&b| b.wrapping_mul(1000) / w / 1024)
+        .collect();
+    IoStat::from_samples(&v)
+}
+
+/// IOPS samples from the I/Os completed in consecutive windows of `window_ms`.
+pub fn iops_stat_from_window_ios(ios_per_window: &[u64], window_ms: u64) -> IoStat {
+    let w = window_ms.max(1);
+    let v: Vec<u64> = ios_per_window
+        .iter()
+        .filter(|&&n| n != 0)
+        .map(|&n| n.wrapping_mul(1000) / w)
+        .collect();
+    IoStat::from_samples(&v)
+}
+
 /// The summary of a sample series given as per-interval values (e.g. KiB/s per
 /// window), as fio prints it (`min`, `max`, `mean`, `dev`, `samples`).
 pub fn summarize(values: &[u64]) -> IoStat {
