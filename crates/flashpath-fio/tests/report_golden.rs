@@ -639,6 +639,7 @@ struct Oracle {
     thread: bool,
     kb_base: u32,
     percentile_precision: u32,
+    unit_bits: bool,
 }
 
 fn oracle_case(c: Oracle) {
@@ -733,6 +734,7 @@ fn oracle_case(c: Oracle) {
         }
         j.kb_base = c.kb_base;
         j.thread = c.thread;
+        j.unit_bits = c.unit_bits;
         let (n, pid) = members.get(k).copied().unwrap_or((1, 0));
         j.pid = pid;
         if n == 2 {
@@ -744,6 +746,12 @@ fn oracle_case(c: Oracle) {
         } else {
             assert_eq!(n, 1);
             jobs.push(j);
+        }
+    }
+    // Clones (same name and group as the previous job) are subjobs 1, 2, ...
+    for k in 1..jobs.len() {
+        if jobs[k].name == jobs[k - 1].name && jobs[k].groupid == jobs[k - 1].groupid {
+            jobs[k].subjob_number = jobs[k - 1].subjob_number + 1;
         }
     }
     assert_eq!(jobs.len(), c.headers.len());
@@ -845,6 +853,7 @@ fn oracle_unified_mixed_lat_percentiles_description() {
         thread: false,
         kb_base: 1024,
         percentile_precision: 2,
+        unit_bits: false,
     });
 }
 
@@ -865,6 +874,7 @@ fn oracle_group_reporting_percentile_list_continue_on_error() {
         thread: false,
         kb_base: 1024,
         percentile_precision: 3,
+        unit_bits: false,
     });
 }
 
@@ -879,6 +889,7 @@ fn oracle_unified_both_slat_percentiles_kb_base_1000_thread() {
         thread: true,
         kb_base: 1000,
         percentile_precision: 2,
+        unit_bits: false,
     });
 }
 
@@ -896,6 +907,7 @@ fn oracle_sync_engine_fsync_disk_stats() {
         thread: false,
         kb_base: 1024,
         percentile_precision: 2,
+        unit_bits: false,
     });
 }
 
@@ -911,6 +923,30 @@ fn oracle_terse_versions_2_4_5() {
             thread: false,
             kb_base: 1024,
             percentile_precision: 2,
+            unit_bits: false,
         });
     }
+}
+
+#[test]
+fn oracle_trim_clones_bits_terse_v4() {
+    let w = JobHeader {
+        bs: [(8192, 8192), (16384, 16384), (16384, 16384)],
+        ..hdr("trimwrite", (0, 0), 1)
+    };
+    oracle_case(Oracle {
+        name: "trim",
+        formats: "json+,terse,normal",
+        terse_version: 4,
+        startup: vec![],
+        headers: vec![
+            hdr("randtrim", (65536, 65536), 1),
+            hdr("randtrim", (65536, 65536), 1),
+            w,
+        ],
+        thread: false,
+        kb_base: 1024,
+        percentile_precision: 2,
+        unit_bits: true,
+    });
 }
