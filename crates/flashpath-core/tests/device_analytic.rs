@@ -12,9 +12,9 @@ fn preset() -> DeviceConfig {
     .unwrap()
 }
 
-/// (d) On the preset: a 4 KiB read whose map segment is cached costs firmware + lookup
-/// + tR + 4 KiB over the channel; one whose segment is not cached adds the map page's
-/// tR + transfer before the lookup.
+/// (d) On the preset: a 4 KiB read whose map segment is cached costs firmware, lookup,
+/// tR and 4 KiB over the channel; one whose segment is not cached adds the map page's
+/// tR and transfer before the lookup.
 #[test]
 fn qd1_4k_read_is_the_sum_of_its_steps() {
     let cfg = preset();

@@ -197,6 +197,20 @@ impl Device {
         self.capacity_sectors
     }
 
+    /// Maps `sectors` sectors from `lba` as already written (sequentially, flushed),
+    /// instantly and without counting host writes: a device that has been in use. Must
+    /// be called while the device is quiescent (before any command, or after all
+    /// background work). A no-op on the ideal device.
+    pub fn precondition(&mut self, lba: u64, sectors: u64) {
+        assert!(
+            lba + sectors <= self.capacity_sectors,
+            "precondition past capacity"
+        );
+        if let Inner::PageMapped(d) = &mut self.inner {
+            d.precondition(lba, sectors);
+        }
+    }
+
     pub fn stats(&self) -> &DeviceStats {
         match &self.inner {
             Inner::Ideal(d) => &d.stats,

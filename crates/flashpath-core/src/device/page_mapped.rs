@@ -206,6 +206,70 @@ impl PageMappedDevice {
         );
     }
 
+    /// Maps the sectors `lba..lba + sectors` as if they had been written sequentially and
+    /// flushed, without simulated time passing and without counting host writes (a
+    /// device already in use). Rows go round-robin over the dies; GC runs as needed, also
+    /// instantly. The map cache and page registers are left as they were. Only on a
+    /// quiescent device.
+    pub fn precondition(&mut self, lba: u64, sectors: u64) {
+        assert!(self.is_quiescent(), "precondition on a busy device");
+        let first = (lba / SECTORS_PER_LPN) as Lpn;
+        let end = (lba + sectors)
+            .div_ceil(SECTORS_PER_LPN)
+            .min(self.ftl.user_lpns() as u64) as Lpn;
+        let dies = self.c.dies();
+        let mut base = 0;
+        let mut pos = self.slots_per_row;
+        for lpn in first..end {
+            if pos == self.slots_per_row {
+                let d = loop {
+                    if let Some(d) = (0..dies)
+                        .map(|i| (self.rr + i) % dies)
+                        .find(|&d| self.ftl.can_alloc_host(d))
+                    {
+                        break d;
+                    }
+                    let progressed = (0..dies).any(|d| self.instant_gc(d));
+                    assert!(progressed, "precondition: device full");
+                };
+                base = self.ftl.alloc_row(d, Stream::Host).unwrap();
+                pos = 0;
+                self.rr = (d + 1) % dies;
+                while self.ftl.needs_gc(d) && self.instant_gc(d) {}
+            }
+            let ppa = base + pos;
+            self.ftl.supersede(lpn, UNMAPPED);
+            self.ftl.place(ppa, lpn);
+            self.ftl.complete(ppa, lpn, true);
+            pos += 1;
+        }
+        for d in 0..dies {
+            self.invalidate_registers(d);
+        }
+    }
+
+    /// One whole GC pass on `die` taking no time (preconditioning). False if there was
+    /// no victim.
+    fn instant_gc(&mut self, die: u32) -> bool {
+        let Some(victim) = self.ftl.pick_victim(die) else {
+            return false;
+        };
+        let mut scratch = std::mem::take(&mut self.gc_scratch);
+        for row in 0..self.ftl.rows_per_block() {
+            let n = self.ftl.valid_in_row(victim, row, &mut scratch);
+            for &(lpn, src) in &scratch[..n] {
+                let dst = self
+                    .ftl
+                    .alloc_slot(die, Stream::Gc)
+                    .expect("GC has a block");
+                self.ftl.relocate(lpn, src, dst);
+            }
+        }
+        self.gc_scratch = scratch;
+        self.ftl.erase(victim);
+        true
+    }
+
     pub fn handle(&mut self, now: SimTime, input: Input, out: &mut Outbox<Input, Output>) {
         match input {
             Input::Command(cmd) => self.command(now, cmd, out),
