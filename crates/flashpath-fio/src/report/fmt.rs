@@ -32,7 +32,8 @@ pub fn num2str(num: u64, maxlen: u32, base: u64, pow2: bool, units: N2s) -> Stri
     const IEC: [&str; 7] = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"];
     let prefix = if pow2 { &IEC } else { &SI };
     let thousand: u64 = if pow2 { 1024 } else { 1000 };
-    let maxlen = maxlen as usize;
+    // fio's significant_figures is 1..=10; clamp absurd values instead of allocating.
+    let maxlen = (maxlen as usize).min(64);
     let mut num = num;
     let mut base = base;
     let mut post_index = 0usize;
