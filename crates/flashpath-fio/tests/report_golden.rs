@@ -950,3 +950,33 @@ fn oracle_trim_clones_bits_terse_v4() {
         unit_bits: true,
     });
 }
+
+/// One fio run (null engine, randrw, rate-limited) wrote a per-I/O clat log and a
+/// clat histogram log (`log_hist_msec=500`). Feeding fio's per-I/O entries to our
+/// writers reproduces both files.
+#[test]
+fn oracle_per_io_clat_log_and_hist_log() {
+    let per_io = data("oracle_hl_clat.1.log");
+    let want_hist = data("oracle_hl_clat_hist.1.log");
+    let mut clat = LogWriter::new(LogKind::Clat, LogOptions::new("hl", 1));
+    let mut o = LogOptions::new("hl", 1);
+    o.log_hist_msec = 500;
+    let mut hist = HistLogWriter::new(o);
+    for line in per_io.lines() {
+        let v: Vec<u64> = line.split(", ").map(|x| x.parse().unwrap()).collect();
+        let ddir = Ddir::from_index(v[2] as usize).unwrap();
+        clat.add(LogSample {
+            time_ms: v[0],
+            value: v[1],
+            ddir,
+            bs: v[3],
+            offset: 0,
+            prio: v[4] as u16,
+        });
+        hist.add(v[0], ddir, v[3], v[1]);
+    }
+    assert_eq!(clat.file_name(), "hl_clat.1.log");
+    assert_same(clat.contents(), &per_io, "hl_clat.1.log");
+    assert_eq!(hist.file_name(), "hl_clat_hist.1.log");
+    assert_same(hist.contents(), &want_hist, "hl_clat_hist.1.log");
+}
