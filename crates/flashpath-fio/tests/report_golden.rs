@@ -980,3 +980,46 @@ fn oracle_per_io_clat_log_and_hist_log() {
     assert_eq!(hist.file_name(), "hl_clat_hist.1.log");
     assert_same(hist.contents(), &want_hist, "hl_clat_hist.1.log");
 }
+
+/// fio-samples/logs: a run with `log_avg_msec=250` wrote windowed bw/iops logs; each
+/// window entry is one bw/iops sample, so the logs' values summarised like fio
+/// (`IoStat::from_samples`) give the JSON `bw_*`/`iops_*` fields, and re-logging them
+/// through an averaging `LogWriter` reproduces the files.
+#[test]
+fn windowed_bw_iops_logs_match_json_summary() {
+    let want = data("logs/lg.json");
+    let mut r = report_from_json(&want);
+    for (kind, file) in [
+        (LogKind::Bw, "logs/lg_bw.1.log"),
+        (LogKind::Iops, "logs/lg_iops.1.log"),
+    ] {
+        let text = data(file);
+        let mut o = LogOptions::new("lg", 1);
+        o.log_avg_msec = 250;
+        let mut w = LogWriter::new(kind, o);
+        let mut series: [Vec<u64>; 3] = Default::default();
+        for line in text.lines() {
+            let v: Vec<u64> = line.split(", ").map(|x| x.parse().unwrap()).collect();
+            series[v[2] as usize].push(v[1]);
+            w.add(LogSample {
+                time_ms: v[0],
+                value: v[1],
+                ddir: Ddir::from_index(v[2] as usize).unwrap(),
+                bs: 4096,
+                offset: 0,
+                prio: 0,
+            });
+        }
+        w.finish(3001);
+        assert_eq!(w.file_name(), file.trim_start_matches("logs/"));
+        assert_same(w.contents(), &text, file);
+        for d in [Ddir::Read, Ddir::Write] {
+            let st = IoStat::from_samples(&series[d.index()]);
+            match kind {
+                LogKind::Bw => r.jobs[0].dir_mut(d).bw = st,
+                _ => r.jobs[0].dir_mut(d).iops = st,
+            }
+        }
+    }
+    assert_same(&json_of(&r, true), &want, "logs/lg.json");
+}
