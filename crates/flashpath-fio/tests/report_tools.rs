@@ -2,9 +2,10 @@
 //! json+ file and a log directory, and runs fio's own consumers on them through
 //! `check-fio-tools.sh` (a copy of fio-samples/check-fio-tools.sh).
 //!
-//! Needs the Debian package `fio` (skipped with a note otherwise). gnuplot,
-//! python3-numpy and python3-pandas let more of the script run (they are skipped by
-//! the script when missing).
+//! Needs the Debian packages `fio` and `python3-six` (fio's tools import `six`; the
+//! test is skipped with a note when fio is missing). `gnuplot-nox`, `python3-numpy`
+//! and `python3-pandas` let the rest of the script run (fio2gnuplot -g,
+//! fio_generate_plots, fiologparser_hist.py); the script skips them when missing.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
