@@ -9,12 +9,34 @@ fn main() {
     let size_mib: u64 = args.first().and_then(|a| a.parse().ok()).unwrap_or(1024);
     let sets: Vec<(String, String)> = args
         .iter()
-        .filter_map(|a| a.split_once('=').map(|(k, v)| (k.to_string(), v.to_string())))
+        .filter_map(|a| {
+            a.split_once('=')
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+        })
         .collect();
-    let hs: Vec<_> = sets.iter().filter_map(|(k, v)| k.strip_prefix("host.").map(|k| (k.to_string(), v.clone()))).collect();
-    let ds: Vec<_> = sets.iter().filter_map(|(k, v)| k.strip_prefix("device.").map(|k| (k.to_string(), v.clone()))).collect();
-    let host = preset::load_host(include_str!("../../../presets/hosts/sprd-sc9863a.toml"), "host", &hs).unwrap();
-    let dev = preset::load_device(include_str!("../../../presets/devices/emmc51-hs400-32g.toml"), "dev", &ds).unwrap();
+    let hs: Vec<_> = sets
+        .iter()
+        .filter_map(|(k, v)| k.strip_prefix("host.").map(|k| (k.to_string(), v.clone())))
+        .collect();
+    let ds: Vec<_> = sets
+        .iter()
+        .filter_map(|(k, v)| {
+            k.strip_prefix("device.")
+                .map(|k| (k.to_string(), v.clone()))
+        })
+        .collect();
+    let host = preset::load_host(
+        include_str!("../../../presets/hosts/sprd-sc9863a.toml"),
+        "host",
+        &hs,
+    )
+    .unwrap();
+    let dev = preset::load_device(
+        include_str!("../../../presets/devices/emmc51-hs400-32g.toml"),
+        "dev",
+        &ds,
+    )
+    .unwrap();
     for (name, pat, rd, publ) in [
         ("read", Pattern::Sequential, 100, 59.66),
         ("randread", Pattern::Random, 100, 27.04),
@@ -30,12 +52,29 @@ fn main() {
             })
             .collect();
         let t = std::time::Instant::now();
-        let res = run(SimConfig { host: host.clone(), device: dev.clone(), driver: host.default_driver, jobs }).unwrap();
-        let bytes: u64 = res.jobs.iter().map(|j| j.dirs[0].bytes + j.dirs[1].bytes).sum();
-        let end = res.jobs.iter().map(|j| j.end_ns).max().unwrap();
+        let res = run(SimConfig {
+            host: host.clone(),
+            device: dev.clone(),
+            driver: host.default_driver,
+            jobs,
+            precondition: true,
+        })
+        .unwrap();
+        let bytes: u64 = res
+            .jobs
+            .iter()
+            .map(|j| j.dirs[0].bytes + j.dirs[1].bytes)
+            .sum();
+        let end = res.jobs.iter().map(|j| j.end_ns).max().unwrap()
+            - res.jobs.iter().map(|j| j.start_ns).min().unwrap();
         let mibs = bytes as f64 / (1 << 20) as f64 / (end as f64 / 1e9);
         let ios: u64 = res.jobs.iter().map(|j| j.dirs[0].ios + j.dirs[1].ios).sum();
-        let lat: f64 = res.jobs.iter().map(|j| j.dirs[0].clat.sum() as f64 + j.dirs[1].clat.sum() as f64).sum::<f64>() / ios as f64;
+        let lat: f64 = res
+            .jobs
+            .iter()
+            .map(|j| j.dirs[0].clat.sum() as f64 + j.dirs[1].clat.sum() as f64)
+            .sum::<f64>()
+            / ios as f64;
         println!(
             "{name:10} {mibs:7.2} MiB/s (published {publ:6.2}, {:+5.1} %)  mean clat {:.0} us  reqs {} merges {} cmd13 {}  [{:.2} s wall, {:.2} M I/O/s]",
             (mibs / publ - 1.0) * 100.0,

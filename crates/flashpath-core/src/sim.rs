@@ -12,9 +12,11 @@
 //! layer's output into the next layer's input, so the request path reads top to bottom
 //! in `handle`.
 //!
-//! The legacy MMC path (kernel-behaviour §1) in events: the thread that inserts a request
-//! into an idle queue becomes the dispatcher and stays in `queue_rq` while there is work:
-//! it prepares the next request (prep + DMA map) while the current one is on the bus,
+//! The legacy MMC path (kernel-behaviour §1) in events: a thread that inserts a request
+//! into the scheduler runs the hardware queue asynchronously (blk-mq with an elevator
+//! inserts with `async = true`), so a kblockd worker wakes on the thread's core, becomes
+//! the dispatcher and stays in `queue_rq` while there is work: it prepares the next
+//! request (prep + DMA map) while the current one is on the bus,
 //! sleeps in `mmc_blk_rw_wait`, is woken by the interrupt of the current one, polls CMD13
 //! after a write, starts the prepared request, then runs `post_req` and ends the finished
 //! request. A completion that finds no waiter goes to the `mmc_complete` kworker.
@@ -35,6 +37,45 @@ pub struct SimConfig {
     pub driver: DriverKind,
     /// One entry per job thread (numjobs already expanded).
     pub jobs: Vec<JobConfig>,
+    /// Write every job's region once, sequentially, before the jobs start, as a device
+    /// that has been in use holds data there (reads of never-written blocks cost no
+    /// NAND read). The writes go through the whole simulated path and are not reported.
+    pub precondition: bool,
+}
+
+/// Sequential-fill jobs covering the union of the jobs' regions.
+fn precondition_jobs(jobs: &[JobConfig], max_request_bytes: u64) -> Vec<JobConfig> {
+    let mut regions: Vec<(u64, u64)> = jobs.iter().map(|j| (j.offset, j.offset + j.size)).collect();
+    regions.sort_unstable();
+    let mut merged: Vec<(u64, u64)> = Vec::new();
+    for (a, b) in regions {
+        match merged.last_mut() {
+            Some(last) if a <= last.1 => last.1 = last.1.max(b),
+            _ => merged.push((a, b)),
+        }
+    }
+    merged
+        .into_iter()
+        .map(|(a, b)| {
+            let len = b - a;
+            let _ = max_request_bytes;
+            let bs = 4096;
+            let mut j = JobConfig::simple(
+                "precondition",
+                crate::workload::Pattern::Random,
+                0,
+                bs,
+                len / bs * bs,
+            );
+            j.offset = a;
+            j.submission = Submission::Async {
+                depth: 32,
+                batch_submit: 1,
+                batch_complete_min: 1,
+            };
+            j
+        })
+        .collect()
 }
 
 #[derive(Debug)]
@@ -45,6 +86,8 @@ enum Ev {
     ThreadRun(u32),
     /// The thread's submission work for its pending I/Os is done: bios go to the block layer.
     Submitted(u32),
+    /// The kblockd worker starts the dispatch loop.
+    DispStart,
     /// The dispatcher finished prep + pre_req of a request: `mmc_blk_rw_wait`.
     DispPrepared(ReqId),
     /// The dispatcher was woken by the interrupt of the request on the bus.
@@ -96,12 +139,13 @@ struct Thread {
     src: IoSource,
     depth: u32,
     inflight: u32,
+    /// I/Os issued (from fio's point of view: from the start of the system call) and
+    /// not yet reaped; integrated over time for Little's law.
+    outstanding: u32,
     /// I/Os chosen and being submitted by the current system call.
     submitting: Vec<u32>,
     /// Completed I/Os not yet reaped by the thread.
     completed: Vec<u32>,
-    /// The thread is inside queue_rq, dispatching for everybody.
-    in_dispatch: bool,
     start: SimTime,
     measure_start: SimTime,
     end: SimTime,
@@ -113,7 +157,7 @@ struct Thread {
 /// The legacy MMC driver's state (one request on the bus, one prepared).
 #[derive(Default)]
 struct MmcLegacy {
-    /// The thread whose context runs the dispatch loop, if any.
+    /// The core of the kblockd worker running the dispatch loop, if any.
     dispatcher: Option<u32>,
     /// Prepared request waiting in mmc_blk_rw_wait.
     prepared: Option<ReqId>,
@@ -144,6 +188,8 @@ pub struct Sim {
     scratch: Vec<u32>,
     sys: SystemStats,
     unfinished: usize,
+    /// Leading preconditioning jobs, not reported.
+    prefill: usize,
 }
 
 fn depth_bucket(d: u32) -> usize {
@@ -159,9 +205,17 @@ fn depth_bucket(d: u32) -> usize {
 }
 
 impl Sim {
-    pub fn new(cfg: SimConfig) -> Result<Self, String> {
+    pub fn new(mut cfg: SimConfig) -> Result<Self, String> {
         if cfg.jobs.is_empty() {
             return Err("no jobs to run".into());
+        }
+        let mut prefill = 0;
+        if cfg.precondition {
+            let mut pre = precondition_jobs(&cfg.jobs, cfg.host.block.max_request_bytes);
+            prefill = pre.len();
+            cfg.jobs[0].stonewall = true;
+            pre.append(&mut cfg.jobs);
+            cfg.jobs = pre;
         }
         for j in &cfg.jobs {
             j.validate()?;
@@ -190,10 +244,8 @@ impl Sim {
             .map(|(i, j)| {
                 // Spread threads over the cores, starting after the IRQ core, as the
                 // scheduler's load balancing would for busy threads.
-                let core = j
-                    .cpu
-                    .unwrap_or((host.irq_core + 1 + i as u32) % host.cores)
-                    % host.cores;
+                let core =
+                    j.cpu.unwrap_or((host.irq_core + 1 + i as u32) % host.cores) % host.cores;
                 Thread {
                     cfg: i,
                     core,
@@ -201,9 +253,9 @@ impl Sim {
                     src: IoSource::new(j),
                     depth: j.depth(),
                     inflight: 0,
+                    outstanding: 0,
                     submitting: Vec::new(),
                     completed: Vec::new(),
-                    in_dispatch: false,
                     start: 0,
                     measure_start: 0,
                     end: 0,
@@ -226,6 +278,7 @@ impl Sim {
             .collect::<Vec<_>>();
         let n = threads.len();
         let mut sim = Sim {
+            prefill,
             cpu: Cpu::new(host.cores),
             bus: FifoResource::new(),
             block: BlockLayer::new(
@@ -252,7 +305,8 @@ impl Sim {
             if sim.cfg.jobs[t].stonewall && t > 0 {
                 break;
             }
-            sim.q.push(sim.cfg.jobs[t].startdelay_ns, Ev::ThreadStart(t as u32));
+            sim.q
+                .push(sim.cfg.jobs[t].startdelay_ns, Ev::ThreadStart(t as u32));
         }
         Ok(sim)
     }
@@ -290,14 +344,26 @@ impl Sim {
 
     pub fn finish(mut self) -> RunResult {
         assert_eq!(self.unfinished, 0, "every job thread finishes");
-        assert!(self.ios.len() == self.free_ios.len(), "every I/O completes exactly once");
+        assert!(
+            self.ios.len() == self.free_ios.len(),
+            "every I/O completes exactly once"
+        );
         self.sys.sim_end_ns = self.now;
         self.sys.core_busy_ns = self.cpu.busy_ns();
         self.sys.bus_busy_ns = self.bus.busy_ns();
         self.sys.requests = self.block.requests_dispatched;
         self.sys.merges = self.block.merges;
+        let prefill = self.prefill;
         RunResult {
-            jobs: self.threads.into_iter().map(|t| t.stats).collect(),
+            jobs: self
+                .threads
+                .into_iter()
+                .skip(prefill)
+                .map(|mut t| {
+                    t.stats.job -= prefill;
+                    t.stats
+                })
+                .collect(),
             system: self.sys,
         }
     }
@@ -309,9 +375,14 @@ impl Sim {
             Ev::ThreadStart(t) => self.thread_start(t),
             Ev::ThreadRun(t) => self.thread_run(t),
             Ev::Submitted(t) => self.submitted(t),
+            Ev::DispStart => self.disp_next(now),
             Ev::DispPrepared(r) => self.disp_prepared(r),
             Ev::DispWoken => {
-                let r = self.mmc.prepared.take().expect("woken dispatcher has a prepared request");
+                let r = self
+                    .mmc
+                    .prepared
+                    .take()
+                    .expect("woken dispatcher has a prepared request");
                 self.disp_proceed(now, r);
             }
             Ev::DispPosted(prev) => {
@@ -340,7 +411,13 @@ impl Sim {
         for (at, out) in emits {
             match out {
                 device::Output::ReadReady { tag, last_ready } => {
-                    self.q.push(at, Ev::ReadReady { req: tag, last_ready });
+                    self.q.push(
+                        at,
+                        Ev::ReadReady {
+                            req: tag,
+                            last_ready,
+                        },
+                    );
                 }
                 device::Output::Done { tag, .. } => {
                     // A write or flush released busy at `at`: known now, so the driver's
@@ -396,7 +473,7 @@ impl Sim {
         if now > th.last_change {
             let from = th.last_change.max(th.measure_start);
             if now > from {
-                th.stats.outstanding_area += th.inflight as u128 * (now - from) as u128;
+                th.stats.outstanding_area += th.outstanding as u128 * (now - from) as u128;
             }
             th.last_change = now;
         }
@@ -443,7 +520,13 @@ impl Sim {
             let i = d.index();
             if cfg.rate_bytes_per_s[i] > 0 || cfg.rate_iops[i] > 0 {
                 let s = &th.stats.dirs[i];
-                let g = rate_gate(th.start, s.bytes, s.ios, cfg.rate_bytes_per_s[i], cfg.rate_iops[i]);
+                let g = rate_gate(
+                    th.start,
+                    s.bytes,
+                    s.ios,
+                    cfg.rate_bytes_per_s[i],
+                    cfg.rate_iops[i],
+                );
                 gate = gate.max(g);
             }
         }
@@ -498,7 +581,9 @@ impl Sim {
             });
             picked.push(io);
         }
+        self.account_outstanding(t);
         let th = &mut self.threads[t as usize];
+        th.outstanding += picked.len() as u32;
         th.submitting = picked;
         th.state = ThreadState::Running;
         th.stats.sys_ns += cost;
@@ -527,6 +612,7 @@ impl Sim {
         self.account_outstanding(t);
         let picked = std::mem::take(&mut self.threads[t as usize].submitting);
         let max_sectors = self.block.max_sectors() as u64;
+        let core = self.threads[t as usize].core;
         for &io in &picked {
             let (dir, offset, len) = {
                 let x = &mut self.ios[io as usize];
@@ -549,6 +635,7 @@ impl Sim {
                         dir,
                         sector,
                         sectors: n,
+                        cpu: core,
                     },
                 );
                 sector += n as u64;
@@ -557,12 +644,8 @@ impl Sim {
         let mut picked = picked;
         picked.clear();
         self.threads[t as usize].submitting = picked;
-        // Run the hardware queue from this context.
-        self.kick(t);
-        let th = &self.threads[t as usize];
-        if th.in_dispatch {
-            return; // stays in queue_rq; resumes when the dispatch loop ends
-        }
+        // Run the hardware queue (asynchronously, from kblockd).
+        self.kick(core);
         self.after_submit(t);
     }
 
@@ -576,7 +659,7 @@ impl Sim {
                 if th.completed.is_empty() {
                     self.threads[t as usize].state = ThreadState::Sleeping;
                 } else {
-                    // Its I/O finished while it was dispatching: return to user space.
+                    // Its I/O finished before it went to sleep: return to user space.
                     let cost = self.cfg.host.costs.syscall_return_ns;
                     let end = self.cpu.run(th.core, now, cost);
                     self.q.push(end, Ev::ThreadRun(t));
@@ -586,9 +669,14 @@ impl Sim {
                 batch_complete_min, ..
             } => {
                 let more = th.inflight < th.depth && !self.job_done_issuing(t);
-                let reap = th.completed.len() as u32 >= batch_complete_min.max(1).min(th.inflight.max(1));
+                let reap =
+                    th.completed.len() as u32 >= batch_complete_min.max(1).min(th.inflight.max(1));
                 if more || reap {
-                    let cost = if reap { self.cfg.host.costs.aio_reap_ns } else { 0 };
+                    let cost = if reap {
+                        self.cfg.host.costs.aio_reap_ns
+                    } else {
+                        0
+                    };
                     let end = self.cpu.run(th.core, now, cost);
                     self.q.push(end, Ev::ThreadRun(t));
                 } else {
@@ -606,6 +694,7 @@ impl Sim {
         self.free_ios.push(io);
         let th = &mut self.threads[t as usize];
         th.inflight -= 1;
+        th.outstanding -= 1;
         let sync = matches!(self.cfg.jobs[th.cfg].submission, Submission::Sync);
         if t_start < th.measure_start {
             return;
@@ -671,11 +760,9 @@ impl Sim {
             self.io_done(t, io);
         }
         self.scratch = ios;
-        if admitted > 0 && self.mmc.dispatcher.is_none() {
-            // Requests that waited for a tag: the completion path reruns the queue
-            // (blk-mq's restart), from the completing context's thread of reference.
-            let t = self.threads.iter().position(|x| x.state != ThreadState::Finished).unwrap_or(0);
-            self.kick(t as u32);
+        if admitted > 0 {
+            // Requests that waited for a tag: the completion reruns the queue.
+            self.kick(self.cfg.host.irq_core);
         }
     }
 
@@ -685,7 +772,7 @@ impl Sim {
         let (wakeup, ret, reap) = (costs.wakeup_ns, costs.syscall_return_ns, costs.aio_reap_ns);
         let th = &mut self.threads[t as usize];
         th.completed.push(io);
-        if th.in_dispatch || th.state != ThreadState::Sleeping {
+        if th.state != ThreadState::Sleeping {
             return; // it will see the completion when it gets back
         }
         let sync = matches!(self.cfg.jobs[th.cfg].submission, Submission::Sync);
@@ -707,31 +794,29 @@ impl Sim {
 
     // ---------------------------------------------------------------- MMC legacy driver
 
-    /// blk_mq_run_hw_queue from thread `t`'s context: if nobody is dispatching, `t`
-    /// becomes the dispatcher.
-    fn kick(&mut self, t: u32) {
+    /// blk_mq_run_hw_queue(async): if nobody is dispatching, a kblockd worker wakes on
+    /// `core` and becomes the dispatcher.
+    fn kick(&mut self, core: u32) {
         if self.mmc.dispatcher.is_some() || !self.block.has_queued() {
             return;
         }
         match self.cfg.driver {
             DriverKind::MmcLegacy => {
-                self.mmc.dispatcher = Some(t);
-                self.threads[t as usize].in_dispatch = true;
-                let now = self.now;
-                self.disp_next(now);
+                self.mmc.dispatcher = Some(core);
+                let t = self.cpu.run(core, self.now, self.cfg.host.costs.wakeup_ns);
+                self.q.push(t, Ev::DispStart);
             }
         }
     }
 
     fn disp_core(&self) -> u32 {
-        let t = self.mmc.dispatcher.expect("dispatcher exists");
-        self.threads[t as usize].core
+        self.mmc.dispatcher.expect("dispatcher exists")
     }
 
     /// The dispatch loop takes the next request and prepares it, or ends.
     fn disp_next(&mut self, at: SimTime) {
         debug_assert!(self.mmc.prepared.is_none());
-        let Some(t) = self.mmc.dispatcher else {
+        let Some(core) = self.mmc.dispatcher else {
             return;
         };
         match self.block.dispatch(at) {
@@ -739,17 +824,12 @@ impl Sim {
                 let bytes = self.block.req(r).bytes();
                 let m = &self.cfg.host.mmc;
                 let cost = m.prep_ns + m.prep_per_4k_ns * bytes.div_ceil(4096);
-                let end = self.cpu.run(self.threads[t as usize].core, at, cost);
+                let end = self.cpu.run(core, at, cost);
                 self.q.push(end, Ev::DispPrepared(r));
             }
             None => {
-                // Nothing left: the thread leaves queue_rq and goes back to its own I/O.
+                // Nothing left: the worker goes back to sleep.
                 self.mmc.dispatcher = None;
-                self.threads[t as usize].in_dispatch = false;
-                let saved = self.now;
-                self.now = at.max(saved);
-                self.after_submit(t);
-                self.now = saved;
             }
         }
     }
@@ -798,7 +878,8 @@ impl Sim {
         let core = self.disp_core();
         // complete_lock: if the kworker is completing the previous request, wait for it.
         let mut t = if self.mmc.lock_free_at > at {
-            self.cpu.run(core, self.mmc.lock_free_at, self.cfg.host.costs.wakeup_ns)
+            self.cpu
+                .run(core, self.mmc.lock_free_at, self.cfg.host.costs.wakeup_ns)
         } else {
             at
         };

@@ -46,16 +46,19 @@ fn qd1_read_bandwidth_is_bs_over_the_sum_of_the_path() {
         device: dev,
         driver: host.default_driver,
         jobs: vec![qd1_job(Pattern::Random, 100, ios)],
+        precondition: false,
     })
     .unwrap();
     let c = &host.costs;
     let m = &host.mmc;
     let cmd = host.bus.command_ns();
-    // Thread: syscall, pin, bio; dispatcher: prep, start; bus: CMD23 + CMD18; device;
-    // data; irq; kworker wake; post + bio end; thread wake; syscall return.
+    // Thread: syscall, pin, bio; kblockd wakes and dispatches: prep, start; bus: CMD23 +
+    // CMD18; device; data; irq; mmc_complete kworker wakes: post + bio end; thread
+    // wakes; syscall return.
     let path = c.syscall_ns
         + c.pin_per_4k_ns
         + c.block_submit_ns
+        + c.wakeup_ns
         + m.prep_ns
         + m.prep_per_4k_ns
         + m.start_ns
@@ -89,6 +92,7 @@ fn qd1_write_adds_one_synchronous_cmd13_round_trip() {
         device: dev,
         driver: host.default_driver,
         jobs: vec![qd1_job(Pattern::Sequential, 0, 50)],
+        precondition: false,
     })
     .unwrap();
     let c = &host.costs;
@@ -98,6 +102,7 @@ fn qd1_write_adds_one_synchronous_cmd13_round_trip() {
     let path = c.syscall_ns
         + c.pin_per_4k_ns
         + c.block_submit_ns
+        + c.wakeup_ns
         + m.prep_ns
         + m.prep_per_4k_ns
         + m.start_ns
@@ -129,7 +134,11 @@ fn mixed_jobs(n: usize) -> Vec<JobConfig> {
         .map(|i| {
             let mut j = JobConfig::simple(
                 "mix",
-                if i % 2 == 0 { Pattern::Random } else { Pattern::Sequential },
+                if i % 2 == 0 {
+                    Pattern::Random
+                } else {
+                    Pattern::Sequential
+                },
                 [100, 0, 70][i % 3],
                 4096 << (i % 3),
                 64 << 20,
@@ -156,6 +165,7 @@ fn littles_law_holds_for_every_job() {
         host,
         device: dev,
         jobs: mixed_jobs(8),
+        precondition: true,
     })
     .unwrap();
     for j in &res.jobs {
@@ -182,6 +192,7 @@ fn every_io_completes_once_and_runs_are_deterministic() {
         host,
         device: dev,
         jobs: mixed_jobs(6),
+        precondition: true,
     };
     let a = run(cfg.clone()).unwrap();
     for (j, c) in a.jobs.iter().zip(&cfg.jobs) {

@@ -25,6 +25,8 @@ pub struct Bio {
     pub dir: Dir,
     pub sector: u64,
     pub sectors: u32,
+    /// CPU that submitted it (its blk-mq software queue).
+    pub cpu: u32,
 }
 
 /// A block request: one or more merged bios, contiguous on the device.
@@ -39,6 +41,8 @@ pub struct Request {
     pub queued_at: SimTime,
     /// When the driver took it.
     pub dispatched_at: SimTime,
+    /// Software queue (CPU) it was inserted from.
+    pub cpu: u32,
 }
 
 impl Request {
@@ -57,6 +61,8 @@ const READ_EXPIRE_NS: u64 = 500_000_000;
 const WRITE_EXPIRE_NS: u64 = 5_000_000_000;
 const WRITES_STARVED: u32 = 2;
 const FIFO_BATCH: u32 = 16;
+/// blk_mq_bio_list_merge looks at this many requests of a software queue (5.x).
+const SW_QUEUE_MERGE_SCAN: u32 = 8;
 
 pub struct BlockLayer {
     sched: Scheduler,
@@ -70,7 +76,7 @@ pub struct BlockLayer {
     tag_wait: std::collections::VecDeque<Bio>,
     tags_used: u32,
     // mq-deadline state
-    last_end: [u64; 2],
+    last_start: [u64; 2],
     batch_left: u32,
     batch_dir: Dir,
     starved: u32,
@@ -90,7 +96,7 @@ impl BlockLayer {
             queued: Vec::with_capacity(nr_requests as usize),
             tag_wait: std::collections::VecDeque::new(),
             tags_used: 0,
-            last_end: [0, 0],
+            last_start: [0, 0],
             batch_left: 0,
             batch_dir: Dir::Read,
             starved: 0,
@@ -115,12 +121,26 @@ impl BlockLayer {
         !self.queued.is_empty()
     }
 
-    /// Tries to merge `bio` into a queued request; true if it did.
+    /// Tries to merge `bio` into a queued request; true if it did. With an elevator
+    /// any queued request is a candidate (elv_merge); without one, blk-mq only looks at
+    /// the last `SW_QUEUE_MERGE_SCAN` requests of the submitting CPU's software queue
+    /// (blk_mq_bio_list_merge), so bios from threads on other CPUs do not merge.
     fn try_merge(&mut self, bio: &Bio) -> bool {
         let max = self.max_sectors;
         let mut hit = None;
-        for (i, &id) in self.queued.iter().enumerate() {
+        let per_cpu = self.sched == Scheduler::None;
+        let mut scanned = 0;
+        for (i, &id) in self.queued.iter().enumerate().rev() {
             let r = &self.reqs[id as usize];
+            if per_cpu {
+                if r.cpu != bio.cpu {
+                    continue;
+                }
+                scanned += 1;
+                if scanned > SW_QUEUE_MERGE_SCAN {
+                    break;
+                }
+            }
             if r.dir != Some(bio.dir) || r.sectors + bio.sectors > max {
                 continue;
             }
@@ -148,6 +168,10 @@ impl BlockLayer {
             }
         }
         self.merges += 1;
+        if per_cpu {
+            // blk-mq's software queues do not merge requests with each other.
+            return true;
+        }
         // The grown request may now touch a neighbour: merge the two (attempt_*_merge).
         let (s, e, dir) = {
             let r = &self.reqs[id as usize];
@@ -156,10 +180,7 @@ impl BlockLayer {
         let sectors = self.reqs[id as usize].sectors;
         if let Some(j) = self.queued.iter().position(|&o| {
             let q = &self.reqs[o as usize];
-            o != id
-                && q.dir == dir
-                && q.sectors + sectors <= max
-                && (q.sector == e || q.end() == s)
+            o != id && q.dir == dir && q.sectors + sectors <= max && (q.sector == e || q.end() == s)
         }) {
             let other = self.queued.remove(j);
             let o = std::mem::take(&mut self.reqs[other as usize]);
@@ -201,6 +222,7 @@ impl BlockLayer {
         r.dir = Some(bio.dir);
         r.sector = bio.sector;
         r.sectors = bio.sectors;
+        r.cpu = bio.cpu;
         r.bios.clear();
         r.bios.push(bio.io);
         r.queued_at = now;
@@ -236,7 +258,7 @@ impl BlockLayer {
         let id = self.queued.remove(idx);
         let r = &mut self.reqs[id as usize];
         r.dispatched_at = now;
-        self.last_end[r.dir().index()] = r.end();
+        self.last_start[r.dir().index()] = r.sector;
         self.requests_dispatched += 1;
         Some(id)
     }
@@ -277,29 +299,32 @@ impl BlockLayer {
             self.batch_left = FIFO_BATCH - 1;
             // A new batch starts at the FIFO head if its deadline has passed.
             let head = self.oldest(d).expect("direction has a request");
-            let expire = if d == Dir::Read { READ_EXPIRE_NS } else { WRITE_EXPIRE_NS };
+            let expire = if d == Dir::Read {
+                READ_EXPIRE_NS
+            } else {
+                WRITE_EXPIRE_NS
+            };
             if self.reqs[self.queued[head] as usize].queued_at + expire <= now {
                 return head;
             }
             d
         };
-        // Sector order: the lowest sector at or after the last dispatched end.
-        let pos = self.last_end[dir.index()];
+        // Sector order: mq-deadline's next_rq is the successor of the last dispatched
+        // request in its sector-sorted tree, where a request equal in sector to another
+        // sorts after it. So: the lowest sector at or after the last dispatched start,
+        // the earliest arrival among equals; none left above it → the FIFO head.
+        let pos = self.last_start[dir.index()];
         let mut best: Option<(u64, usize)> = None;
-        let mut lowest: Option<(u64, usize)> = None;
         for (i, &id) in self.queued.iter().enumerate() {
             let r = &self.reqs[id as usize];
-            if r.dir != Some(dir) {
-                continue;
-            }
-            if r.sector >= pos && best.is_none_or(|(s, _)| r.sector < s) {
+            if r.dir == Some(dir) && r.sector >= pos && best.is_none_or(|(s, _)| r.sector < s) {
                 best = Some((r.sector, i));
             }
-            if lowest.is_none_or(|(s, _)| r.sector < s) {
-                lowest = Some((r.sector, i));
-            }
         }
-        best.or(lowest).expect("direction has a request").1
+        match best {
+            Some((_, i)) => i,
+            None => self.oldest(dir).expect("direction has a request"),
+        }
     }
 
     /// The driver finished `id`: frees its tag and returns its I/Os. Bios that waited
@@ -333,12 +358,13 @@ mod tests {
             dir,
             sector,
             sectors,
+            cpu: 0,
         }
     }
 
     #[test]
     fn back_front_and_request_merges() {
-        let mut b = BlockLayer::new(Scheduler::None, 8, 512 * 1024);
+        let mut b = BlockLayer::new(Scheduler::MqDeadline, 8, 512 * 1024);
         b.submit(0, bio(1, Dir::Write, 8, 8));
         b.submit(0, bio(2, Dir::Write, 16, 8)); // back merge
         b.submit(0, bio(3, Dir::Write, 0, 8)); // front merge
@@ -349,6 +375,34 @@ mod tests {
         let r = b.req(id);
         assert_eq!((r.sector, r.sectors), (0, 40));
         assert_eq!(r.bios, vec![3, 1, 2, 5, 4]);
+    }
+
+    #[test]
+    fn without_elevator_only_the_same_cpu_merges() {
+        let mut b = BlockLayer::new(Scheduler::None, 8, 512 * 1024);
+        b.submit(
+            0,
+            Bio {
+                cpu: 1,
+                ..bio(1, Dir::Read, 0, 8)
+            },
+        );
+        b.submit(
+            0,
+            Bio {
+                cpu: 2,
+                ..bio(2, Dir::Read, 8, 8)
+            },
+        ); // other CPU: no merge
+        b.submit(
+            0,
+            Bio {
+                cpu: 1,
+                ..bio(3, Dir::Read, 8, 8)
+            },
+        ); // same CPU: back merge
+        assert_eq!(b.queued_len(), 2);
+        assert_eq!(b.merges, 1);
     }
 
     #[test]
@@ -379,7 +433,8 @@ mod tests {
         b.submit(0, bio(1, Dir::Write, 0, 8));
         b.submit(0, bio(2, Dir::Read, 300, 8));
         b.submit(0, bio(3, Dir::Read, 100, 8));
-        let order: Vec<u64> = std::iter::from_fn(|| b.dispatch(10).map(|id| b.req(id).sector)).collect();
+        let order: Vec<u64> =
+            std::iter::from_fn(|| b.dispatch(10).map(|id| b.req(id).sector)).collect();
         assert_eq!(order, vec![100, 300, 0]);
     }
 }

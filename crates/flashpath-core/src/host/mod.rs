@@ -226,7 +226,10 @@ pub struct RawBus {
 fn cost(field: &str, s: &str) -> Result<u64, ConfigError> {
     let v = ns_field(field, s)?;
     if v > 1_000_000_000 {
-        return Err(ConfigError::new(field, format!("{s} is absurd for a CPU cost (over 1 s)")));
+        return Err(ConfigError::new(
+            field,
+            format!("{s} is absurd for a CPU cost (over 1 s)"),
+        ));
     }
     Ok(v)
 }
@@ -234,7 +237,10 @@ fn cost(field: &str, s: &str) -> Result<u64, ConfigError> {
 impl RawHost {
     pub fn validate(self) -> Result<HostConfig, ConfigError> {
         if self.kind != "host" {
-            return Err(ConfigError::new("kind", format!("is '{}', expected 'host'", self.kind)));
+            return Err(ConfigError::new(
+                "kind",
+                format!("is '{}', expected 'host'", self.kind),
+            ));
         }
         if self.cpu.cores == 0 || self.cpu.cores > 256 {
             return Err(ConfigError::new("cpu.cores", "must be 1..=256"));
@@ -242,7 +248,10 @@ impl RawHost {
         if self.cpu.irq_core >= self.cpu.cores {
             return Err(ConfigError::new(
                 "cpu.irq_core",
-                format!("core {} does not exist on a {}-core host", self.cpu.irq_core, self.cpu.cores),
+                format!(
+                    "core {} does not exist on a {}-core host",
+                    self.cpu.irq_core, self.cpu.cores
+                ),
             ));
         }
         let c = &self.costs;
@@ -271,7 +280,10 @@ impl RawHost {
             return Err(ConfigError::new("block.nr_requests", "must be 1..=4096"));
         }
         if self.block.max_sectors_kb < 4 || self.block.max_sectors_kb > 65536 {
-            return Err(ConfigError::new("block.max_sectors_kb", "must be 4..=65536"));
+            return Err(ConfigError::new(
+                "block.max_sectors_kb",
+                "must be 4..=65536",
+            ));
         }
         let m = &self.mmc;
         let default_driver =
@@ -282,7 +294,9 @@ impl RawHost {
             other => {
                 return Err(ConfigError::new(
                     "mmc.cmd13_mode",
-                    format!("'{other}' (use back-to-back for kernels <= 5.14, backoff for >= 5.15)"),
+                    format!(
+                        "'{other}' (use back-to-back for kernels <= 5.14, backoff for >= 5.15)"
+                    ),
                 ))
             }
         };
@@ -300,14 +314,23 @@ impl RawHost {
         let b = &self.bus;
         let data_bytes_per_s = rate_field("bus.data_rate", &b.data_rate)?;
         if data_bytes_per_s < 1_000_000 || data_bytes_per_s > 100_000_000_000 {
-            return Err(ConfigError::new("bus.data_rate", "must be between 1MB/s and 100GB/s"));
+            return Err(ConfigError::new(
+                "bus.data_rate",
+                "must be between 1MB/s and 100GB/s",
+            ));
         }
         let clock_hz = hz_field("bus.cmd_clock", &b.cmd_clock)?;
         if clock_hz < 100_000 || clock_hz > 10_000_000_000 {
-            return Err(ConfigError::new("bus.cmd_clock", "must be between 100kHz and 10GHz"));
+            return Err(ConfigError::new(
+                "bus.cmd_clock",
+                "must be between 100kHz and 10GHz",
+            ));
         }
         if b.ncr_clocks > 1000 {
-            return Err(ConfigError::new("bus.ncr_clocks", "absurd (over 1000 clocks)"));
+            return Err(ConfigError::new(
+                "bus.ncr_clocks",
+                "absurd (over 1000 clocks)",
+            ));
         }
         let bus = BusConfig {
             mode: b.mode.clone(),
