@@ -17,97 +17,98 @@ pub const SECTORS_PER_LPN: u64 = LPN_BYTES / SECTOR_BYTES;
 // ---------------------------------------------------------------- raw (TOML) side
 
 /// A device preset as written in `presets/devices/*.toml`. Every value is a string with
-/// its unit ("60us", "16KiB", "400MB/s") except counts.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// its unit ("60us", "16KiB", "400MB/s") except counts. Every field is required;
+/// they are `Option`s so that `validate` can name a missing one by its dotted path.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct RawDeviceConfig {
     /// Preset name, e.g. "emmc51-hs400-32g".
-    pub name: String,
+    pub name: Option<String>,
     /// Always "device" for a device preset.
-    pub kind: String,
+    pub kind: Option<String>,
     /// One line saying what the device is and what it is calibrated against.
-    pub description: String,
+    pub description: Option<String>,
     /// Host interface: "emmc" (later "ufs", "sd").
-    pub interface: String,
-    pub geometry: RawGeometry,
-    pub nand: RawNand,
-    pub controller: RawController,
-    pub map_cache: RawMapCache,
-    pub write_buffer: RawWriteBuffer,
-    pub ftl: RawFtl,
+    pub interface: Option<String>,
+    pub geometry: Option<RawGeometry>,
+    pub nand: Option<RawNand>,
+    pub controller: Option<RawController>,
+    pub map_cache: Option<RawMapCache>,
+    pub write_buffer: Option<RawWriteBuffer>,
+    pub ftl: Option<RawFtl>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct RawGeometry {
     /// User capacity the host sees (eMMC SEC_COUNT × 512), e.g. "31268536320B".
-    pub capacity: String,
+    pub capacity: Option<String>,
     /// Independent NAND channels (buses) from the controller.
-    pub channels: u32,
+    pub channels: Option<u32>,
     /// Dies (chip enables / LUNs) sharing each channel.
-    pub dies_per_channel: u32,
+    pub dies_per_channel: Option<u32>,
     /// Planes per die; a program unit is one page on every plane (multi-plane).
-    pub planes_per_die: u32,
+    pub planes_per_die: Option<u32>,
     /// NAND page size (data area), a multiple of 4 KiB, e.g. "16KiB".
-    pub page_size: String,
+    pub page_size: Option<String>,
     /// Pages per (single-plane) erase block.
-    pub pages_per_block: u32,
+    pub pages_per_block: Option<u32>,
     /// Erase blocks per plane; raw capacity = channels × dies × planes × blocks × pages × page.
-    pub blocks_per_plane: u32,
+    pub blocks_per_plane: Option<u32>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct RawNand {
     /// Array read time tR (page to page register), e.g. "60us".
-    pub t_read: String,
+    pub t_read: Option<String>,
     /// Page program time tPROG (register to array), e.g. "700us".
-    pub t_prog: String,
+    pub t_prog: Option<String>,
     /// Block erase time tBERS, e.g. "3.5ms".
-    pub t_erase: String,
+    pub t_erase: Option<String>,
     /// Channel (ONFI/Toggle) data rate, e.g. "400MB/s" for Toggle DDR 400 MT/s × 8 bit.
-    pub channel_rate: String,
+    pub channel_rate: Option<String>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct RawController {
     /// Firmware time per command (decode, dispatch, status), e.g. "15us".
-    pub fw_per_command: String,
+    pub fw_per_command: Option<String>,
     /// Additional firmware time per 4 KiB of data in the command, e.g. "1us".
-    pub fw_per_4kib: String,
+    pub fw_per_4kib: Option<String>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct RawMapCache {
     /// L2P entries per map segment (one map page in NAND), e.g. 4096.
-    pub entries_per_segment: u32,
+    pub entries_per_segment: Option<u32>,
     /// Size of one L2P entry, e.g. "4B".
-    pub entry_size: String,
+    pub entry_size: Option<String>,
     /// Controller SRAM given to cached map segments, e.g. "1MiB".
-    pub size: String,
+    pub size: Option<String>,
     /// Controller time to look an entry up in a cached segment, e.g. "1us".
-    pub t_lookup: String,
+    pub t_lookup: Option<String>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct RawWriteBuffer {
     /// Write buffer capacity (SRAM/DRAM), a multiple of 4 KiB, e.g. "1MiB".
-    pub size: String,
+    pub size: Option<String>,
     /// Rate at which the controller moves host data into the buffer, e.g. "800MB/s".
-    pub copy_rate: String,
+    pub copy_rate: Option<String>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct RawFtl {
     /// Garbage collection starts on a die when its free blocks fall below this (≥ 2).
-    pub gc_threshold_blocks: u32,
+    pub gc_threshold_blocks: Option<u32>,
     /// How GC moves a valid page: "copyback" (on-die, no channel transfer) or
     /// "controller" (read out over the channel and written back in).
-    pub gc_copy: String,
+    pub gc_copy: Option<String>,
 }
 
 // ---------------------------------------------------------------- typed side
@@ -302,6 +303,12 @@ impl DeviceConfig {
     }
 }
 
+/// A required field: missing is an error naming it.
+fn req<'a, T>(v: &'a Option<T>, field: &str) -> Result<&'a T, ConfigError> {
+    v.as_ref()
+        .ok_or_else(|| ConfigError::new(field, "is missing"))
+}
+
 fn positive(field: &str, v: u32) -> Result<u32, ConfigError> {
     if v == 0 {
         return Err(ConfigError::new(field, "must be at least 1"));
@@ -333,13 +340,14 @@ fn multiple_of_4k(field: &str, s: &str) -> Result<u64, ConfigError> {
 
 /// Checks a raw preset and converts it; errors name the dotted field.
 pub fn validate(raw: &RawDeviceConfig) -> Result<DeviceConfig, ConfigError> {
-    if raw.kind != "device" {
+    let kind = req(&raw.kind, "kind")?;
+    if kind != "device" {
         return Err(ConfigError::new(
             "kind",
-            format!("'{}' is not \"device\"", raw.kind),
+            format!("'{kind}' is not \"device\""),
         ));
     }
-    let interface = match raw.interface.as_str() {
+    let interface = match req(&raw.interface, "interface")?.as_str() {
         "emmc" => Interface::Emmc,
         "ufs" => Interface::Ufs,
         "sd" => Interface::Sd,
@@ -350,24 +358,38 @@ pub fn validate(raw: &RawDeviceConfig) -> Result<DeviceConfig, ConfigError> {
             ))
         }
     };
-    let g = &raw.geometry;
-    let capacity_bytes = bytes_field("geometry.capacity", &g.capacity)?;
+    let g = req(&raw.geometry, "geometry")?;
+    let capacity = req(&g.capacity, "geometry.capacity")?;
+    let capacity_bytes = bytes_field("geometry.capacity", capacity)?;
     if capacity_bytes == 0 || capacity_bytes % SECTOR_BYTES != 0 {
         return Err(ConfigError::new(
             "geometry.capacity",
-            format!("{} must be a non-zero multiple of 512 bytes", g.capacity),
+            format!("{capacity} must be a non-zero multiple of 512 bytes"),
         ));
     }
-    let channels = positive("geometry.channels", g.channels)?;
-    let dies_per_channel = positive("geometry.dies_per_channel", g.dies_per_channel)?;
-    let planes_per_die = positive("geometry.planes_per_die", g.planes_per_die)?;
-    let page_bytes = multiple_of_4k("geometry.page_size", &g.page_size)?;
-    let pages_per_block = positive("geometry.pages_per_block", g.pages_per_block)?;
-    let blocks_per_plane = positive("geometry.blocks_per_plane", g.blocks_per_plane)?;
+    let channels = positive("geometry.channels", *req(&g.channels, "geometry.channels")?)?;
+    let dies_per_channel = positive(
+        "geometry.dies_per_channel",
+        *req(&g.dies_per_channel, "geometry.dies_per_channel")?,
+    )?;
+    let planes_per_die = positive(
+        "geometry.planes_per_die",
+        *req(&g.planes_per_die, "geometry.planes_per_die")?,
+    )?;
+    let page_size = req(&g.page_size, "geometry.page_size")?;
+    let page_bytes = multiple_of_4k("geometry.page_size", page_size)?;
+    let pages_per_block = positive(
+        "geometry.pages_per_block",
+        *req(&g.pages_per_block, "geometry.pages_per_block")?,
+    )?;
+    let blocks_per_plane = positive(
+        "geometry.blocks_per_plane",
+        *req(&g.blocks_per_plane, "geometry.blocks_per_plane")?,
+    )?;
     if page_bytes > 64 * 1024 {
         return Err(ConfigError::new(
             "geometry.page_size",
-            format!("{} is larger than any NAND page (64KiB)", g.page_size),
+            format!("{page_size} is larger than any NAND page (64KiB)"),
         ));
     }
     if pages_per_block < 2 {
@@ -377,41 +399,59 @@ pub fn validate(raw: &RawDeviceConfig) -> Result<DeviceConfig, ConfigError> {
         ));
     }
 
-    let n = &raw.nand;
-    let t_read_ns = time_in("nand.t_read", &n.t_read, 1_000, 10 * NS_PER_MS)?;
-    let t_prog_ns = time_in("nand.t_prog", &n.t_prog, 1_000, 20 * NS_PER_MS)?;
-    let t_erase_ns = time_in("nand.t_erase", &n.t_erase, 100_000, 100 * NS_PER_MS)?;
+    let n = req(&raw.nand, "nand")?;
+    let t_read = req(&n.t_read, "nand.t_read")?;
+    let t_prog = req(&n.t_prog, "nand.t_prog")?;
+    let t_erase = req(&n.t_erase, "nand.t_erase")?;
+    let channel_rate = req(&n.channel_rate, "nand.channel_rate")?;
+    let t_read_ns = time_in("nand.t_read", t_read, 1_000, 10 * NS_PER_MS)?;
+    let t_prog_ns = time_in("nand.t_prog", t_prog, 1_000, 20 * NS_PER_MS)?;
+    let t_erase_ns = time_in("nand.t_erase", t_erase, 100_000, 100 * NS_PER_MS)?;
     if t_prog_ns <= t_read_ns {
         return Err(ConfigError::new(
             "nand.t_prog",
-            format!("{} must exceed nand.t_read = {}", n.t_prog, n.t_read),
+            format!("{t_prog} must exceed nand.t_read = {t_read}"),
         ));
     }
     if t_erase_ns < t_prog_ns {
         return Err(ConfigError::new(
             "nand.t_erase",
-            format!("{} must be at least nand.t_prog = {}", n.t_erase, n.t_prog),
+            format!("{t_erase} must be at least nand.t_prog = {t_prog}"),
         ));
     }
-    let channel_bytes_per_s = rate_field("nand.channel_rate", &n.channel_rate)?;
+    let channel_bytes_per_s = rate_field("nand.channel_rate", channel_rate)?;
     if !(1_000_000..=10_000_000_000).contains(&channel_bytes_per_s) {
         return Err(ConfigError::new(
             "nand.channel_rate",
-            format!("{} is outside 1MB/s..10GB/s", n.channel_rate),
+            format!("{channel_rate} is outside 1MB/s..10GB/s"),
         ));
     }
 
-    let c = &raw.controller;
-    let fw_per_command_ns = time_in("controller.fw_per_command", &c.fw_per_command, 0, NS_PER_MS)?;
-    let fw_per_4kib_ns = time_in("controller.fw_per_4kib", &c.fw_per_4kib, 0, NS_PER_MS)?;
+    let c = req(&raw.controller, "controller")?;
+    let fw_per_command_ns = time_in(
+        "controller.fw_per_command",
+        req(&c.fw_per_command, "controller.fw_per_command")?,
+        0,
+        NS_PER_MS,
+    )?;
+    let fw_per_4kib_ns = time_in(
+        "controller.fw_per_4kib",
+        req(&c.fw_per_4kib, "controller.fw_per_4kib")?,
+        0,
+        NS_PER_MS,
+    )?;
 
-    let m = &raw.map_cache;
-    let map_entries_per_segment = positive("map_cache.entries_per_segment", m.entries_per_segment)?;
-    let map_entry_bytes = bytes_field("map_cache.entry_size", &m.entry_size)?;
+    let m = req(&raw.map_cache, "map_cache")?;
+    let map_entries_per_segment = positive(
+        "map_cache.entries_per_segment",
+        *req(&m.entries_per_segment, "map_cache.entries_per_segment")?,
+    )?;
+    let entry_size = req(&m.entry_size, "map_cache.entry_size")?;
+    let map_entry_bytes = bytes_field("map_cache.entry_size", entry_size)?;
     if !(1..=16).contains(&map_entry_bytes) {
         return Err(ConfigError::new(
             "map_cache.entry_size",
-            format!("{} is not 1..16 bytes", m.entry_size),
+            format!("{entry_size} is not 1..16 bytes"),
         ));
     }
     let segment_bytes = map_entries_per_segment as u64 * map_entry_bytes;
@@ -423,33 +463,42 @@ pub fn validate(raw: &RawDeviceConfig) -> Result<DeviceConfig, ConfigError> {
             ),
         ));
     }
-    let map_cache_bytes = bytes_field("map_cache.size", &m.size)?;
+    let map_size = req(&m.size, "map_cache.size")?;
+    let map_cache_bytes = bytes_field("map_cache.size", map_size)?;
     if map_cache_bytes < segment_bytes {
         return Err(ConfigError::new(
             "map_cache.size",
-            format!("{} holds no segment of {segment_bytes} bytes", m.size),
+            format!("{map_size} holds no segment of {segment_bytes} bytes"),
         ));
     }
-    let map_lookup_ns = time_in("map_cache.t_lookup", &m.t_lookup, 0, 100_000)?;
+    let map_lookup_ns = time_in(
+        "map_cache.t_lookup",
+        req(&m.t_lookup, "map_cache.t_lookup")?,
+        0,
+        100_000,
+    )?;
 
-    let w = &raw.write_buffer;
-    let write_buffer_bytes = multiple_of_4k("write_buffer.size", &w.size)?;
-    let buffer_copy_bytes_per_s = rate_field("write_buffer.copy_rate", &w.copy_rate)?;
+    let w = req(&raw.write_buffer, "write_buffer")?;
+    let wb_size = req(&w.size, "write_buffer.size")?;
+    let copy_rate = req(&w.copy_rate, "write_buffer.copy_rate")?;
+    let write_buffer_bytes = multiple_of_4k("write_buffer.size", wb_size)?;
+    let buffer_copy_bytes_per_s = rate_field("write_buffer.copy_rate", copy_rate)?;
     if buffer_copy_bytes_per_s < 1_000_000 {
         return Err(ConfigError::new(
             "write_buffer.copy_rate",
-            format!("{} is below 1MB/s", w.copy_rate),
+            format!("{copy_rate} is below 1MB/s"),
         ));
     }
 
-    let f = &raw.ftl;
-    if f.gc_threshold_blocks < 2 {
+    let f = req(&raw.ftl, "ftl")?;
+    let gc_threshold_blocks = *req(&f.gc_threshold_blocks, "ftl.gc_threshold_blocks")?;
+    if gc_threshold_blocks < 2 {
         return Err(ConfigError::new(
             "ftl.gc_threshold_blocks",
             "must be at least 2 (one block is reserved for GC's own copies)",
         ));
     }
-    let gc_copy = match f.gc_copy.as_str() {
+    let gc_copy = match req(&f.gc_copy, "ftl.gc_copy")?.as_str() {
         "copyback" => GcCopy::Copyback,
         "controller" => GcCopy::Controller,
         other => {
@@ -479,7 +528,7 @@ pub fn validate(raw: &RawDeviceConfig) -> Result<DeviceConfig, ConfigError> {
         map_lookup_ns,
         write_buffer_bytes,
         buffer_copy_bytes_per_s,
-        gc_threshold_blocks: f.gc_threshold_blocks,
+        gc_threshold_blocks,
         gc_copy,
     };
     if write_buffer_bytes < nand.slots_per_row() as u64 * LPN_BYTES {
@@ -487,15 +536,15 @@ pub fn validate(raw: &RawDeviceConfig) -> Result<DeviceConfig, ConfigError> {
             "write_buffer.size",
             format!(
                 "{} is smaller than one program unit (page × planes = {} bytes)",
-                w.size,
+                wb_size,
                 nand.slots_per_row() as u64 * LPN_BYTES
             ),
         ));
     }
     check_capacity(capacity_bytes, &nand).map_err(|r| ConfigError::new("geometry.capacity", r))?;
     Ok(DeviceConfig {
-        name: raw.name.clone(),
-        description: raw.description.clone(),
+        name: req(&raw.name, "name")?.clone(),
+        description: req(&raw.description, "description")?.clone(),
         interface,
         capacity_bytes,
         model: DeviceModel::PageMapped(Box::new(nand)),
