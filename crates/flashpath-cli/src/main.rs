@@ -1,1 +1,57 @@
-fn main() {}
+//! `flashpath`: run fio jobs on a simulated host and flash device.
+//!
+//! Errors in what the user gave (job files, presets, arguments) print one line and exit
+//! with status 1; nothing here panics on input.
+
+mod jobmap;
+mod presets;
+mod report;
+mod run;
+
+use std::process::ExitCode;
+
+const USAGE: &str = "\
+flashpath — a simulator of the Linux I/O path to mobile flash storage
+
+usage:
+  flashpath fio [flashpath options] [fio arguments and job files]
+      Runs fio jobs on the simulated system and prints fio's output formats
+      (--output-format=normal|json|json+|terse, --output=FILE, --parse-only, ...).
+  flashpath presets
+      Lists the shipped presets: kind, name, description.
+  flashpath help
+
+flashpath options (anywhere among the fio arguments):
+  --device NAME|FILE.toml   device preset (default: emmc51-hs400-32g)
+  --host NAME|FILE.toml     host board preset (default: sprd-sc9863a)
+  --driver NAME             host driver (default: the host preset's; now: mmc-legacy)
+  --set FIELD=VALUE         override a preset field for this run, e.g.
+                            --set device.nand.t_read=60us --set host.costs.wakeup=10us
+";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("fio") => run::fio_command(&args[1..]),
+        Some("presets") => {
+            print!("{}", presets::list());
+            Ok(())
+        }
+        Some("help") | Some("--help") | Some("-h") | None => {
+            print!("{USAGE}");
+            Ok(())
+        }
+        Some(other) => Err(anyhow::anyhow!(
+            "unknown command '{other}' (commands: fio, presets, help)"
+        )),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            // One line: the chain of causes, outermost first.
+            let msg: Vec<String> = e.chain().map(|c| c.to_string()).collect();
+            eprintln!("flashpath: error: {}", msg.join(": "));
+            ExitCode::from(1)
+        }
+    }
+}

@@ -1,0 +1,321 @@
+//! From fio's parsed jobs to the simulator's job threads, and the report's metadata.
+//!
+//! Every option a job sets must be one flashpath models; anything else is an error
+//! naming the option and where it was set. Options that are modelled only for some
+//! values (direct=0, trims, normal/zoned distributions, ...) are errors for the others.
+
+use crate::report::JobMeta;
+use anyhow::{bail, Result};
+use flashpath_core::device::DeviceConfig;
+use flashpath_core::workload::{self as wl, BlockSizes, Distribution, JobConfig, Pattern};
+use flashpath_fio::parse::{
+    IoEngine, Invocation, Job, OutputFormat, RandomDistribution, RwModifier, SizeSpec,
+};
+use flashpath_fio::report::model::{JobHeader, RunReport, UnifiedRw};
+use flashpath_fio::report::{write_formats as fio_write_formats, Format};
+use std::io::Write;
+
+/// Options flashpath models (canonical fio names). Anything else a job sets is an error.
+const MODELLED: &[&str] = &[
+    "name",
+    "description",
+    "filename",
+    "rw",
+    "rwmixread",
+    "rwmixwrite",
+    "bs",
+    "bsrange",
+    "bssplit",
+    "bs_unaligned",
+    "size",
+    "io_size",
+    "offset",
+    "offset_increment",
+    "numjobs",
+    "iodepth",
+    "iodepth_batch",
+    "iodepth_batch_complete_min",
+    "ioengine",
+    "direct",
+    "buffered",
+    "runtime",
+    "time_based",
+    "ramp_time",
+    "startdelay",
+    "thinktime",
+    "thinktime_blocks",
+    "rate",
+    "rate_iops",
+    "randseed",
+    "randrepeat",
+    "norandommap",
+    "random_distribution",
+    "group_reporting",
+    "thread",
+    "stonewall",
+    "new_group",
+    "percentile_list",
+    "clat_percentiles",
+    "lat_percentiles",
+    "slat_percentiles",
+    "unified_rw_reporting",
+    "kb_base",
+    // O_DIRECT I/O bypasses the page cache, so dropping it before the run changes nothing.
+    "invalidate",
+    // Only controls whether fio prints disk statistics; flashpath prints none.
+    "disk_util",
+];
+
+/// fio's default `randseed` (FIO_RANDSEED).
+const FIO_RANDSEED: u64 = 0xb189_9bed;
+
+/// What the simulator runs and what the report prints.
+pub struct Plan {
+    pub jobs: Vec<JobConfig>,
+    pub metas: Vec<JobMeta>,
+    pub global_options: Vec<(String, String)>,
+}
+
+fn size_bytes(spec: SizeSpec, capacity: u64, what: &str, job: &Job) -> Result<u64> {
+    Ok(match spec {
+        SizeSpec::Bytes(b) => b,
+        SizeSpec::Percent(p) => capacity / 100 * p as u64,
+        SizeSpec::Zones(_) => bail!(
+            "job '{}': {what} in zones needs zonemode=zbd, which flashpath does not model",
+            job.name
+        ),
+    })
+}
+
+fn block_sizes(job: &Job, d: usize) -> BlockSizes {
+    let o = &job.options;
+    if !o.bssplit[d].is_empty() {
+        return BlockSizes::Split(o.bssplit[d].iter().map(|e| (e.bs_bytes, e.percent)).collect());
+    }
+    if let Some((min, max)) = o.bsrange_bytes[d] {
+        return BlockSizes::Range {
+            min,
+            max,
+            unaligned: o.bs_unaligned,
+        };
+    }
+    BlockSizes::Fixed(o.bs_bytes[d])
+}
+
+fn check_modelled(job: &Job) -> Result<()> {
+    for s in &job.set_options {
+        if !MODELLED.contains(&s.name.as_str()) {
+            bail!(
+                "option '{}' ({}) is not modelled by flashpath",
+                s.name,
+                s.origin
+            );
+        }
+    }
+    let o = &job.options;
+    let at = |name: &str| {
+        job.set_options
+            .iter()
+            .rev()
+            .find(|s| s.name == name)
+            .map(|s| format!(" ({})", s.origin))
+            .unwrap_or_default()
+    };
+    match o.ioengine {
+        IoEngine::Psync
+        | IoEngine::Sync
+        | IoEngine::Vsync
+        | IoEngine::Pvsync
+        | IoEngine::Pvsync2
+        | IoEngine::Libaio
+        | IoEngine::IoUring
+        | IoEngine::Posixaio => {}
+        ref e => bail!(
+            "ioengine={}{} is not modelled by flashpath (psync, sync, vsync, pvsync, pvsync2, libaio, io_uring, posixaio are)",
+            e.as_fio(),
+            at("ioengine")
+        ),
+    }
+    if !o.direct {
+        bail!(
+            "job '{}': buffered I/O (direct=0{}) is not modelled by flashpath yet; use --direct=1",
+            job.name,
+            at("direct")
+        );
+    }
+    if o.rw.mode.trims() {
+        bail!("rw={}{} is not modelled by flashpath (trims)", o.rw.mode.as_fio(), at("rw"));
+    }
+    match o.random_distribution {
+        RandomDistribution::Random => {}
+        RandomDistribution::Zipf { center: None, .. } | RandomDistribution::Pareto { center: None, .. } => {}
+        _ => bail!(
+            "random_distribution{} is not modelled by flashpath for this form (random, zipf:θ and pareto:h are)",
+            at("random_distribution")
+        ),
+    }
+    Ok(())
+}
+
+fn job_config(job: &Job, dev: &DeviceConfig) -> Result<JobConfig> {
+    check_modelled(job)?;
+    let o = &job.options;
+    let cap = dev.capacity_bytes;
+    let base = size_bytes(o.offset, cap, "offset", job)?
+        + job.clone_index as u64 * size_bytes(o.offset_increment, cap, "offset_increment", job)?;
+    let size = match o.size {
+        Some(s) => size_bytes(s, cap, "size", job)?,
+        None => cap.saturating_sub(base),
+    };
+    if base + size > cap {
+        bail!(
+            "job '{}': offset {} + size {} is beyond the device's {} bytes",
+            job.name,
+            base,
+            size,
+            cap
+        );
+    }
+    let io_limit = match o.io_size {
+        Some(s) => size_bytes(s, cap, "io_size", job)?,
+        None => size,
+    };
+    let pattern = if o.rw.mode.is_random() {
+        Pattern::Random
+    } else {
+        Pattern::Sequential
+    };
+    let read_pct = match (o.rw.mode.reads(), o.rw.mode.writes()) {
+        (true, false) => 100,
+        (false, true) => 0,
+        _ => o.rwmix_read_percent,
+    };
+    let (seq_skip, rand_every) = match o.rw.modifier {
+        RwModifier::None => (0, 1),
+        RwModifier::SeqAddBytes(b) => (b, 1),
+        RwModifier::RandomEvery(n) => (0, n.max(1)),
+    };
+    let submission = if o.ioengine.is_sync() {
+        wl::Submission::Sync
+    } else {
+        let depth = o.iodepth.max(1);
+        let batch = if o.iodepth_batch == 0 { depth } else { o.iodepth_batch };
+        wl::Submission::Async {
+            depth,
+            batch_submit: batch.min(depth).max(1),
+            batch_complete_min: o.iodepth_batch_complete_min.min(depth),
+        }
+    };
+    let distribution = match o.random_distribution {
+        RandomDistribution::Zipf { theta, .. } => Distribution::Zipf(theta),
+        RandomDistribution::Pareto { h, .. } => Distribution::Pareto(h),
+        _ => Distribution::Uniform,
+    };
+    let seed = if o.randrepeat || o.randseed_set {
+        o.randseed
+            .wrapping_add(if o.randseed_set { 0 } else { FIO_RANDSEED })
+            .wrapping_add(job.thread_number as u64)
+    } else {
+        // randrepeat=0 without a seed: fio seeds from the clock; simulated runs stay
+        // reproducible, so the thread number still decides.
+        FIO_RANDSEED ^ 0x5555_5555 ^ job.thread_number as u64
+    };
+    let cfg = JobConfig {
+        name: job.name.clone(),
+        pattern,
+        read_pct,
+        bs: [block_sizes(job, 0), block_sizes(job, 1)],
+        offset: base,
+        size,
+        io_limit,
+        seq_skip,
+        rand_every,
+        distribution,
+        norandommap: o.norandommap,
+        submission,
+        direct: o.direct,
+        runtime_ns: if o.runtime_ns > 0 { Some(o.runtime_ns) } else { None },
+        time_based: o.time_based,
+        ramp_ns: o.ramp_time_ns,
+        startdelay_ns: o.startdelay_ns.0,
+        thinktime_ns: o.thinktime_ns,
+        thinktime_blocks: o.thinktime_blocks.max(1),
+        rate_bytes_per_s: [o.rate_bytes_per_s[0], o.rate_bytes_per_s[1]],
+        rate_iops: [o.rate_iops[0] as u64, o.rate_iops[1] as u64],
+        seed,
+        stonewall: o.stonewall,
+        cpu: None,
+    };
+    cfg.validate().map_err(|e| anyhow::anyhow!("{e}"))?;
+    Ok(cfg)
+}
+
+fn meta(job: &Job) -> JobMeta {
+    let o = &job.options;
+    let bs = |d: usize| {
+        let b = block_sizes(job, d);
+        (b.min(), b.max())
+    };
+    JobMeta {
+        name: job.name.clone(),
+        groupid: job.group_id,
+        job_options: job
+            .set_options
+            .iter()
+            .filter_map(|s| s.value.clone().map(|v| (s.name.clone(), v)))
+            .collect(),
+        header: JobHeader {
+            rw: o.rw.mode.as_fio().to_string(),
+            bs: [bs(0), bs(1), bs(2)],
+            ioengine: o.ioengine.as_fio().to_string(),
+            iodepth: o.iodepth,
+        },
+        subjob_number: job.clone_index,
+        thread: o.thread,
+        group_reporting: o.group_reporting,
+        unified_rw_reporting: match o.unified_rw_reporting {
+            flashpath_fio::parse::UnifiedRw::None => UnifiedRw::None,
+            flashpath_fio::parse::UnifiedRw::Mixed => UnifiedRw::Mixed,
+            flashpath_fio::parse::UnifiedRw::Both => UnifiedRw::Both,
+        },
+        clat_percentiles: o.clat_percentiles,
+        lat_percentiles: o.lat_percentiles,
+        percentile_list: o.percentile_list.clone(),
+        kb_base: o.kb_base,
+        iodepth: o.iodepth,
+    }
+}
+
+/// Checks and converts every job of the invocation.
+pub fn plan(inv: &Invocation, dev: &DeviceConfig) -> Result<Plan> {
+    if inv.jobs.is_empty() {
+        bail!("no jobs given (use a job file or --name=...)");
+    }
+    let mut jobs = Vec::new();
+    let mut metas = Vec::new();
+    for job in &inv.jobs {
+        jobs.push(job_config(job, dev)?);
+        metas.push(meta(job));
+    }
+    Ok(Plan {
+        jobs,
+        metas,
+        global_options: Vec::new(),
+    })
+}
+
+/// Prints the report in the invocation's formats.
+pub fn write_formats(inv: &Invocation, rep: &RunReport, out: &mut impl Write) -> Result<()> {
+    let formats: Vec<Format> = inv
+        .formats
+        .iter()
+        .map(|f| match f {
+            OutputFormat::Normal => Format::Normal,
+            OutputFormat::Json => Format::Json,
+            OutputFormat::JsonPlus => Format::JsonPlus,
+            OutputFormat::Terse => Format::Terse(inv.terse_version),
+        })
+        .collect();
+    fio_write_formats(rep, &formats, out)?;
+    Ok(())
+}

@@ -1,0 +1,78 @@
+//! Shipped presets (compiled in, so the binary works from any directory) and loading a
+//! preset by name or from a TOML file.
+
+use anyhow::{bail, Context, Result};
+use flashpath_core::config::preset::{self, PresetError};
+use flashpath_core::device::DeviceConfig;
+use flashpath_core::host::HostConfig;
+
+/// (file name, text) of every shipped preset.
+pub const SHIPPED: &[(&str, &str)] = &[
+    (
+        "devices/emmc51-hs400-32g.toml",
+        include_str!("../../../presets/devices/emmc51-hs400-32g.toml"),
+    ),
+    (
+        "hosts/sprd-sc9863a.toml",
+        include_str!("../../../presets/hosts/sprd-sc9863a.toml"),
+    ),
+];
+
+pub const DEFAULT_DEVICE: &str = "emmc51-hs400-32g";
+pub const DEFAULT_HOST: &str = "sprd-sc9863a";
+
+/// Finds a shipped preset of `kind` by name.
+fn shipped(kind: &str, name: &str) -> Option<&'static str> {
+    SHIPPED.iter().map(|(_, t)| *t).find(|t| {
+        preset::header(t).is_some_and(|(k, n, _)| k == kind && n == name)
+    })
+}
+
+/// The text and origin (for errors) of a preset given by name or path.
+fn text_of(kind: &str, spec: &str) -> Result<(String, String)> {
+    if let Some(t) = shipped(kind, spec) {
+        return Ok((t.to_string(), format!("preset '{spec}'")));
+    }
+    let looks_like_path = spec.ends_with(".toml") || spec.contains('/');
+    if looks_like_path {
+        let text = std::fs::read_to_string(spec).with_context(|| format!("{spec}: cannot read preset file"))?;
+        return Ok((text, spec.to_string()));
+    }
+    let names: Vec<String> = SHIPPED
+        .iter()
+        .filter_map(|(_, t)| preset::header(t))
+        .filter(|(k, _, _)| k == kind)
+        .map(|(_, n, _)| n)
+        .collect();
+    bail!(
+        "unknown {kind} preset '{spec}' (shipped: {}; or give a path to a .toml file)",
+        names.join(", ")
+    )
+}
+
+fn preset_err(e: PresetError) -> anyhow::Error {
+    anyhow::anyhow!("{e}")
+}
+
+pub fn load_device(spec: &str, overrides: &[(String, String)]) -> Result<DeviceConfig> {
+    let (text, origin) = text_of("device", spec)?;
+    preset::load_device(&text, &origin, overrides).map_err(preset_err)
+}
+
+pub fn load_host(spec: &str, overrides: &[(String, String)]) -> Result<HostConfig> {
+    let (text, origin) = text_of("host", spec)?;
+    preset::load_host(&text, &origin, overrides).map_err(preset_err)
+}
+
+/// `flashpath presets`: one line each: kind, name, description.
+pub fn list() -> String {
+    let mut rows: Vec<(String, String, String)> = SHIPPED
+        .iter()
+        .filter_map(|(_, t)| preset::header(t))
+        .collect();
+    rows.sort();
+    let w = rows.iter().map(|r| r.1.len()).max().unwrap_or(0);
+    rows.iter()
+        .map(|(k, n, d)| format!("{k:<6}  {n:<w$}  {d}\n"))
+        .collect()
+}

@@ -1,0 +1,87 @@
+//! From the simulator's results to fio's result model: bytes and latencies carry over
+//! unchanged (ns), runtimes become ms, bandwidth samples are fio's KiB/s per 500 ms
+//! window (bwavgtime), IOPS samples per window likewise.
+
+use flashpath_core::stats::{JobStats, RunResult, BW_INTERVAL_NS};
+use flashpath_fio::report::model::{
+    Ddir, IoStat, JobHeader, JobReport, LatStat, LatencyBuckets, RunReport, UnifiedRw,
+};
+
+/// What the report needs to know about a job beyond what the simulator measured.
+#[derive(Clone, Debug)]
+pub struct JobMeta {
+    pub name: String,
+    pub groupid: u32,
+    pub job_options: Vec<(String, String)>,
+    pub header: JobHeader,
+    pub subjob_number: u32,
+    pub thread: bool,
+    pub group_reporting: bool,
+    pub unified_rw_reporting: UnifiedRw,
+    pub clat_percentiles: bool,
+    pub lat_percentiles: bool,
+    pub percentile_list: Vec<f64>,
+    pub kb_base: u32,
+    pub iodepth: u32,
+}
+
+/// The report's clock: simulated runs have no wall-clock time, and output must be the
+/// same bytes for the same inputs, so the report is stamped with the Unix epoch.
+pub const REPORT_TIME: &str = "Thu Jan  1 00:00:00 1970";
+
+fn window_samples(values: &[u64], full_windows: usize, scale: impl Fn(u64) -> u64) -> IoStat {
+    // fio samples only complete windows; a run shorter than one window has none.
+    let v: Vec<u64> = values.iter().take(full_windows).map(|&x| scale(x)).collect();
+    IoStat::from_samples(&v)
+}
+
+fn job_report(meta: &JobMeta, s: &JobStats) -> JobReport {
+    let mut r = JobReport::new(meta.name.clone(), meta.groupid);
+    r.job_options = meta.job_options.clone();
+    r.header = meta.header.clone();
+    r.subjob_number = meta.subjob_number;
+    r.thread = meta.thread;
+    r.group_reporting = meta.group_reporting;
+    r.unified_rw_reporting = meta.unified_rw_reporting;
+    r.clat_percentiles = meta.clat_percentiles;
+    r.lat_percentiles = meta.lat_percentiles;
+    r.percentile_list = meta.percentile_list.clone();
+    r.kb_base = meta.kb_base;
+    r.latency_depth = meta.iodepth;
+    let runtime_ms = s.runtime_ns / 1_000_000;
+    let full_windows = (s.runtime_ns / BW_INTERVAL_NS) as usize;
+    let mut buckets = LatencyBuckets::default();
+    for (i, d) in [Ddir::Read, Ddir::Write].into_iter().enumerate() {
+        let src = &s.dirs[i];
+        let dst = r.dir_mut(d);
+        dst.io_bytes = src.bytes;
+        dst.total_ios = src.ios;
+        dst.runtime_ms = if src.ios > 0 { runtime_ms } else { 0 };
+        dst.slat = LatStat::from_hist(src.slat.clone());
+        dst.clat = LatStat::from_hist(src.clat.clone());
+        dst.lat = LatStat::from_hist(src.lat.clone());
+        let kib_per_s = |bytes: u64| bytes * 1_000_000_000 / BW_INTERVAL_NS / 1024;
+        let per_s = |ios: u64| ios * 1_000_000_000 / BW_INTERVAL_NS;
+        dst.bw = window_samples(&src.bytes_per_interval, full_windows, kib_per_s);
+        dst.iops = window_samples(&src.ios_per_interval, full_windows, per_s);
+        buckets.merge(&LatencyBuckets::from_hist(&src.clat));
+    }
+    r.latency_buckets = buckets;
+    r.job_runtime_ms = runtime_ms;
+    r.sys_time_ms = s.sys_ns / 1_000_000;
+    r.ctx = s.ctx;
+    r.iodepth_level = s.depth_hist;
+    r
+}
+
+/// Builds fio's report for a run.
+pub fn build(metas: &[JobMeta], res: &RunResult, global_options: Vec<(String, String)>) -> RunReport {
+    let mut rep = RunReport::new(0, REPORT_TIME);
+    rep.global_options = global_options;
+    for (meta, s) in metas.iter().zip(&res.jobs) {
+        let mut jr = job_report(meta, s);
+        jr.elapsed_s = s.end_ns.div_ceil(1_000_000_000);
+        rep.jobs.push(jr);
+    }
+    rep
+}

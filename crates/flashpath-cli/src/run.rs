@@ -1,0 +1,144 @@
+//! `flashpath fio`: fio arguments in, a simulated run, fio's output formats out.
+
+use crate::{jobmap, presets, report};
+use anyhow::{anyhow, bail, Context, Result};
+use flashpath_core::host::DriverKind;
+use flashpath_core::sim::{Sim, SimConfig};
+use flashpath_core::stats::RunResult;
+use flashpath_fio::parse::{parse_command_line, Env};
+use std::io::{IsTerminal, Write};
+use std::time::{Duration, Instant};
+
+/// flashpath's own options, taken out of the fio arguments.
+#[derive(Debug, Default)]
+pub struct Options {
+    pub device: Option<String>,
+    pub host: Option<String>,
+    pub driver: Option<String>,
+    /// (`device.` or `host.` field, value)
+    pub sets: Vec<(String, String)>,
+}
+
+/// Splits flashpath's options (`--device X` or `--device=X`, likewise --host, --driver,
+/// --set) from the fio arguments, which keep their order.
+pub fn split_options(args: &[String]) -> Result<(Options, Vec<String>)> {
+    let mut o = Options::default();
+    let mut rest = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let a = &args[i];
+        let mut take = |key: &str| -> Result<Option<String>> {
+            if a == key {
+                i += 1;
+                return args
+                    .get(i)
+                    .cloned()
+                    .map(Some)
+                    .ok_or_else(|| anyhow!("{key} needs a value"));
+            }
+            Ok(a.strip_prefix(&format!("{key}=")).map(str::to_string))
+        };
+        if let Some(v) = take("--device")? {
+            o.device = Some(v);
+        } else if let Some(v) = take("--host")? {
+            o.host = Some(v);
+        } else if let Some(v) = take("--driver")? {
+            o.driver = Some(v);
+        } else if let Some(v) = take("--set")? {
+            let (f, val) = v
+                .split_once('=')
+                .ok_or_else(|| anyhow!("--set {v}: expected FIELD=VALUE"))?;
+            if !(f.starts_with("device.") || f.starts_with("host.")) {
+                bail!("--set {v}: the field must start with 'device.' or 'host.'");
+            }
+            o.sets.push((f.to_string(), val.to_string()));
+        } else {
+            rest.push(a.clone());
+        }
+        i += 1;
+    }
+    Ok((o, rest))
+}
+
+fn overrides(o: &Options, prefix: &str) -> Vec<(String, String)> {
+    o.sets
+        .iter()
+        .filter_map(|(f, v)| f.strip_prefix(prefix).map(|f| (f.to_string(), v.clone())))
+        .collect()
+}
+
+/// Builds the simulated system for the options given.
+pub fn system(o: &Options) -> Result<(flashpath_core::host::HostConfig, flashpath_core::device::DeviceConfig, DriverKind)> {
+    let host = presets::load_host(
+        o.host.as_deref().unwrap_or(presets::DEFAULT_HOST),
+        &overrides(o, "host."),
+    )?;
+    let device = presets::load_device(
+        o.device.as_deref().unwrap_or(presets::DEFAULT_DEVICE),
+        &overrides(o, "device."),
+    )?;
+    let driver = match &o.driver {
+        Some(d) => DriverKind::parse(d).map_err(|e| anyhow!("--driver: {e}"))?,
+        None => host.default_driver,
+    };
+    Ok((host, device, driver))
+}
+
+/// Runs the simulation, with a progress line on standard error for long runs when it
+/// is a terminal.
+pub fn simulate(cfg: SimConfig) -> Result<RunResult> {
+    let mut sim = Sim::new(cfg).map_err(|e| anyhow!("{e}"))?;
+    let show = std::io::stderr().is_terminal();
+    let wall = Instant::now();
+    let mut last = wall;
+    let step = 50_000_000; // 50 ms of simulated time between checks
+    let mut limit = step;
+    let mut shown = false;
+    while sim.run_until(limit) {
+        limit += step;
+        if show && last.elapsed() > Duration::from_millis(500) && wall.elapsed() > Duration::from_secs(2) {
+            last = Instant::now();
+            let (now, ios) = sim.progress();
+            let secs = wall.elapsed().as_secs_f64();
+            eprint!(
+                "\rflashpath: {ios} I/Os, {:.3} s simulated, {:.0} I/Os per second   ",
+                now as f64 / 1e9,
+                ios as f64 / secs
+            );
+            shown = true;
+        }
+    }
+    if shown {
+        eprintln!();
+    }
+    Ok(sim.finish())
+}
+
+pub fn fio_command(args: &[String]) -> Result<()> {
+    let (opts, fio_args) = split_options(args)?;
+    let env = Env::from_process();
+    let inv = parse_command_line(&fio_args, &env).map_err(|e| anyhow!("{e}"))?;
+    let (host, device, driver) = system(&opts)?;
+    let plan = jobmap::plan(&inv, &device)?;
+    if inv.parse_only {
+        return Ok(());
+    }
+    let cfg = SimConfig {
+        host,
+        device,
+        driver,
+        jobs: plan.jobs,
+        precondition: true,
+    };
+    let result = simulate(cfg)?;
+    let rep = report::build(&plan.metas, &result, plan.global_options);
+    let mut out: Box<dyn Write> = match &inv.output {
+        Some(p) => Box::new(std::io::BufWriter::new(
+            std::fs::File::create(p).with_context(|| format!("{}: cannot create output file", p.display()))?,
+        )),
+        None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
+    };
+    jobmap::write_formats(&inv, &rep, &mut out).context("writing the report")?;
+    out.flush().context("writing the report")?;
+    Ok(())
+}
