@@ -670,6 +670,10 @@ impl PageMappedDevice {
         let prog = &mut self.die_prog[die as usize];
         prog.units = units;
         prog.active = false;
+        // A GC that found no victim (blocks still being programmed) retries now.
+        if self.ftl.needs_gc(die) {
+            self.schedule_gc(now, die, out);
+        }
         if self.active_write.is_some() {
             self.continue_write(now, out);
         } else {
@@ -1138,6 +1142,65 @@ mod tests {
                 }
             )]
         );
+    }
+
+    #[test]
+    fn discard_unmaps_buffered_and_programmed_data() {
+        let mut d = dev();
+        let mut out = Outbox::new();
+        // One full row (LPN 0..8) goes to NAND; LPN 8 stays waiting in the buffer.
+        d.handle(0, cmd(1, DevOp::Write, 0, 72), &mut out);
+        let (timers, _) = out.drain();
+        let timers: Vec<_> = timers.collect();
+        for (t, i) in timers {
+            d.handle(t, i, &mut out);
+        }
+        out.clear();
+        let t = 2_000_000;
+        d.handle(t, cmd(2, DevOp::Discard, 0, 72), &mut out);
+        // Firmware, then one map lookup for segment 0 (cached by the program's update).
+        let done = t + FW + LOOKUP;
+        assert_eq!(
+            out.emits(),
+            &[(
+                done,
+                Output::Done {
+                    tag: 2,
+                    status: DevStatus::Ok
+                }
+            )]
+        );
+        assert_eq!(d.stats().discarded_slots, 9);
+        assert_eq!(d.write_buffer().waiting(), 0);
+        d.check_invariants();
+        out.clear();
+        // Reading discarded data costs only firmware and the map lookup.
+        d.handle(done, cmd(3, DevOp::Read, 0, 8), &mut out);
+        let r = done + FW + FW4K + LOOKUP;
+        assert_eq!(
+            out.emits(),
+            &[(
+                r,
+                Output::ReadReady {
+                    tag: 3,
+                    last_ready: r
+                }
+            )]
+        );
+        // A flush has nothing left to program: the dead slot is dropped.
+        out.clear();
+        d.handle(r, cmd(4, DevOp::Flush, 0, 0), &mut out);
+        assert_eq!(
+            out.emits(),
+            &[(
+                r + FW,
+                Output::Done {
+                    tag: 4,
+                    status: DevStatus::Ok
+                }
+            )]
+        );
+        assert!(out.timers().is_empty());
     }
 
     #[test]
