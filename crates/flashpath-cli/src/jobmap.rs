@@ -259,9 +259,12 @@ fn meta(job: &Job) -> JobMeta {
     JobMeta {
         name: job.name.clone(),
         groupid: job.group_id,
+        // JSON "job options" lists what the job's own section set; inherited global
+        // options go to "global options".
         job_options: job
             .set_options
             .iter()
+            .filter(|s| !s.inherited)
             .filter_map(|s| s.value.clone().map(|v| (s.name.clone(), v)))
             .collect(),
         header: JobHeader {
@@ -297,10 +300,15 @@ pub fn plan(inv: &Invocation, dev: &DeviceConfig) -> Result<Plan> {
         jobs.push(job_config(job, dev)?);
         metas.push(meta(job));
     }
+    let global_options = inv
+        .global_options
+        .iter()
+        .filter_map(|s| s.value.clone().map(|v| (s.name.clone(), v)))
+        .collect();
     Ok(Plan {
         jobs,
         metas,
-        global_options: Vec::new(),
+        global_options,
     })
 }
 
