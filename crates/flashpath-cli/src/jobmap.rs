@@ -9,7 +9,7 @@ use anyhow::{bail, Result};
 use flashpath_core::device::DeviceConfig;
 use flashpath_core::workload::{self as wl, BlockSizes, Distribution, JobConfig, Pattern};
 use flashpath_fio::parse::{
-    IoEngine, Invocation, Job, OutputFormat, RandomDistribution, RwModifier, SizeSpec,
+    Invocation, IoEngine, Job, OutputFormat, RandomDistribution, RwModifier, SizeSpec,
 };
 use flashpath_fio::report::model::{JobHeader, RunReport, UnifiedRw};
 use flashpath_fio::report::{write_formats as fio_write_formats, Format};
@@ -90,7 +90,12 @@ fn size_bytes(spec: SizeSpec, capacity: u64, what: &str, job: &Job) -> Result<u6
 fn block_sizes(job: &Job, d: usize) -> BlockSizes {
     let o = &job.options;
     if !o.bssplit[d].is_empty() {
-        return BlockSizes::Split(o.bssplit[d].iter().map(|e| (e.bs_bytes, e.percent)).collect());
+        return BlockSizes::Split(
+            o.bssplit[d]
+                .iter()
+                .map(|e| (e.bs_bytes, e.percent))
+                .collect(),
+        );
     }
     if let Some((min, max)) = o.bsrange_bytes[d] {
         return BlockSizes::Range {
@@ -144,7 +149,11 @@ fn check_modelled(job: &Job) -> Result<()> {
         );
     }
     if o.rw.mode.trims() {
-        bail!("rw={}{} is not modelled by flashpath (trims)", o.rw.mode.as_fio(), at("rw"));
+        bail!(
+            "rw={}{} is not modelled by flashpath (trims)",
+            o.rw.mode.as_fio(),
+            at("rw")
+        );
     }
     match o.random_distribution {
         RandomDistribution::Random => {}
@@ -199,7 +208,11 @@ fn job_config(job: &Job, dev: &DeviceConfig) -> Result<JobConfig> {
         wl::Submission::Sync
     } else {
         let depth = o.iodepth.max(1);
-        let batch = if o.iodepth_batch == 0 { depth } else { o.iodepth_batch };
+        let batch = if o.iodepth_batch == 0 {
+            depth
+        } else {
+            o.iodepth_batch
+        };
         wl::Submission::Async {
             depth,
             batch_submit: batch.min(depth).max(1),
@@ -234,7 +247,11 @@ fn job_config(job: &Job, dev: &DeviceConfig) -> Result<JobConfig> {
         norandommap: o.norandommap,
         submission,
         direct: o.direct,
-        runtime_ns: if o.runtime_ns > 0 { Some(o.runtime_ns) } else { None },
+        runtime_ns: if o.runtime_ns > 0 {
+            Some(o.runtime_ns)
+        } else {
+            None
+        },
         time_based: o.time_based,
         ramp_ns: o.ramp_time_ns,
         startdelay_ns: o.startdelay_ns.0,

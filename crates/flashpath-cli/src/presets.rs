@@ -23,9 +23,10 @@ pub const DEFAULT_HOST: &str = "sprd-sc9863a";
 
 /// Finds a shipped preset of `kind` by name.
 fn shipped(kind: &str, name: &str) -> Option<&'static str> {
-    SHIPPED.iter().map(|(_, t)| *t).find(|t| {
-        preset::header(t).is_some_and(|(k, n, _)| k == kind && n == name)
-    })
+    SHIPPED
+        .iter()
+        .map(|(_, t)| *t)
+        .find(|t| preset::header(t).is_some_and(|(k, n, _)| k == kind && n == name))
 }
 
 /// The text and origin (for errors) of a preset given by name or path.
@@ -35,7 +36,8 @@ fn text_of(kind: &str, spec: &str) -> Result<(String, String)> {
     }
     let looks_like_path = spec.ends_with(".toml") || spec.contains('/');
     if looks_like_path {
-        let text = std::fs::read_to_string(spec).with_context(|| format!("{spec}: cannot read preset file"))?;
+        let text = std::fs::read_to_string(spec)
+            .with_context(|| format!("{spec}: cannot read preset file"))?;
         return Ok((text, spec.to_string()));
     }
     let names: Vec<String> = SHIPPED

@@ -31,7 +31,11 @@ pub const REPORT_TIME: &str = "Thu Jan  1 00:00:00 1970";
 
 fn window_samples(values: &[u64], full_windows: usize, scale: impl Fn(u64) -> u64) -> IoStat {
     // fio samples only complete windows; a run shorter than one window has none.
-    let v: Vec<u64> = values.iter().take(full_windows).map(|&x| scale(x)).collect();
+    let v: Vec<u64> = values
+        .iter()
+        .take(full_windows)
+        .map(|&x| scale(x))
+        .collect();
     IoStat::from_samples(&v)
 }
 
@@ -75,7 +79,11 @@ fn job_report(meta: &JobMeta, s: &JobStats) -> JobReport {
 }
 
 /// Builds fio's report for a run.
-pub fn build(metas: &[JobMeta], res: &RunResult, global_options: Vec<(String, String)>) -> RunReport {
+pub fn build(
+    metas: &[JobMeta],
+    res: &RunResult,
+    global_options: Vec<(String, String)>,
+) -> RunReport {
     let mut rep = RunReport::new(0, REPORT_TIME);
     rep.global_options = global_options;
     for (meta, s) in metas.iter().zip(&res.jobs) {

@@ -68,7 +68,13 @@ fn overrides(o: &Options, prefix: &str) -> Vec<(String, String)> {
 }
 
 /// Builds the simulated system for the options given.
-pub fn system(o: &Options) -> Result<(flashpath_core::host::HostConfig, flashpath_core::device::DeviceConfig, DriverKind)> {
+pub fn system(
+    o: &Options,
+) -> Result<(
+    flashpath_core::host::HostConfig,
+    flashpath_core::device::DeviceConfig,
+    DriverKind,
+)> {
     let host = presets::load_host(
         o.host.as_deref().unwrap_or(presets::DEFAULT_HOST),
         &overrides(o, "host."),
@@ -96,7 +102,10 @@ pub fn simulate(cfg: SimConfig) -> Result<RunResult> {
     let mut shown = false;
     while sim.run_until(limit) {
         limit += step;
-        if show && last.elapsed() > Duration::from_millis(500) && wall.elapsed() > Duration::from_secs(2) {
+        if show
+            && last.elapsed() > Duration::from_millis(500)
+            && wall.elapsed() > Duration::from_secs(2)
+        {
             last = Instant::now();
             let (now, ios) = sim.progress();
             let secs = wall.elapsed().as_secs_f64();
@@ -134,7 +143,8 @@ pub fn fio_command(args: &[String]) -> Result<()> {
     let rep = report::build(&plan.metas, &result, plan.global_options);
     let mut out: Box<dyn Write> = match &inv.output {
         Some(p) => Box::new(std::io::BufWriter::new(
-            std::fs::File::create(p).with_context(|| format!("{}: cannot create output file", p.display()))?,
+            std::fs::File::create(p)
+                .with_context(|| format!("{}: cannot create output file", p.display()))?,
         )),
         None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
     };

@@ -63,8 +63,14 @@ fn hsq_legacy_column_is_reproduced_within_15_percent() {
         assert!(o.status.success(), "{rw}: {}", stderr(&o));
         let mib = json_bw_kib(&stdout(&o), dir) / 1024.0;
         let err = mib / published - 1.0;
-        println!("{rw:10} simulated {mib:7.2} MiB/s, published {published:6.2}, {:+.1} %", err * 100.0);
-        assert!(err.abs() <= 0.15, "{rw}: {mib:.2} MiB/s vs published {published} MiB/s");
+        println!(
+            "{rw:10} simulated {mib:7.2} MiB/s, published {published:6.2}, {:+.1} %",
+            err * 100.0
+        );
+        assert!(
+            err.abs() <= 0.15,
+            "{rw}: {mib:.2} MiB/s vs published {published} MiB/s"
+        );
     }
 }
 
@@ -111,8 +117,12 @@ fn presets_lists_kind_name_description() {
     let o = flashpath(&["presets"]);
     assert!(o.status.success());
     let out = stdout(&o);
-    assert!(out.lines().any(|l| l.starts_with("device") && l.contains("emmc51-hs400-32g")));
-    assert!(out.lines().any(|l| l.starts_with("host") && l.contains("sprd-sc9863a")));
+    assert!(out
+        .lines()
+        .any(|l| l.starts_with("device") && l.contains("emmc51-hs400-32g")));
+    assert!(out
+        .lines()
+        .any(|l| l.starts_with("host") && l.contains("sprd-sc9863a")));
 }
 
 /// Bad input: exit 1, one line on stderr containing `expect`, no panic.
@@ -120,8 +130,15 @@ fn rejects(args: &[&str], expect: &str) {
     let o = flashpath(args);
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: one line, got {err}");
-    assert!(err.contains(expect), "{args:?}: expected '{expect}' in {err}");
+    assert_eq!(
+        err.trim_end().lines().count(),
+        1,
+        "{args:?}: one line, got {err}"
+    );
+    assert!(
+        err.contains(expect),
+        "{args:?}: expected '{expect}' in {err}"
+    );
     assert!(!err.contains("panicked"), "{err}");
 }
 
@@ -134,17 +151,35 @@ fn bad_command_lines_are_one_line_errors() {
         v.extend_from_slice(&job);
         v
     };
-    rejects(&with(&["--device", "nosuch"]), "unknown device preset 'nosuch'");
+    rejects(
+        &with(&["--device", "nosuch"]),
+        "unknown device preset 'nosuch'",
+    );
     rejects(&with(&["--host", "nosuch"]), "unknown host preset 'nosuch'");
-    rejects(&with(&["--driver", "mmc-turbo"]), "unknown driver 'mmc-turbo'");
-    rejects(&with(&["--set", "device.nand.t_reed=5us"]), "device.nand.t_reed");
+    rejects(
+        &with(&["--driver", "mmc-turbo"]),
+        "unknown driver 'mmc-turbo'",
+    );
+    rejects(
+        &with(&["--set", "device.nand.t_reed=5us"]),
+        "device.nand.t_reed",
+    );
     rejects(&with(&["--set", "device.nand.t_read=fast"]), "nand.t_read");
-    rejects(&with(&["--set", "nand.t_read=5us"]), "must start with 'device.' or 'host.'");
+    rejects(
+        &with(&["--set", "nand.t_read=5us"]),
+        "must start with 'device.' or 'host.'",
+    );
     rejects(&with(&["--set", "host.cpu.cores=0"]), "cpu.cores");
-    rejects(&with(&["--device", "/nonexistent/dev.toml"]), "/nonexistent/dev.toml");
+    rejects(
+        &with(&["--device", "/nonexistent/dev.toml"]),
+        "/nonexistent/dev.toml",
+    );
     rejects(&with(&["--zonemode=zbd"]), "zonemode");
     rejects(&with(&["--direct=0"]), "buffered I/O");
     rejects(&with(&["--ioengine=mmap"]), "ioengine=mmap");
-    rejects(&["fio", "--name=t", "--rw=trim", "--size=1m", "--direct=1"], "trim");
+    rejects(
+        &["fio", "--name=t", "--rw=trim", "--size=1m", "--direct=1"],
+        "trim",
+    );
     rejects(&["bogus"], "unknown command 'bogus'");
 }

@@ -563,7 +563,7 @@ impl Sim {
             {
                 break;
             }
-            let spec = th.src.next();
+            let spec = th.src.next_io();
             let nbios = spec.len.div_ceil(max_bytes) as u32;
             if let Submission::Async { .. } = submission {
                 cost += c_syscall;

@@ -73,7 +73,13 @@ impl<I, O> Outbox<I, O> {
         &self.emits
     }
     /// Takes everything out, in the order it was written.
-    pub fn drain(&mut self) -> (std::vec::Drain<'_, (SimTime, I)>, std::vec::Drain<'_, (SimTime, O)>) {
+    #[allow(clippy::type_complexity)]
+    pub fn drain(
+        &mut self,
+    ) -> (
+        std::vec::Drain<'_, (SimTime, I)>,
+        std::vec::Drain<'_, (SimTime, O)>,
+    ) {
         (self.timers.drain(..), self.emits.drain(..))
     }
     pub fn is_empty(&self) -> bool {

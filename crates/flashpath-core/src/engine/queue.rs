@@ -82,6 +82,9 @@ mod tests {
         q.push(7, "x");
         q.push(10, "d");
         let order: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
-        assert_eq!(order, vec![(5, "a"), (7, "x"), (10, "b"), (10, "c"), (10, "d")]);
+        assert_eq!(
+            order,
+            vec![(5, "a"), (7, "x"), (10, "b"), (10, "c"), (10, "d")]
+        );
     }
 }

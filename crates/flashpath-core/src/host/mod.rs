@@ -313,14 +313,14 @@ impl RawHost {
         };
         let b = &self.bus;
         let data_bytes_per_s = rate_field("bus.data_rate", &b.data_rate)?;
-        if data_bytes_per_s < 1_000_000 || data_bytes_per_s > 100_000_000_000 {
+        if !(1_000_000..=100_000_000_000).contains(&data_bytes_per_s) {
             return Err(ConfigError::new(
                 "bus.data_rate",
                 "must be between 1MB/s and 100GB/s",
             ));
         }
         let clock_hz = hz_field("bus.cmd_clock", &b.cmd_clock)?;
-        if clock_hz < 100_000 || clock_hz > 10_000_000_000 {
+        if !(100_000..=10_000_000_000).contains(&clock_hz) {
             return Err(ConfigError::new(
                 "bus.cmd_clock",
                 "must be between 100kHz and 10GHz",

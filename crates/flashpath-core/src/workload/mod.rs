@@ -55,7 +55,11 @@ pub enum Distribution {
 pub enum BlockSizes {
     Fixed(u64),
     /// Any multiple of `min` in `min..=max` (or any size with `unaligned`), uniformly.
-    Range { min: u64, max: u64, unaligned: bool },
+    Range {
+        min: u64,
+        max: u64,
+        unaligned: bool,
+    },
     /// (size, weight%) pairs; weights sum to 100.
     Split(Vec<(u64, u32)>),
 }
@@ -182,7 +186,10 @@ impl JobConfig {
     /// Checks the invariants the simulator relies on.
     pub fn validate(&self) -> Result<(), String> {
         let min_bs = self.bs[0].min().min(self.bs[1].min());
-        if min_bs == 0 || min_bs % 512 != 0 || self.bs.iter().any(|b| b.max() % 512 != 0) {
+        if min_bs == 0
+            || !min_bs.is_multiple_of(512)
+            || self.bs.iter().any(|b| !b.max().is_multiple_of(512))
+        {
             return Err(format!(
                 "job '{}': block sizes must be non-zero multiples of 512 bytes",
                 self.name
@@ -194,8 +201,11 @@ impl JobConfig {
                 self.name, self.size
             ));
         }
-        if self.offset % 512 != 0 {
-            return Err(format!("job '{}': offset must be a multiple of 512", self.name));
+        if !self.offset.is_multiple_of(512) {
+            return Err(format!(
+                "job '{}': offset must be a multiple of 512",
+                self.name
+            ));
         }
         if self.read_pct > 100 {
             return Err(format!("job '{}': rwmixread above 100", self.name));
@@ -268,7 +278,7 @@ impl IoSource {
     }
 
     /// The next I/O.
-    pub fn next(&mut self) -> IoSpec {
+    pub fn next_io(&mut self) -> IoSpec {
         let dir = match self.read_pct {
             100 => Dir::Read,
             0 => Dir::Write,

@@ -78,10 +78,17 @@ impl OffsetGen {
             return 0;
         }
         let bits = 64 - (n - 1).leading_zeros();
-        let mask = if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 };
+        let mask = if bits == 64 {
+            u64::MAX
+        } else {
+            (1u64 << bits) - 1
+        };
         let mut x = rank;
         loop {
-            x = (x.wrapping_mul(0x9E37_79B9_7F4A_7C15 | 1).wrapping_add(0x632B_E59B)) & mask;
+            x = (x
+                .wrapping_mul(0x9E37_79B9_7F4A_7C15 | 1)
+                .wrapping_add(0x632B_E59B))
+                & mask;
             if x < n {
                 return x;
             }
@@ -207,7 +214,10 @@ mod tests {
         for _ in 0..2000 {
             seen[(g.next(4096) / 4096) as usize] += 1;
         }
-        assert!(seen.iter().all(|&c| c == 2), "each block exactly once per pass");
+        assert!(
+            seen.iter().all(|&c| c == 2),
+            "each block exactly once per pass"
+        );
     }
 
     #[test]
