@@ -202,3 +202,61 @@ fn every_io_completes_once_and_runs_are_deterministic() {
     let b = run(cfg).unwrap();
     assert_eq!(format!("{a:?}"), format!("{b:?}"));
 }
+
+mod swarm {
+    //! Swarm test: random small configurations; every run ends, every I/O completes
+    //! exactly once (the simulator asserts it in `finish`), and each job moves exactly
+    //! its io_size.
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+        #[test]
+        fn random_configurations_complete(
+            njobs in 1usize..6,
+            seed in 0u64..1000,
+            bs_shift in 0u32..5,
+            read_pct in prop::sample::select(vec![0u32, 30, 100]),
+            random in any::<bool>(),
+            depth in 1u32..16,
+            async_engine in any::<bool>(),
+            scheduler_none in any::<bool>(),
+        ) {
+            let (mut host, dev) = preset_system();
+            if !scheduler_none {
+                host.block.scheduler = flashpath_core::host::Scheduler::MqDeadline;
+            }
+            let jobs: Vec<JobConfig> = (0..njobs)
+                .map(|i| {
+                    let bs = 4096u64 << ((bs_shift + i as u32) % 5);
+                    let mut j = JobConfig::simple(
+                        "swarm",
+                        if random { Pattern::Random } else { Pattern::Sequential },
+                        read_pct,
+                        bs,
+                        8 << 20,
+                    );
+                    j.offset = (i as u64) << 22;
+                    j.io_limit = 2 << 20;
+                    j.seed = seed + i as u64;
+                    if async_engine {
+                        j.submission = Submission::Async { depth, batch_submit: 1 + depth / 4, batch_complete_min: 1 };
+                    }
+                    j
+                })
+                .collect();
+            let res = run(SimConfig {
+                driver: host.default_driver,
+                host,
+                device: dev,
+                jobs: jobs.clone(),
+                precondition: false,
+            })
+            .unwrap();
+            for (j, c) in res.jobs.iter().zip(&jobs) {
+                prop_assert_eq!(j.dirs[0].bytes + j.dirs[1].bytes, c.io_limit);
+            }
+        }
+    }
+}
