@@ -150,6 +150,10 @@ proptest! {
         // writes below fill it several times over, so GC runs with valid data to copy.
         let mut cfg = DeviceConfig::small_test_device();
         cfg.nand_mut().unwrap().blocks_per_plane = 24;
+        // A map cache of 2 segments (of 4) with at most 1 dirty: loads, evictions and
+        // write-backs all the time.
+        cfg.nand_mut().unwrap().map_cache_bytes = 2 * 4096;
+        cfg.nand_mut().unwrap().map_dirty_limit = 1;
         cfg.capacity_bytes = 16 << 20; // 4096 LPNs
         let mut h = Harness::new(&cfg, 1);
         let lpns = h.dev.capacity_sectors() / 8;
@@ -190,7 +194,9 @@ proptest! {
         let d = h.dev.page_mapped().unwrap();
         d.check_invariants();
         prop_assert!(d.is_quiescent());
-        prop_assert!(d.stats().erases > 0 && d.stats().gc_copies > 0, "{:?}", d.stats());
+        let st = d.stats();
+        prop_assert!(st.erases > 0 && st.gc_copies > 0, "{:?}", st);
+        prop_assert!(st.map_writebacks > 0 && st.map_page_programs > 0, "{:?}", st);
         let ftl = d.page_map();
         for lpn in 0..lpns as u32 {
             let e = ftl.get(lpn);

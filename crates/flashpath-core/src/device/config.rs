@@ -90,6 +90,10 @@ pub struct RawMapCache {
     pub size: Option<String>,
     /// Controller time to look an entry up in a cached segment, e.g. "1us".
     pub t_lookup: Option<String>,
+    /// Most cached segments that may be dirty: past it, the oldest dirty segment is
+    /// written back to NAND (dirty segments are also written back when evicted). A count
+    /// of segments, at least 1; the cache's size in segments means "only on eviction".
+    pub dirty_limit: Option<u32>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -175,6 +179,7 @@ pub struct NandDeviceConfig {
     pub map_entry_bytes: u64,
     pub map_cache_bytes: u64,
     pub map_lookup_ns: u64,
+    pub map_dirty_limit: u32,
     pub write_buffer_bytes: u64,
     pub buffer_copy_bytes_per_s: u64,
     pub gc_threshold_blocks: u32,
@@ -264,6 +269,7 @@ impl DeviceConfig {
             map_entry_bytes: 4,
             map_cache_bytes: 16 * 4096,
             map_lookup_ns: 1_000,
+            map_dirty_limit: 16,
             write_buffer_bytes: 256 * 1024,
             buffer_copy_bytes_per_s: 1_000_000_000,
             gc_threshold_blocks: 3,
@@ -307,6 +313,16 @@ impl DeviceConfig {
 fn req<'a, T>(v: &'a Option<T>, field: &str) -> Result<&'a T, ConfigError> {
     v.as_ref()
         .ok_or_else(|| ConfigError::new(field, "is missing"))
+}
+
+fn count_in(field: &str, v: u32, max: u32) -> Result<u32, ConfigError> {
+    if v == 0 || v > max {
+        return Err(ConfigError::new(
+            field,
+            format!("{v} is outside the plausible range 1..={max}"),
+        ));
+    }
+    Ok(v)
 }
 
 fn positive(field: &str, v: u32) -> Result<u32, ConfigError> {
@@ -367,14 +383,20 @@ pub fn validate(raw: &RawDeviceConfig) -> Result<DeviceConfig, ConfigError> {
             format!("{capacity} must be a non-zero multiple of 512 bytes"),
         ));
     }
-    let channels = positive("geometry.channels", *req(&g.channels, "geometry.channels")?)?;
-    let dies_per_channel = positive(
+    let channels = count_in(
+        "geometry.channels",
+        *req(&g.channels, "geometry.channels")?,
+        256,
+    )?;
+    let dies_per_channel = count_in(
         "geometry.dies_per_channel",
         *req(&g.dies_per_channel, "geometry.dies_per_channel")?,
+        256,
     )?;
-    let planes_per_die = positive(
+    let planes_per_die = count_in(
         "geometry.planes_per_die",
         *req(&g.planes_per_die, "geometry.planes_per_die")?,
+        16,
     )?;
     let page_size = req(&g.page_size, "geometry.page_size")?;
     let page_bytes = multiple_of_4k("geometry.page_size", page_size)?;
@@ -478,6 +500,11 @@ pub fn validate(raw: &RawDeviceConfig) -> Result<DeviceConfig, ConfigError> {
         100_000,
     )?;
 
+    let map_dirty_limit = positive(
+        "map_cache.dirty_limit",
+        *req(&m.dirty_limit, "map_cache.dirty_limit")?,
+    )?;
+
     let w = req(&raw.write_buffer, "write_buffer")?;
     let wb_size = req(&w.size, "write_buffer.size")?;
     let copy_rate = req(&w.copy_rate, "write_buffer.copy_rate")?;
@@ -526,11 +553,13 @@ pub fn validate(raw: &RawDeviceConfig) -> Result<DeviceConfig, ConfigError> {
         map_entry_bytes,
         map_cache_bytes,
         map_lookup_ns,
+        map_dirty_limit,
         write_buffer_bytes,
         buffer_copy_bytes_per_s,
         gc_threshold_blocks,
         gc_copy,
     };
+    check_capacity(capacity_bytes, &nand).map_err(|r| ConfigError::new("geometry.capacity", r))?;
     if write_buffer_bytes < nand.slots_per_row() as u64 * LPN_BYTES {
         return Err(ConfigError::new(
             "write_buffer.size",
@@ -541,7 +570,6 @@ pub fn validate(raw: &RawDeviceConfig) -> Result<DeviceConfig, ConfigError> {
             ),
         ));
     }
-    check_capacity(capacity_bytes, &nand).map_err(|r| ConfigError::new("geometry.capacity", r))?;
     Ok(DeviceConfig {
         name: req(&raw.name, "name")?.clone(),
         description: req(&raw.description, "description")?.clone(),
@@ -555,24 +583,25 @@ pub fn validate(raw: &RawDeviceConfig) -> Result<DeviceConfig, ConfigError> {
 /// share of user data plus `gc_threshold_blocks + 2` spare blocks (host and GC open
 /// blocks), and physical addresses must fit in 31 bits.
 pub fn check_capacity(capacity_bytes: u64, n: &NandDeviceConfig) -> Result<(), String> {
-    let raw = n.raw_bytes();
-    if capacity_bytes > raw {
+    // In u128: absurd geometries must be reported, not overflow.
+    let dies = n.channels as u128 * n.dies_per_channel as u128;
+    let block_bytes = n.planes_per_die as u128 * n.pages_per_block as u128 * n.page_bytes as u128;
+    let raw = dies * n.blocks_per_plane as u128 * block_bytes;
+    if capacity_bytes as u128 > raw {
         return Err(format!(
             "{capacity_bytes} bytes exceeds the raw NAND capacity {raw} bytes"
         ));
     }
-    let raw_slots = raw / LPN_BYTES;
-    if raw_slots >= (1 << 31) {
+    if raw / LPN_BYTES as u128 >= (1 << 31) {
         return Err(format!(
             "raw capacity {raw} bytes exceeds the model's limit of 8 TiB"
         ));
     }
-    let user_lpns = capacity_bytes.div_ceil(LPN_BYTES);
-    let dies = n.dies() as u64;
+    let user_lpns = capacity_bytes.div_ceil(LPN_BYTES) as u128;
     // Each die may end up holding its round-robin share, rounded up.
     let per_die_slots = user_lpns.div_ceil(dies);
-    let per_die_blocks = per_die_slots.div_ceil(n.slots_per_block() as u64);
-    let spare = n.blocks_per_plane as u64 as i128 - per_die_blocks as i128;
+    let per_die_blocks = per_die_slots.div_ceil(block_bytes / LPN_BYTES as u128);
+    let spare = n.blocks_per_plane as i128 - per_die_blocks as i128;
     let need = n.gc_threshold_blocks as i128 + 2;
     if spare < need {
         return Err(format!(

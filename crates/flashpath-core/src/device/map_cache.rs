@@ -1,10 +1,14 @@
 //! The controller's L2P map cache: whole map segments (one NAND map page each, e.g.
 //! 4096 entries × 4 B = 16 KiB covering 16 MiB of LBAs) held in SRAM, least recently
 //! used evicted first. Only which segments are cached (and dirty) is modelled here; the
-//! device charges the NAND read of a miss and the program of a dirty eviction.
+//! device charges the NAND read of a miss and the write-back of a dirty segment, when
+//! it is evicted or when more segments are dirty than the firmware allows (the oldest
+//! dirty one is written back first).
 //!
 //! Memory: two `u32` per segment of the whole LBA space (16 KiB per 64 GiB of user
 //! capacity at 16 MiB per segment) plus a few words per cache slot.
+
+use std::collections::VecDeque;
 
 const NONE: u32 = u32::MAX;
 
@@ -24,6 +28,10 @@ pub struct MapCache {
     slot_of: Vec<u32>,
     seg: Vec<u32>,
     dirty: Vec<bool>,
+    /// Segments in the order they became dirty (may hold stale entries: segments since
+    /// cleaned or evicted, skipped when popped).
+    dirty_order: VecDeque<u32>,
+    dirty_count: u32,
     prev: Vec<u32>,
     next: Vec<u32>,
     /// Most recently used.
@@ -41,6 +49,8 @@ impl MapCache {
             slot_of: vec![NONE; segments as usize],
             seg: vec![NONE; cap],
             dirty: vec![false; cap],
+            dirty_order: VecDeque::with_capacity(2 * cap),
+            dirty_count: 0,
             prev: vec![NONE; cap],
             next: vec![NONE; cap],
             head: NONE,
@@ -92,7 +102,9 @@ impl MapCache {
                 self.unlink(s);
                 self.push_front(s);
             }
-            self.dirty[s as usize] |= dirty;
+            if dirty && !self.dirty[s as usize] {
+                self.mark_dirty(s, segment);
+            }
             return MapAccess::Hit;
         }
         let mut evicted_dirty = None;
@@ -105,20 +117,52 @@ impl MapCache {
             let old = self.seg[victim as usize];
             self.slot_of[old as usize] = NONE;
             if self.dirty[victim as usize] {
+                self.dirty[victim as usize] = false;
+                self.dirty_count -= 1;
                 evicted_dirty = Some(old);
             }
             victim
         };
         self.seg[s as usize] = segment;
-        self.dirty[s as usize] = dirty;
+        self.dirty[s as usize] = false;
         self.slot_of[segment as usize] = s;
         self.push_front(s);
+        if dirty {
+            self.mark_dirty(s, segment);
+        }
         MapAccess::Miss { evicted_dirty }
+    }
+
+    fn mark_dirty(&mut self, slot: u32, segment: u32) {
+        self.dirty[slot as usize] = true;
+        self.dirty_count += 1;
+        if self.dirty_order.len() >= 2 * self.seg.len() {
+            // Drop stale entries (amortised: at most once per capacity transitions).
+            let (slot_of, dirty) = (&self.slot_of, &self.dirty);
+            self.dirty_order.retain(|&g| {
+                let s = slot_of[g as usize];
+                s != NONE && dirty[s as usize]
+            });
+        }
+        self.dirty_order.push_back(segment);
+    }
+
+    /// Cleans the segment that has been dirty longest and returns it (for write-back).
+    pub fn pop_oldest_dirty(&mut self) -> Option<u32> {
+        while let Some(g) = self.dirty_order.pop_front() {
+            let s = self.slot_of[g as usize];
+            if s != NONE && self.dirty[s as usize] {
+                self.dirty[s as usize] = false;
+                self.dirty_count -= 1;
+                return Some(g);
+            }
+        }
+        None
     }
 
     /// Cached segments that are dirty.
     pub fn dirty_count(&self) -> u32 {
-        (0..self.used as usize).filter(|&i| self.dirty[i]).count() as u32
+        self.dirty_count
     }
 }
 

@@ -127,7 +127,10 @@ pub struct DeviceStats {
     pub map_misses: u64,
     /// Map loads caused by map updates (programs, GC, discard) rather than lookups.
     pub map_update_loads: u64,
+    /// Dirty map segments written back (evicted, or over the dirty limit).
     pub map_writebacks: u64,
+    /// Map pages programmed (each gathers several written-back segments).
+    pub map_page_programs: u64,
     /// Writes that found the buffer full (counted once per wait).
     pub write_stalls: u64,
     pub write_stall_ns: u64,

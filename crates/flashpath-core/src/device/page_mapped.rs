@@ -34,10 +34,13 @@
 //!   goes to the next die in round-robin order and waits for it if it is busy, skipping
 //!   only a die that has no block to write into until its GC frees one.
 //! - Map pages live in a reserved area outside the data blocks: a miss costs tR plus
-//!   the channel transfer of the segment on die `segment % dies`; a dirty segment is
-//!   written back (channel + tPROG) when evicted. Map updates of programs and GC
-//!   moves mark segments dirty (loading them in the background if needed). Flush does
-//!   not write back dirty map segments.
+//!   the channel transfer of the segment from the die holding it (initially
+//!   `segment % dies`). A dirty segment is written back when evicted, or when more than
+//!   `map_dirty_limit` segments are dirty (oldest first); written-back segments are
+//!   gathered into a map page that is programmed (channel + tPROG) on the next die in
+//!   turn when full. Map updates of programs, GC moves and discards mark segments dirty
+//!   (loading them in the background if needed). Map pages do not count in write
+//!   amplification. Flush does not write back dirty map segments.
 //! - GC moves are committed to the map when the step is booked; a GC row is programmed
 //!   when it is full.
 //! - No SLC cache, no wear levelling beyond FIFO reuse of erased blocks, no power loss.
@@ -97,6 +100,11 @@ pub struct PageMappedDevice {
     /// A flush waiting for the buffer to drain: (tag, firmware done).
     flush: Option<(u32, SimTime)>,
     buffer_data_ready: SimTime,
+    /// Die holding each map segment's current copy in NAND.
+    seg_die: Vec<u16>,
+    /// Dirty segments gathered for the next map page program, and its die.
+    map_batch_bytes: u64,
+    map_batch_die: u32,
     stats: DeviceStats,
     take_scratch: Vec<(u32, u32)>,
     gc_scratch: Vec<(Lpn, Ppa)>,
@@ -107,6 +115,7 @@ impl PageMappedDevice {
         let user_lpns = capacity_bytes.div_ceil(LPN_BYTES);
         assert!(user_lpns < BUF_FLAG as u64);
         let dies = c.dies();
+        assert!(dies <= u16::MAX as u32 + 1);
         let ftl = PageMap::new(
             user_lpns as u32,
             dies,
@@ -146,6 +155,9 @@ impl PageMappedDevice {
             active_write: None,
             flush: None,
             buffer_data_ready: 0,
+            seg_die: (0..segments).map(|s| (s % dies) as u16).collect(),
+            map_batch_bytes: 0,
+            map_batch_die: 0,
             stats: DeviceStats::default(),
             take_scratch: vec![(0, 0); row],
             gc_scratch: vec![(0, 0); row],
@@ -347,18 +359,32 @@ impl PageMappedDevice {
     /// A map update (program completed, GC move, discard): the segment becomes dirty;
     /// if it is not cached it is loaded first (background NAND read).
     fn map_update(&mut self, segment: u32, t: SimTime) {
+        let mut t = t;
         if let MapAccess::Miss { evicted_dirty } = self.map.access(segment, true) {
             self.stats.map_update_loads += 1;
-            let loaded = self.map_load(segment, t);
+            t = self.map_load(segment, t);
             if let Some(seg) = evicted_dirty {
-                self.map_writeback(seg, loaded);
+                self.map_writeback(seg, t);
             }
+        }
+        self.enforce_dirty_limit(t);
+    }
+
+    /// Writes back the oldest dirty segments while more are dirty than allowed.
+    fn enforce_dirty_limit(&mut self, t: SimTime) {
+        while self.map.dirty_count() > self.c.map_dirty_limit {
+            let seg = self
+                .map
+                .pop_oldest_dirty()
+                .expect("dirty count without a dirty segment");
+            self.map_writeback(seg, t);
         }
     }
 
-    /// Reads map page `segment` from its die: tR, then the segment over the channel.
+    /// Reads map page `segment` from the die holding it: tR, then the segment over the
+    /// channel.
     fn map_load(&mut self, segment: u32, t: SimTime) -> SimTime {
-        let die = segment % self.c.dies();
+        let die = self.seg_die[segment as usize] as u32;
         let ch = self.channel_of(die);
         let (_, tr_end) = self.dies[die as usize].book(t, self.c.t_read_ns);
         self.page_reg[(die * self.c.planes_per_die) as usize] = NONE;
@@ -369,16 +395,25 @@ impl PageMappedDevice {
         end
     }
 
-    /// Writes dirty map page `segment` back to its die: channel in, then tPROG.
+    /// Writes dirty segment `segment` back: it joins the map page being gathered, which
+    /// is programmed (channel in, tPROG) on the next die in turn once it is full.
     fn map_writeback(&mut self, segment: u32, t: SimTime) {
-        let die = segment % self.c.dies();
-        let ch = self.channel_of(die);
-        let start = t.max(self.dies[die as usize].free_at());
-        let xfer = self.c.channel_ns(self.c.map_segment_bytes());
-        let (_, xend) = self.channels[ch].book(start, xfer);
-        self.dies[die as usize].book(start, xend - start + self.c.t_prog_ns);
-        self.invalidate_registers(die);
+        let seg_bytes = self.c.map_segment_bytes();
         self.stats.map_writebacks += 1;
+        self.seg_die[segment as usize] = self.map_batch_die as u16;
+        self.map_batch_bytes += seg_bytes;
+        if self.map_batch_bytes + seg_bytes > self.c.page_bytes {
+            let die = self.map_batch_die;
+            let ch = self.channel_of(die);
+            let start = t.max(self.dies[die as usize].free_at());
+            let xfer = self.c.channel_ns(self.map_batch_bytes);
+            let (_, xend) = self.channels[ch].book(start, xfer);
+            self.dies[die as usize].book(start, xend - start + self.c.t_prog_ns);
+            self.invalidate_registers(die);
+            self.stats.map_page_programs += 1;
+            self.map_batch_bytes = 0;
+            self.map_batch_die = (die + 1) % self.c.dies();
+        }
     }
 
     #[inline]
@@ -733,6 +768,7 @@ impl PageMappedDevice {
                     // The entry is cleared in the cached segment, which becomes dirty.
                     t = self.map_lookup(seg, t);
                     self.map.access(seg, true);
+                    self.enforce_dirty_limit(t);
                     last_seg = seg;
                 }
             }
@@ -1201,6 +1237,51 @@ mod tests {
             )]
         );
         assert!(out.timers().is_empty());
+    }
+
+    #[test]
+    fn dirty_segments_over_the_limit_are_written_back_in_map_pages() {
+        let mut cfg = DeviceConfig::small_test_device();
+        cfg.nand_mut().unwrap().map_dirty_limit = 1;
+        cfg.nand_mut().unwrap().map_cache_bytes = 2 * 4096;
+        let mut d = PageMappedDevice::new(cfg.nand().unwrap(), cfg.capacity_bytes);
+        let mut out = Outbox::new();
+        // One row in each of segments 0..5 (1024 LPNs = 8192 sectors apart).
+        let mut t = 0;
+        for s in 0..5u64 {
+            out.clear();
+            d.handle(t, cmd(s as u32, DevOp::Write, s * 8192, 64), &mut out);
+            let (timers, emits) = out.drain();
+            let timers: Vec<_> = timers.collect();
+            let ack = emits.map(|e| e.0).max().unwrap();
+            for (at, i) in timers {
+                d.handle(at, i, &mut out);
+            }
+            t = ack.max(t) + 10_000_000;
+        }
+        let s = d.stats();
+        // Each program loads and dirties its segment; the one before it goes back (4 of
+        // them, evicted clean later), and 4 segments of 4 KiB fill one 16 KiB map page.
+        assert_eq!(s.map_update_loads, 5);
+        assert_eq!(s.map_writebacks, 4);
+        assert_eq!(s.map_page_programs, 1);
+        // Segment 1 started on die 1 and now lives in the map page on die 0; its data
+        // row is on die 1. A lookup misses and loads it from die 0.
+        assert_eq!(d.seg_die[1], 0);
+        out.clear();
+        d.handle(t, cmd(9, DevOp::Read, 8192 + 16, 8), &mut out);
+        assert_eq!(d.stats().map_misses, 1);
+        let r = t + FW + FW4K + TR + X4K + LOOKUP + TR + X4K;
+        assert_eq!(
+            out.emits(),
+            &[(
+                r,
+                Output::ReadReady {
+                    tag: 9,
+                    last_ready: r
+                }
+            )]
+        );
     }
 
     #[test]
