@@ -1,0 +1,515 @@
+//! fio's command line (`parse_cmd_line` in init.c) with glibc `getopt_long_only`
+//! rules: `-opt` and `--opt` alike, unique abbreviations, `--opt value` for options
+//! that require a value, non-options (job files) anywhere.
+//!
+//! `--name=X` starts job X; options before the first `--name` (or after
+//! `--name=global`) edit the defaults, which also reach the first job file. Engine
+//! options are known only after `--ioengine=` selected their engine.
+
+use std::path::PathBuf;
+
+use super::ini::{Builder, JobState};
+use super::table::{self, OptDef};
+use super::{Env, ErrorKind, Invocation, Origin, OutputFormat, ParseError};
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum HasArg {
+    No,
+    Required,
+    Optional,
+}
+
+/// fio's own switches (`l_opts` of init.c), in table order.
+const FIO_SWITCHES: &[(&str, HasArg)] = &[
+    ("output", HasArg::Required),
+    ("latency-log", HasArg::Required),
+    ("bandwidth-log", HasArg::No),
+    ("minimal", HasArg::No),
+    ("output-format", HasArg::Required),
+    ("append-terse", HasArg::Optional),
+    ("version", HasArg::No),
+    ("help", HasArg::No),
+    ("cmdhelp", HasArg::Optional),
+    ("enghelp", HasArg::Optional),
+    ("showcmd", HasArg::No),
+    ("readonly", HasArg::No),
+    ("eta", HasArg::Required),
+    ("eta-interval", HasArg::Required),
+    ("eta-newline", HasArg::Required),
+    ("debug", HasArg::Required),
+    ("parse-only", HasArg::No),
+    ("section", HasArg::Required),
+    ("alloc-size", HasArg::Required),
+    ("profile", HasArg::Required),
+    ("warnings-fatal", HasArg::No),
+    ("max-jobs", HasArg::Required),
+    ("terse-version", HasArg::Required),
+    ("server", HasArg::Optional),
+    ("daemonize", HasArg::Required),
+    ("client", HasArg::Required),
+    ("remote-config", HasArg::Required),
+    ("cpuclock-test", HasArg::No),
+    ("crctest", HasArg::Optional),
+    ("memcpytest", HasArg::Optional),
+    ("idle-prof", HasArg::Required),
+    ("status-interval", HasArg::Required),
+    ("trigger-file", HasArg::Required),
+    ("trigger-timeout", HasArg::Required),
+    ("trigger", HasArg::Required),
+    ("trigger-remote", HasArg::Required),
+    ("aux-path", HasArg::Required),
+    ("inflate-log", HasArg::Required),
+    ("merge-blktrace-only", HasArg::No),
+];
+
+#[derive(Clone, Copy)]
+enum Target {
+    Switch(usize),
+    Job(&'static OptDef),
+    Engine(&'static OptDef),
+}
+
+struct LongOpt {
+    name: &'static str,
+    has_arg: HasArg,
+    target: Target,
+}
+
+fn has_arg_of(def: &OptDef) -> HasArg {
+    if def.ty.value_optional() {
+        HasArg::Optional
+    } else {
+        HasArg::Required
+    }
+}
+
+fn long_opts(engine: Option<&str>) -> Vec<LongOpt> {
+    let mut v: Vec<LongOpt> = FIO_SWITCHES
+        .iter()
+        .enumerate()
+        .map(|(i, (n, h))| LongOpt {
+            name: n,
+            has_arg: *h,
+            target: Target::Switch(i),
+        })
+        .collect();
+    for (n, def) in table::core_long_names() {
+        v.push(LongOpt {
+            name: n,
+            has_arg: has_arg_of(def),
+            target: Target::Job(def),
+        });
+    }
+    if let Some(e) = engine {
+        for (n, def) in table::engine_long_names(e) {
+            v.push(LongOpt {
+                name: n,
+                has_arg: has_arg_of(def),
+                target: Target::Engine(def),
+            });
+        }
+    }
+    v
+}
+
+struct JobCtx {
+    state: JobState,
+    section: String,
+    origin: Origin,
+}
+
+/// The job being built: none yet, the defaults (global), or a job.
+enum Td {
+    None,
+    Global,
+    Job(Box<JobCtx>),
+}
+
+fn usage(index: usize, msg: String) -> ParseError {
+    ParseError::new(ErrorKind::Usage, Some(Origin::Arg { index }), msg)
+}
+
+fn target_key(t: &Target) -> (u8, usize) {
+    match t {
+        Target::Switch(i) => (0, *i),
+        Target::Job(d) => (1, *d as *const OptDef as usize),
+        Target::Engine(d) => (2, *d as *const OptDef as usize),
+    }
+}
+
+fn parse_formats(v: &str) -> Result<Vec<OutputFormat>, String> {
+    let (mut normal, mut terse, mut json, mut plus) = (false, false, false, false);
+    for f in v.split(',') {
+        match f {
+            "minimal" | "terse" | "csv" => terse = true,
+            "json" => json = true,
+            "json+" => {
+                json = true;
+                plus = true
+            }
+            "normal" => normal = true,
+            other => return Err(format!("fio: invalid output format {other}")),
+        }
+    }
+    // fio prints terse, then json, then normal.
+    let mut out = Vec::new();
+    if terse {
+        out.push(OutputFormat::Terse);
+    }
+    if json {
+        out.push(if plus {
+            OutputFormat::JsonPlus
+        } else {
+            OutputFormat::Json
+        });
+    }
+    if normal {
+        out.push(OutputFormat::Normal);
+    }
+    Ok(out)
+}
+
+pub fn parse(args: &[String], env: &Env) -> Result<Invocation, ParseError> {
+    let mut inv = Invocation {
+        jobs: Vec::new(),
+        output: None,
+        formats: vec![OutputFormat::Normal],
+        terse_version: 3,
+        parse_only: false,
+        sections: Vec::new(),
+        job_files: Vec::new(),
+        global_options: Vec::new(),
+        other_switches: Vec::new(),
+        info_request: None,
+        warnings: Vec::new(),
+    };
+    // --section must be known before sections are skipped; fio sees it in order too,
+    // but a job file is only read after all arguments, so collect it first for files
+    // and apply it in order for --name.
+    let mut b = Builder::new(env, Vec::new());
+    let mut td = Td::None;
+    let mut files: Vec<(String, usize)> = Vec::new();
+    let mut i = 0usize;
+    let mut only_files = false;
+    while i < args.len() {
+        let a = &args[i];
+        let index = i + 1;
+        i += 1;
+        if only_files || !a.starts_with('-') || a == "-" {
+            files.push((a.clone(), index));
+            continue;
+        }
+        if a == "--" {
+            only_files = true;
+            continue;
+        }
+        let body = a.strip_prefix("--").unwrap_or(&a[1..]);
+        let (name, inline_val) = match body.find('=') {
+            Some(p) => (&body[..p], Some(&body[p + 1..])),
+            None => (body, None),
+        };
+        let engine = match &td {
+            Td::Job(j) => Some(j.state.options.ioengine.as_fio().to_string()),
+            Td::Global => Some(b.def.options.ioengine.as_fio().to_string()),
+            Td::None => None,
+        };
+        let opts = long_opts(engine.as_deref().filter(|e| table::engine_builtin(e)));
+        let found: Option<&LongOpt> = match opts.iter().find(|o| o.name == name) {
+            Some(o) => Some(o),
+            None if name.is_empty() => None,
+            None => {
+                let cands: Vec<&LongOpt> =
+                    opts.iter().filter(|o| o.name.starts_with(name)).collect();
+                let first = cands.first().map(|c| target_key(&c.target));
+                if cands.len() > 1 && cands.iter().any(|c| Some(target_key(&c.target)) != first) {
+                    let list: Vec<String> =
+                        cands.iter().map(|c| format!("'--{}'", c.name)).collect();
+                    return Err(usage(
+                        index,
+                        format!(
+                            "fio: option '{a}' is ambiguous; possibilities: {}",
+                            list.join(" ")
+                        ),
+                    ));
+                }
+                cands.first().copied()
+            }
+        };
+        let Some(lo) = found else {
+            let mut msg = format!("fio: unrecognized option '{a}'");
+            if let Some(c) = table::closest_option(name) {
+                msg.push_str(&format!(" (did you mean {c}?)"));
+            }
+            return Err(ParseError::new(
+                ErrorKind::UnknownOption,
+                Some(Origin::Arg { index }),
+                msg,
+            ));
+        };
+        let val: Option<String> = match lo.has_arg {
+            HasArg::No => {
+                if inline_val.is_some() {
+                    return Err(usage(
+                        index,
+                        format!("fio: option '--{}' doesn't allow an argument", lo.name),
+                    ));
+                }
+                None
+            }
+            HasArg::Optional => inline_val.map(str::to_string),
+            HasArg::Required => match inline_val {
+                Some(v) => Some(v.to_string()),
+                None => match args.get(i) {
+                    Some(next) => {
+                        i += 1;
+                        Some(next.clone())
+                    }
+                    None => {
+                        return Err(usage(
+                            index,
+                            format!("fio: option '{a}' requires an argument"),
+                        ))
+                    }
+                },
+            },
+        };
+        let origin = Origin::Arg { index };
+        match lo.target {
+            Target::Switch(k) => {
+                let sw = FIO_SWITCHES[k].0;
+                let v = val.clone().unwrap_or_default();
+                match sw {
+                    "output" => inv.output = Some(PathBuf::from(v)),
+                    "output-format" => {
+                        inv.formats = parse_formats(&v).map_err(|m| {
+                            usage(index, format!("{m}; fio: failed parsing output-format"))
+                        })?
+                    }
+                    "minimal" => inv.formats = vec![OutputFormat::Terse],
+                    "terse-version" => {
+                        let t = super::options::atoi(&v);
+                        if !(2..=5).contains(&t) {
+                            return Err(usage(index, "fio: bad terse version format".into()));
+                        }
+                        inv.terse_version = t as u32;
+                    }
+                    "parse-only" => inv.parse_only = true,
+                    "section" => {
+                        if v == "global" {
+                            return Err(usage(
+                                index,
+                                "fio: can't use global as only section".into(),
+                            ));
+                        }
+                        inv.sections.push(v.clone());
+                        b.sections.push(v);
+                    }
+                    "showcmd" | "help" | "version" | "cmdhelp" | "enghelp" => {
+                        inv.info_request.get_or_insert_with(|| sw.to_string());
+                    }
+                    _ => inv
+                        .other_switches
+                        .push((sw.to_string(), val.clone(), index)),
+                }
+            }
+            Target::Engine(def) => {
+                let input = format!("{}={}", lo.name, val.as_deref().unwrap_or(""));
+                let eng = engine.clone();
+                match &mut td {
+                    Td::None => {}
+                    Td::Global => {
+                        let mut st = std::mem::take(&mut b.def);
+                        let r = b.apply_def(
+                            &mut st,
+                            def,
+                            val.as_deref(),
+                            &origin,
+                            &input,
+                            true,
+                            eng.as_deref(),
+                        );
+                        b.def = st;
+                        r?;
+                    }
+                    Td::Job(j) => {
+                        let state = &mut j.state;
+                        let mut st = std::mem::take(state);
+                        let r = b.apply_def(
+                            &mut st,
+                            def,
+                            val.as_deref(),
+                            &origin,
+                            &input,
+                            false,
+                            eng.as_deref(),
+                        );
+                        *state = st;
+                        r?;
+                    }
+                }
+            }
+            Target::Job(def) => {
+                let is_name = def.name == "name";
+                if is_name && !matches!(td, Td::None) {
+                    finish_td(&mut b, std::mem::replace(&mut td, Td::None))?;
+                }
+                if matches!(td, Td::None) {
+                    let v = val.as_deref().unwrap_or("");
+                    if is_name
+                        && b.sections.iter().all(|s| s != v)
+                        && !b.sections.is_empty()
+                        && !v.starts_with("global")
+                    {
+                        // A skipped --name: fio ignores it (and the options after it
+                        // then edit the defaults).
+                        continue;
+                    }
+                    td = if !is_name || v.starts_with("global") {
+                        Td::Global
+                    } else {
+                        Td::Job(Box::new(JobCtx {
+                            state: b.def.inherit(),
+                            section: v.to_string(),
+                            origin: origin.clone(),
+                        }))
+                    };
+                }
+                if lo.has_arg == HasArg::Required && val.as_deref().is_none_or(str::is_empty) {
+                    return Err(usage(
+                        index,
+                        format!("fio: option {} requires an argument", lo.name),
+                    ));
+                }
+                let input = match &val {
+                    Some(v) => format!("{}={}", lo.name, v),
+                    None => lo.name.to_string(),
+                };
+                match &mut td {
+                    Td::None => {}
+                    Td::Global => {
+                        let mut st = std::mem::take(&mut b.def);
+                        let r =
+                            b.apply_def(&mut st, def, val.as_deref(), &origin, &input, true, None);
+                        b.def = st;
+                        r?;
+                    }
+                    Td::Job(j) => {
+                        let state = &mut j.state;
+                        let mut st = std::mem::take(state);
+                        let r =
+                            b.apply_def(&mut st, def, val.as_deref(), &origin, &input, false, None);
+                        *state = st;
+                        r?;
+                    }
+                }
+            }
+        }
+    }
+    finish_td(&mut b, td)?;
+    let cmdline_globals = b.def.set.clone();
+    for (k, (f, index)) in files.iter().enumerate() {
+        if f == "-" {
+            return Err(ParseError::new(
+                ErrorKind::Io,
+                Some(Origin::Arg { index: *index }),
+                "reading a job file from stdin ('-') is not supported by this parser",
+            ));
+        }
+        inv.job_files.push(PathBuf::from(f));
+        b.parse_file(std::path::Path::new(f), k).map_err(|mut e| {
+            if e.origin.is_none() {
+                e.origin = Some(Origin::Arg { index: *index });
+            }
+            e
+        })?;
+    }
+    let out = b.finish();
+    inv.jobs = out.jobs;
+    inv.warnings = out.warnings;
+    inv.global_options = if files.is_empty() {
+        cmdline_globals
+    } else {
+        out.global_options
+    };
+    Ok(inv)
+}
+
+fn finish_td(b: &mut Builder<'_>, td: Td) -> Result<(), ParseError> {
+    if let Td::Job(j) = td {
+        let JobCtx {
+            state,
+            section,
+            origin,
+        } = *j;
+        let name = state.options.name.clone().unwrap_or(section);
+        b.add_job(state, &name, None, origin)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &str) -> Vec<String> {
+        s.split_whitespace().map(str::to_string).collect()
+    }
+
+    #[test]
+    fn formats() {
+        assert_eq!(
+            parse_formats("json,terse"),
+            Ok(vec![OutputFormat::Terse, OutputFormat::Json])
+        );
+        assert_eq!(parse_formats("json+"), Ok(vec![OutputFormat::JsonPlus]));
+        assert!(parse_formats("foo").is_err());
+    }
+
+    #[test]
+    fn global_then_jobs() {
+        // [V] §1.10: fio --name=global --rw=randread --size=128m --name=job1 --name=job2
+        let inv = parse(
+            &args("--name=global --rw=randread --size=128m --name=job1 --name=job2"),
+            &Env::fixed(),
+        )
+        .expect("parses");
+        assert_eq!(inv.jobs.len(), 2);
+        assert_eq!(inv.jobs[0].name, "job1");
+        assert_eq!(inv.jobs[1].name, "job2");
+        assert!(inv
+            .jobs
+            .iter()
+            .all(|j| j.options.rw.mode == super::super::RwMode::RandRead));
+    }
+
+    #[test]
+    fn abbreviations_and_ambiguity() {
+        let env = Env::fixed();
+        assert!(parse(&args("--name=a --ioeng=libaio"), &env).is_ok());
+        let e = parse(&args("--name=a --io=libaio"), &env).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Usage);
+        assert!(e.to_string().contains("ambiguous"), "{e}");
+        let e = parse(&args("--out=x --name=a"), &env).unwrap_err();
+        assert!(
+            e.to_string().contains("'--output' '--output-format'"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn engine_options_after_ioengine() {
+        let env = Env::fixed();
+        assert!(parse(&args("--name=a --ioengine=nbd --uri=x"), &env).is_ok());
+        let e = parse(&args("--name=a --uri=x --ioengine=nbd"), &env).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::UnknownOption);
+    }
+
+    #[test]
+    fn required_argument_takes_next() {
+        // [V] §1.10 pitfall: --direct takes the next argument as its value.
+        let env = Env::fixed();
+        let e = parse(&args("--name=a --direct --rw=read"), &env).unwrap_err();
+        assert!(e.to_string().contains("direct=--rw=read"), "{e}");
+        assert!(parse(&args("--name=a --stonewall --rw=read"), &env).is_ok());
+    }
+}

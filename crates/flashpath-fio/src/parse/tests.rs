@@ -1,0 +1,242 @@
+//! Grammar unit tests; each cites the [V] fact of fio-compat.md it checks.
+
+use super::*;
+use std::path::Path;
+
+fn jobs(text: &str) -> Vec<Job> {
+    match parse_job_file_text(text, Path::new("t.fio"), &Env::fixed()) {
+        Ok(j) => j,
+        Err(e) => panic!("unexpected error: {e}"),
+    }
+}
+
+fn err(text: &str) -> ParseError {
+    match parse_job_file_text(text, Path::new("t.fio"), &Env::fixed()) {
+        Ok(j) => panic!("expected an error, got {} jobs", j.len()),
+        Err(e) => e,
+    }
+}
+
+#[test]
+fn sections_and_names() {
+    // [V] §1.1: inner spaces kept; [globalx] is global.
+    let j = jobs("[  spaced name  ]\n[globalx]\nbs=1k\n[b]\n");
+    assert_eq!(j[0].name, "  spaced name  ");
+    assert_eq!(j[1].options.bs_bytes, [1024; 3]);
+    assert_eq!(j.len(), 2);
+}
+
+#[test]
+fn global_inheritance_in_file_order() {
+    // [V] §1.2: early=64k, late=128k, late2=1k.
+    let j =
+        jobs("[global]\nbs=64k\n[early]\n[global]\nbs=128k\n[late]\n[globalx]\nbs=1k\n[late2]\n");
+    let bs: Vec<u64> = j.iter().map(|j| j.options.bs_bytes[0]).collect();
+    assert_eq!(bs, vec![65536, 131072, 1024]);
+}
+
+#[test]
+fn option_outside_section() {
+    let e = err("bs=4k\n[a]\n");
+    assert_eq!(e.kind, ErrorKind::Syntax);
+    assert_eq!(
+        e.to_string(),
+        "t.fio:1: fio: option <bs=4k> outside of [] job section"
+    );
+}
+
+#[test]
+fn unknown_option_is_loud() {
+    // [V] §1.1: Bad option <...>.
+    let e = err("[a]\nfoo=1\n");
+    assert_eq!(e.kind, ErrorKind::UnknownOption);
+    assert!(
+        e.to_string().starts_with("t.fio:2: Bad option <foo=1>"),
+        "{e}"
+    );
+}
+
+#[test]
+fn value_spaces_trap() {
+    // [V] §1.1: size = 1m is 1 byte; rw = randread is rejected.
+    let j = jobs("[a]\nsize = 1m\n");
+    assert_eq!(j[0].options.size, Some(SizeSpec::Bytes(1)));
+    err("[a]\nrw = randread\n");
+}
+
+#[test]
+fn quotes_not_special_and_last_wins() {
+    let j = jobs("[a]\ndescription=\"x\" y\nbs=8k\nbs=16k\n");
+    assert_eq!(j[0].options.description.as_deref(), Some("\"x\" y"));
+    assert_eq!(j[0].options.bs_bytes[0], 16384);
+    assert_eq!(
+        j[0].set_options.iter().filter(|o| o.name == "bs").count(),
+        2
+    );
+}
+
+#[test]
+fn per_direction_lists() {
+    // [V] §1.8.
+    let bs = |v: &str| jobs(&format!("[a]\nbs={v}\n"))[0].options.bs_bytes;
+    assert_eq!(bs("8k,32k"), [8192, 32768, 32768]);
+    assert_eq!(bs("8k,32k,"), [8192, 32768, 4096]);
+    assert_eq!(bs(",8k"), [4096, 8192, 8192]);
+    assert_eq!(bs(",8k,"), [4096, 8192, 4096]);
+    let j = jobs("[a]\nbsrange=1k:4k,2k-8k\n");
+    assert_eq!(
+        j[0].options.bsrange_bytes,
+        [Some((1024, 4096)), Some((2048, 8192)), Some((2048, 8192))]
+    );
+}
+
+#[test]
+fn booleans_and_flags() {
+    // [V] §1.7.
+    err("[a]\ndirect=true\n");
+    err("[a]\ndirect=2\n");
+    err("[a]\ndirect\n");
+    let j = jobs("[a]\ntime_based\nnorandommap=1\nthread=0\n");
+    assert!(j[0].options.time_based);
+    assert!(j[0].options.norandommap);
+    assert!(!j[0].options.thread);
+    let tb = j[0].set_options.iter().find(|o| o.name == "time_based");
+    assert_eq!(tb.map(|o| o.value.clone()), Some(None));
+}
+
+#[test]
+fn aliases_are_canonical() {
+    let j = jobs("[a]\nblocksize=8k\ntimeout=10\nreadwrite=randrw\nwait_for_previous\n");
+    let names: Vec<&str> = j[0].set_options.iter().map(|o| o.name.as_str()).collect();
+    assert_eq!(names, vec!["bs", "runtime", "rw", "stonewall"]);
+    assert_eq!(j[0].options.runtime_ns, 10_000_000_000);
+}
+
+#[test]
+fn kb_base_is_parsed_first() {
+    let j = jobs("[a]\nbs=4k\nkb_base=1000\n");
+    assert_eq!(j[0].options.bs_bytes[0], 4000);
+}
+
+#[test]
+fn env_and_keywords() {
+    let mut env = Env::fixed();
+    env.vars.insert("FOO".into(), "bar".into());
+    let j = parse_job_file_text(
+        "[a]\nfilename=/mnt/${FOO}.dat\ndescription=$FOO\nsize=2*$mb_memory\n",
+        Path::new("t.fio"),
+        &env,
+    )
+    .expect("parses");
+    assert_eq!(j[0].options.filename.as_deref(), Some("/mnt/bar.dat"));
+    assert_eq!(j[0].options.description.as_deref(), Some("$FOO"));
+    assert_eq!(j[0].options.size, Some(SizeSpec::Bytes(2 * 16384)));
+    let f = j[0].set_options.iter().find(|o| o.name == "filename");
+    assert_eq!(
+        f.and_then(|o| o.value.clone()).as_deref(),
+        Some("/mnt/bar.dat")
+    );
+}
+
+#[test]
+fn groups_and_clones() {
+    // [V] §1.9 (fio-samples/groups.fio): a,a,b in g0, c in g1, d in g2, e in g2.
+    let j = jobs("[a]\nnumjobs=2\n[b]\n[c]\nstonewall\n[d]\nnew_group\n[e]\nwait_for=c\n");
+    let g: Vec<(String, u32, u32, u32)> = j
+        .iter()
+        .map(|j| (j.name.clone(), j.group_id, j.thread_number, j.clone_index))
+        .collect();
+    assert_eq!(
+        g,
+        vec![
+            ("a".into(), 0, 1, 0),
+            ("a".into(), 0, 2, 1),
+            ("b".into(), 0, 3, 0),
+            ("c".into(), 1, 4, 0),
+            ("d".into(), 2, 5, 0),
+            ("e".into(), 2, 6, 0),
+        ]
+    );
+    assert_eq!(j[5].wait_for.as_deref(), Some("c"));
+}
+
+#[test]
+fn name_in_global_renames() {
+    let j = jobs("[global]\nname=foo\n[a]\n[b]\n");
+    assert!(j.iter().all(|j| j.name == "foo"));
+    assert_eq!(j[1].section, "b");
+}
+
+#[test]
+fn engine_options_anywhere_in_file() {
+    // [V] §1.1: order relative to ioengine= does not matter in a file.
+    let j = jobs("[a]\nuri=nbd://x\nioengine=nbd\n");
+    assert_eq!(j[0].options.uri.as_deref(), Some("nbd://x"));
+    let e = err("[a]\nuri=nbd://x\n");
+    assert_eq!(e.kind, ErrorKind::UnknownOption);
+    let e = err("[a]\nioengine=libzbc\nzbd_foo=1\n");
+    assert_eq!(e.kind, ErrorKind::Engine);
+}
+
+#[test]
+fn profile_and_deprecated_options_accepted() {
+    // [V] §1.1: threads=1 is a no-op profile option.
+    let j = jobs("[a]\nthreads=1\nrwmixcycle=5\n");
+    assert!(!j[0].options.thread);
+}
+
+#[test]
+fn sync_engine_depth() {
+    let j = jobs("[a]\niodepth=32\n[b]\niodepth=32\nioengine=libaio\n");
+    assert_eq!(j[0].options.iodepth, 32);
+    assert_eq!(j[0].options.effective_iodepth(), 1);
+    assert_eq!(j[1].options.effective_iodepth(), 32);
+}
+
+#[test]
+fn command_line_and_files() {
+    let dir = std::env::temp_dir().join(format!("fp-parse-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    let f1 = dir.join("one.fio");
+    let f2 = dir.join("two.fio");
+    std::fs::write(&f1, "[global]\nbs=64k\n[x]\n[y]\n").expect("write");
+    std::fs::write(&f2, "[z]\n").expect("write");
+    let args: Vec<String> = vec![
+        "--runtime=5".into(),
+        "--output-format=json".into(),
+        f1.to_string_lossy().into_owned(),
+        f2.to_string_lossy().into_owned(),
+    ];
+    let inv = parse_command_line(&args, &Env::fixed()).expect("parses");
+    assert_eq!(inv.jobs.len(), 3);
+    assert_eq!(inv.formats, vec![OutputFormat::Json]);
+    // Command-line globals reach the first file only; later files restart.
+    assert_eq!(inv.jobs[0].options.runtime_ns, 5_000_000_000);
+    assert_eq!(inv.jobs[2].options.runtime_ns, 0);
+    assert_eq!(inv.jobs[2].options.bs_bytes[0], 4096);
+    // The first job of a later file gets an implicit stonewall → new group.
+    assert!(inv.jobs[2].stonewall);
+    assert_eq!(inv.jobs[2].group_id, 1);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn include_relative_to_file() {
+    let dir = std::env::temp_dir().join(format!("fp-inc-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    std::fs::write(dir.join("inc.fio"), "bs=8k\n").expect("write");
+    std::fs::write(dir.join("main.fio"), "[a]\ninclude inc.fio\n").expect("write");
+    std::fs::write(dir.join("loop.fio"), "include loop.fio\n").expect("write");
+    std::fs::write(dir.join("main2.fio"), "[a]\ninclude loop.fio\n").expect("write");
+    let env = Env::fixed();
+    let j = parse_job_file(&dir.join("main.fio"), &env).expect("parses");
+    assert_eq!(j[0].options.bs_bytes[0], 8192);
+    let bs = &j[0].set_options[0];
+    assert_eq!(
+        bs.origin.to_string(),
+        format!("{}:1", dir.join("inc.fio").display())
+    );
+    let e = parse_job_file(&dir.join("main2.fio"), &env).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::IncludeLoop);
+    let _ = std::fs::remove_dir_all(&dir);
+}
