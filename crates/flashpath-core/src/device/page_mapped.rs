@@ -441,37 +441,42 @@ impl PageMappedDevice {
         let mut last_tr = (NONE, NONE);
         for lpn in first..end {
             let e = self.ftl.get(lpn);
-            if e != UNMAPPED && e & BUF_FLAG != 0 {
-                // Newest data is in the write buffer: found before any map lookup.
-                self.stats.buffer_read_hits += 1;
-                first_ready.get_or_insert(t0);
-                continue;
-            }
+            let in_buffer = e != UNMAPPED && e & BUF_FLAG != 0;
             let seg = self.segment_of(lpn);
-            if seg != last_seg {
+            if !in_buffer && seg != last_seg {
                 t_map = self.map_lookup(seg, t_map);
                 last_seg = seg;
             }
-            if e == UNMAPPED {
-                // Never written or discarded: the device returns zeroes.
-                first_ready.get_or_insert(t_map);
-                last_ready = last_ready.max(t_map);
-                continue;
-            }
-            let page = e / self.slots_per_page;
-            if page == g_page {
+            let page = if in_buffer || e == UNMAPPED {
+                NONE
+            } else {
+                e / self.slots_per_page
+            };
+            if page != NONE && page == g_page {
                 g_units += 1;
                 continue;
             }
+            // The group ends here: its data is ready before anything after it.
             if g_page != NONE {
                 let r = self.read_page(g_ppa, g_units, g_avail, &mut last_tr);
                 first_ready.get_or_insert(r);
                 last_ready = last_ready.max(r);
+                g_page = NONE;
             }
-            g_page = page;
-            g_ppa = e;
-            g_units = 1;
-            g_avail = t_map;
+            if in_buffer {
+                // Newest data is in the write buffer: found before any map lookup.
+                self.stats.buffer_read_hits += 1;
+                first_ready.get_or_insert(t0);
+            } else if e == UNMAPPED {
+                // Never written or discarded: the device returns zeroes.
+                first_ready.get_or_insert(t_map);
+                last_ready = last_ready.max(t_map);
+            } else {
+                g_page = page;
+                g_ppa = e;
+                g_units = 1;
+                g_avail = t_map;
+            }
         }
         if g_page != NONE {
             let r = self.read_page(g_ppa, g_units, g_avail, &mut last_tr);
@@ -1059,6 +1064,40 @@ mod tests {
         );
         assert_eq!(d.stats().buffer_read_hits, 1);
         assert_eq!(d.stats().map_hits + d.stats().map_misses, 0);
+    }
+
+    #[test]
+    fn a_read_mixing_nand_and_buffer_streams_in_lba_order() {
+        let mut d = dev();
+        let mut out = Outbox::new();
+        d.handle(0, cmd(1, DevOp::Write, 0, 64), &mut out);
+        let (timers, _) = out.drain();
+        let timers: Vec<_> = timers.collect();
+        for (t, i) in timers {
+            d.handle(t, i, &mut out);
+        }
+        out.clear();
+        // LPN 1 rewritten: its newest data waits in the buffer.
+        d.handle(1_000_000, cmd(2, DevOp::Write, 8, 8), &mut out);
+        out.clear();
+        let t = 2_000_000;
+        d.handle(t, cmd(3, DevOp::Read, 0, 24), &mut out);
+        // LPN 0: tR + 4 KiB; LPN 1 from the buffer; LPN 2 from the page register.
+        let t0 = t + FW + 3 * FW4K + LOOKUP;
+        let first = t0 + TR + X4K;
+        let last = first + X4K;
+        assert_eq!(
+            out.emits(),
+            &[(
+                first,
+                Output::ReadReady {
+                    tag: 3,
+                    last_ready: last
+                }
+            )]
+        );
+        assert_eq!(d.stats().buffer_read_hits, 1);
+        assert_eq!(d.stats().page_register_hits, 1);
     }
 
     #[test]
