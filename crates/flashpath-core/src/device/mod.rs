@@ -24,6 +24,14 @@
 //!   `Done { status: OutOfRange }` after the per-command firmware time.
 //! - The device's internal timers (`Input::ProgramDone`, `Input::GcStep`) come back to
 //!   it through the outbox like any timer; the host never sends them.
+//! - Commands are not queued in the device (no eMMC CQ yet): a write arriving before the
+//!   previous write's `Done` is a caller bug (asserted). A read may arrive while the
+//!   background drain and GC are running; it queues behind them on the dies it needs.
+//! - `Device::precondition(lba, sectors)` maps a range as already written, instantly
+//!   (an aged device without simulating the fill); `harness::Harness` runs a device
+//!   alone at QD1 (tests, benches, probes).
+//! - Sub-4 KiB or unaligned writes map whole 4 KiB units (counted in
+//!   `DeviceStats::partial_writes`); a discard unmaps only the 4 KiB units it covers.
 //!
 //! ```text
 //!   Input::Command ─▶ Device ─▶ Output::ReadReady { tag, last_ready }   (reads)
