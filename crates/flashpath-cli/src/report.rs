@@ -75,6 +75,10 @@ fn job_report(meta: &JobMeta, s: &JobStats) -> JobReport {
     r.sys_time_ms = s.sys_ns / 1_000_000;
     r.ctx = s.ctx;
     r.iodepth_level = s.depth_hist;
+    r.iodepth_submit = s.submit_hist;
+    r.total_submit = s.submit_hist.iter().sum();
+    r.iodepth_complete = s.complete_hist;
+    r.total_complete = s.complete_hist.iter().sum();
     r
 }
 

@@ -63,7 +63,8 @@ pub fn split_options(args: &[String]) -> Result<(Options, Vec<String>)> {
 fn overrides(o: &Options, prefix: &str) -> Vec<(String, String)> {
     o.sets
         .iter()
-        .filter_map(|(f, v)| f.strip_prefix(prefix).map(|f| (f.to_string(), v.clone())))
+        .filter(|(f, _)| f.starts_with(prefix))
+        .cloned()
         .collect()
 }
 

@@ -175,7 +175,10 @@ fn bad_command_lines_are_one_line_errors() {
         "/nonexistent/dev.toml",
     );
     rejects(&with(&["--zonemode=zbd"]), "zonemode");
-    rejects(&with(&["--direct=0"]), "buffered I/O");
+    rejects(
+        &["fio", "--name=t", "--rw=read", "--size=1m", "--direct=0"],
+        "buffered I/O",
+    );
     rejects(&with(&["--ioengine=mmap"]), "ioengine=mmap");
     rejects(
         &["fio", "--name=t", "--rw=trim", "--size=1m", "--direct=1"],

@@ -270,6 +270,8 @@ impl Sim {
                         ctx: 0,
                         outstanding_area: 0,
                         depth_hist: [0; 7],
+                        submit_hist: [0; 7],
+                        complete_hist: [0; 7],
                         sys_ns: 0,
                     },
                     last_change: 0,
@@ -487,6 +489,10 @@ impl Sim {
         if !done.is_empty() {
             self.account_outstanding(t);
         }
+        if !done.is_empty() {
+            let b = crate::stats::batch_bucket(done.len());
+            self.threads[t as usize].stats.complete_hist[b] += 1;
+        }
         for &io in &done {
             self.record_io(t, io);
         }
@@ -584,6 +590,7 @@ impl Sim {
         self.account_outstanding(t);
         let th = &mut self.threads[t as usize];
         th.outstanding += picked.len() as u32;
+        th.stats.submit_hist[crate::stats::batch_bucket(picked.len())] += 1;
         th.submitting = picked;
         th.state = ThreadState::Running;
         th.stats.sys_ns += cost;

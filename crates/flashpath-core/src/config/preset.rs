@@ -75,16 +75,14 @@ pub fn set_field(root: &mut toml::Value, dotted: &str, value: &str) -> Result<()
             let old = &table[*p];
             let new = match old {
                 toml::Value::String(_) => toml::Value::String(value.to_string()),
-                toml::Value::Integer(_) => toml::Value::Integer(
-                    value
-                        .parse()
-                        .map_err(|_| ConfigError::new(dotted, format!("'{value}' is not an integer")))?,
-                ),
-                toml::Value::Float(_) => toml::Value::Float(
-                    value
-                        .parse()
-                        .map_err(|_| ConfigError::new(dotted, format!("'{value}' is not a number")))?,
-                ),
+                toml::Value::Integer(_) => toml::Value::Integer(value.parse().map_err(|_| {
+                    ConfigError::new(dotted, format!("'{value}' is not an integer"))
+                })?),
+                toml::Value::Float(_) => {
+                    toml::Value::Float(value.parse().map_err(|_| {
+                        ConfigError::new(dotted, format!("'{value}' is not a number"))
+                    })?)
+                }
                 toml::Value::Boolean(_) => toml::Value::Boolean(match value {
                     "true" | "1" => true,
                     "false" | "0" => false,
@@ -95,7 +93,12 @@ pub fn set_field(root: &mut toml::Value, dotted: &str, value: &str) -> Result<()
                         ))
                     }
                 }),
-                _ => return Err(ConfigError::new(dotted, "is a table or array; set its fields")),
+                _ => {
+                    return Err(ConfigError::new(
+                        dotted,
+                        "is a table or array; set its fields",
+                    ))
+                }
             };
             table.insert(p.to_string(), new);
             return Ok(());
@@ -111,7 +114,9 @@ fn parse_with_overrides(
     overrides: &[(String, String)],
 ) -> Result<toml::Value, PresetError> {
     let mut value: toml::Value = toml::from_str(text).map_err(|e| {
-        let line = e.span().map(|s| text[..s.start.min(text.len())].lines().count().max(1));
+        let line = e
+            .span()
+            .map(|s| text[..s.start.min(text.len())].lines().count().max(1));
         PresetError {
             origin: origin.to_string(),
             line,
@@ -120,10 +125,15 @@ fn parse_with_overrides(
         }
     })?;
     for (field, v) in overrides {
-        set_field(&mut value, field, v).map_err(|e| PresetError {
+        // `--set device.nand.t_read=..` names the field with the preset kind in front.
+        let rel = match field.split_once('.') {
+            Some(("device" | "host", rest)) => rest,
+            _ => field.as_str(),
+        };
+        set_field(&mut value, rel, v).map_err(|e| PresetError {
             origin: format!("--set {field}={v} ({origin})"),
             line: None,
-            field: e.field,
+            field: field.clone(),
             reason: e.reason,
         })?;
     }
@@ -157,7 +167,8 @@ fn validation_error(text: &str, origin: &str, e: ConfigError) -> PresetError {
     }
 }
 
-/// Loads a host preset.
+/// Loads a host preset. `overrides` are `--set` pairs; a field may carry the preset
+/// kind in front (`host.costs.irq`) or not (`costs.irq`).
 pub fn load_host(
     text: &str,
     origin: &str,
@@ -165,7 +176,8 @@ pub fn load_host(
 ) -> Result<HostConfig, PresetError> {
     let v = parse_with_overrides(text, origin, overrides)?;
     let raw = RawHost::deserialize(v).map_err(|e| deser_error(text, origin, e))?;
-    raw.validate().map_err(|e| validation_error(text, origin, e))
+    raw.validate()
+        .map_err(|e| validation_error(text, origin, e))
 }
 
 /// Loads a device preset.

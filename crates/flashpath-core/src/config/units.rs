@@ -85,7 +85,11 @@ pub fn parse_ns(s: &str) -> Result<u64, UnitError> {
                 "'{s}': a duration needs a unit (ns, us, ms, s)"
             )))
         }
-        _ => return Err(UnitError(format!("'{s}': unknown time unit '{unit}' (use ns, us, ms, s)"))),
+        _ => {
+            return Err(UnitError(format!(
+                "'{s}': unknown time unit '{unit}' (use ns, us, ms, s)"
+            )))
+        }
     };
     to_u64(v * m, "duration", s)
 }
@@ -110,7 +114,11 @@ pub fn parse_hz(s: &str) -> Result<u64, UnitError> {
         "kHz" => 1e3,
         "MHz" => 1e6,
         "GHz" => 1e9,
-        _ => return Err(UnitError(format!("'{s}': unknown frequency unit '{unit}' (use Hz, kHz, MHz, GHz)"))),
+        _ => {
+            return Err(UnitError(format!(
+                "'{s}': unknown frequency unit '{unit}' (use Hz, kHz, MHz, GHz)"
+            )))
+        }
     };
     to_u64(v * m, "frequency", s)
 }

@@ -24,7 +24,14 @@ pub struct DirStats {
 }
 
 impl DirStats {
-    pub(crate) fn record(&mut self, since_start_ns: u64, bytes: u64, slat: Option<u64>, clat: u64, lat: u64) {
+    pub(crate) fn record(
+        &mut self,
+        since_start_ns: u64,
+        bytes: u64,
+        slat: Option<u64>,
+        clat: u64,
+        lat: u64,
+    ) {
         self.bytes += bytes;
         self.ios += 1;
         if let Some(s) = slat {
@@ -63,6 +70,11 @@ pub struct JobStats {
     /// Distribution of in-flight depth at submission, fio's iodepth_level buckets
     /// (1, 2, 4, 8, 16, 32, >=64), counted per submitted I/O.
     pub depth_hist: [u64; 7],
+    /// I/Os per submitting system call, fio's iodepth_submit buckets
+    /// (0, 1-4, 5-8, 9-16, 17-32, 33-64, >64), counted per call.
+    pub submit_hist: [u64; 7],
+    /// I/Os reaped per completion wait, the same buckets (iodepth_complete).
+    pub complete_hist: [u64; 7],
     /// CPU time spent by this thread (system side), ns.
     pub sys_ns: u64,
 }
@@ -80,6 +92,19 @@ pub struct SystemStats {
     /// Bytes the device was asked to write by the host.
     pub device_host_write_bytes: u64,
     pub device_host_read_bytes: u64,
+}
+
+/// fio's bucket of a batch of `n` I/Os (io_u_submit / io_u_complete).
+pub fn batch_bucket(n: usize) -> usize {
+    match n {
+        0 => 0,
+        1..=4 => 1,
+        5..=8 => 2,
+        9..=16 => 3,
+        17..=32 => 4,
+        33..=64 => 5,
+        _ => 6,
+    }
 }
 
 /// Everything a run produced.
