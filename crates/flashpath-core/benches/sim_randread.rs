@@ -26,12 +26,17 @@ fn config(ios: u64) -> SimConfig {
         host,
         device,
         jobs: vec![job],
+        precondition: true,
     }
 }
 
 fn bench(c: &mut Criterion) {
     // In test mode (`cargo test --benches`) one small run keeps the bench from rotting.
-    let ios: u64 = if std::env::args().any(|a| a == "--bench") { 1_000_000 } else { 10_000 };
+    let ios: u64 = if std::env::args().any(|a| a == "--bench") {
+        1_000_000
+    } else {
+        10_000
+    };
     let cfg = config(ios);
     let mut g = c.benchmark_group("sim");
     g.sample_size(10);
