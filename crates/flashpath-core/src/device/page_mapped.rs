@@ -1324,6 +1324,68 @@ mod tests {
     }
 
     #[test]
+    fn gc_copies_the_victims_valid_row_then_erases_it() {
+        // One die, one plane: rows of 4 slots, blocks of 2 rows, 8 blocks, GC below 2
+        // free blocks.
+        let mut cfg = DeviceConfig::small_test_device();
+        let n = cfg.nand_mut().unwrap();
+        n.channels = 1;
+        n.planes_per_die = 1;
+        n.pages_per_block = 2;
+        n.blocks_per_plane = 8;
+        n.gc_threshold_blocks = 2;
+        n.write_buffer_bytes = 64 * 1024;
+        let mut d = PageMappedDevice::new(cfg.nand().unwrap(), 40 * 4096);
+        let mut out = Outbox::new();
+        const TBERS: u64 = 2_000_000;
+        // Blocks 0..4 hold LPN 0..40; then LPN 0..4 again (block 5, row 0): block 0
+        // keeps LPN 4..8 valid. Free: blocks 6 and 7.
+        d.precondition(0, 40 * 8);
+        d.precondition(0, 4 * 8);
+        assert_eq!(d.page_map().free_blocks(0), 2);
+        // LPN 8..12 → block 5 row 1.
+        d.handle(0, cmd(1, DevOp::Write, 64, 32), &mut out);
+        let ack = FW + 4 * FW4K + 4 * COPY4K;
+        let p1 = ack + 4 * X4K + TPROG;
+        assert_eq!(out.timers(), &[(p1, Input::ProgramDone { die: 0 })]);
+        out.clear();
+        d.handle(p1, Input::ProgramDone { die: 0 }, &mut out);
+        // The map update loaded segment 0 on die 0.
+        assert!(d.dies[0].free_at() == p1 + TR + X4K && out.is_empty());
+        // LPN 16..20 needs a new block (6): one free block left, GC starts now.
+        let t = 1_000_000;
+        d.handle(t, cmd(2, DevOp::Write, 128, 32), &mut out);
+        let p2 = t + ack + 4 * X4K + TPROG;
+        assert_eq!(
+            out.timers(),
+            &[
+                (p2, Input::ProgramDone { die: 0 }),
+                (t, Input::GcStep { die: 0 })
+            ]
+        );
+        out.clear();
+        // Victim: block 0 (4 valid, the lowest of the 4-valid blocks). Its row 1 is read
+        // after the host program (FIFO on the die), moved out and in over the channel,
+        // and programmed as a full GC row in block 7.
+        d.handle(t, Input::GcStep { die: 0 }, &mut out);
+        let read = p2 + TR + 4 * X4K;
+        let gc_prog = read + 4 * X4K + TPROG;
+        assert_eq!(out.timers(), &[(gc_prog, Input::GcStep { die: 0 })]);
+        assert_eq!((d.stats().gc_victims, d.stats().gc_copies), (1, 4));
+        assert_eq!(d.page_map().free_blocks(0), 0);
+        out.clear();
+        d.handle(p2, Input::ProgramDone { die: 0 }, &mut out);
+        assert!(out.is_empty(), "GC already scheduled: {:?}", out.timers());
+        // No valid row left: erase (tBERS) and look again when it is done.
+        d.handle(gc_prog, Input::GcStep { die: 0 }, &mut out);
+        assert_eq!(out.timers(), &[(gc_prog + TBERS, Input::GcStep { die: 0 })]);
+        assert_eq!(d.stats().erases, 1);
+        assert_eq!(d.page_map().erase_count(0), 1);
+        assert_eq!(d.page_map().free_blocks(0), 1);
+        d.check_invariants();
+    }
+
+    #[test]
     fn out_of_range_commands_fail() {
         let mut d = dev();
         let mut out = Outbox::new();
