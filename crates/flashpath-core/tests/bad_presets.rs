@@ -226,25 +226,25 @@ const BAD_SETS: &[(Kind, &str, &str, &str)] = &[
         Kind::Device,
         "geometry.channels",
         "-1",
-        "emmc51-hs400-32g: -1: invalid value: integer `-1`, expected u32",
+        "--set geometry.channels=-1 (emmc51-hs400-32g): geometry.channels: invalid value: integer `-1`, expected u32",
     ),
     (
         Kind::Device,
         "geometry.dies_per_channel",
         "0",
-        "emmc51-hs400-32g:21: geometry.dies_per_channel: 0 is outside the plausible range 1..=256",
+        "--set geometry.dies_per_channel=0 (emmc51-hs400-32g): geometry.dies_per_channel: 0 is outside the plausible range 1..=256",
     ),
     (
         Kind::Device,
         "nand.t_read",
         "0us",
-        "emmc51-hs400-32g:40: nand.t_read: 0us is outside the plausible range 1000ns..=10000000ns",
+        "--set nand.t_read=0us (emmc51-hs400-32g): nand.t_read: 0us is outside the plausible range 1000ns..=10000000ns",
     ),
     (
         Kind::Device,
         "nand.t_read",
         "60",
-        "emmc51-hs400-32g:40: nand.t_read: '60': a duration needs a unit (ns, us, ms, s)",
+        "--set nand.t_read=60 (emmc51-hs400-32g): nand.t_read: '60': a duration needs a unit (ns, us, ms, s)",
     ),
     (
         Kind::Device,
@@ -274,7 +274,7 @@ const BAD_SETS: &[(Kind, &str, &str, &str)] = &[
         Kind::Host,
         "cpu.irq_core",
         "8",
-        "sprd-sc9863a:40: cpu.irq_core: core 8 does not exist on a 8-core host",
+        "--set cpu.irq_core=8 (sprd-sc9863a): cpu.irq_core: core 8 does not exist on a 8-core host",
     ),
     (
         Kind::Host,
@@ -298,7 +298,7 @@ const BAD_SETS: &[(Kind, &str, &str, &str)] = &[
         Kind::Host,
         "block.scheduler",
         "bfq",
-        "sprd-sc9863a:55: block.scheduler: 'bfq' is not modelled (none, mq-deadline)",
+        "--set block.scheduler=bfq (sprd-sc9863a): block.scheduler: 'bfq' is not modelled (none, mq-deadline)",
     ),
 ];
 

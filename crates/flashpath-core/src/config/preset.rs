@@ -108,6 +108,39 @@ pub fn set_field(root: &mut toml::Value, dotted: &str, value: &str) -> Result<()
     Err(ConfigError::new(dotted, "empty field name"))
 }
 
+/// 1-based line of a byte offset.
+fn line_at(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
+}
+
+/// The dotted key written on `line` (`table.key`), if the line is `key = value`.
+fn key_on_line(text: &str, line: usize) -> Option<String> {
+    let mut table = String::new();
+    for (i, raw) in text.lines().enumerate() {
+        let l = raw.trim();
+        if let Some(h) = l.strip_prefix('[') {
+            table = h.trim_end_matches(']').trim().to_string();
+        }
+        if i + 1 == line {
+            let (k, _) = l.split_once('=')?;
+            let k = k.trim();
+            return Some(if table.is_empty() {
+                k.to_string()
+            } else {
+                format!("{table}.{k}")
+            });
+        }
+    }
+    None
+}
+
+/// The table whose header is written on `line`, if it is a header line.
+fn table_on_line(text: &str, line: usize) -> Option<String> {
+    let l = text.lines().nth(line.checked_sub(1)?)?.trim();
+    let h = l.strip_prefix('[')?;
+    Some(h.trim_end_matches(']').trim().to_string())
+}
+
 fn parse_with_overrides(
     text: &str,
     origin: &str,
@@ -140,30 +173,90 @@ fn parse_with_overrides(
     Ok(value)
 }
 
-fn deser_error(text: &str, origin: &str, e: toml::de::Error) -> PresetError {
-    // serde names the field in its message ("unknown field `x`", "missing field `y`").
-    let msg = e.message().trim().replace('\n', " ");
-    let field = msg
-        .split('`')
-        .nth(1)
-        .map(|s| s.to_string())
-        .unwrap_or_default();
+/// A value of the wrong type, an unknown or a missing field. The raw structs are
+/// deserialized once more from the text itself (not the `Value` tree) to get a span,
+/// which gives the line and the dotted field; fields set by `--set` have no line.
+fn deser_error<T: serde::de::DeserializeOwned>(
+    text: &str,
+    origin: &str,
+    overrides: &[(String, String)],
+    e: toml::de::Error,
+) -> PresetError {
+    let spanned = toml::from_str::<T>(text).err();
+    if spanned.is_none() {
+        // The file is fine: an override made the value wrong. Name the `--set`.
+        let msg = e.message().trim().replace('\n', "; ");
+        let culprit = overrides
+            .iter()
+            .find(|(_, v)| msg.contains(v.as_str()))
+            .or(overrides.last());
+        if let Some((f, v)) = culprit {
+            return PresetError {
+                origin: format!("--set {f}={v} ({origin})"),
+                line: None,
+                field: f.clone(),
+                reason: msg,
+            };
+        }
+    }
+    let (line, msg) = match &spanned {
+        Some(se) => (se.span().map(|s| line_at(text, s.start)), se.message()),
+        None => (None, e.message()),
+    };
+    let msg = msg.trim().replace('\n', "; ");
+    // serde names unknown and missing fields in backquotes; otherwise the key on the
+    // offending line is the field.
+    let named = (msg.starts_with("unknown field") || msg.starts_with("missing field"))
+        .then(|| msg.split('`').nth(1).map(str::to_string))
+        .flatten();
+    let field = match (line.and_then(|l| key_on_line(text, l)), named) {
+        (Some(k), Some(n)) if msg.starts_with("unknown field") => {
+            // The span points at the unknown key itself.
+            if k.ends_with(&n) {
+                k
+            } else {
+                n
+            }
+        }
+        (_, Some(n)) => match line.and_then(|l| table_on_line(text, l)) {
+            // A missing field is reported at its table's header.
+            Some(t) if msg.starts_with("missing field") => format!("{t}.{n}"),
+            _ => n,
+        },
+        (Some(k), None) => k,
+        (None, None) => String::new(),
+    };
     PresetError {
         origin: origin.to_string(),
-        line: e
-            .span()
-            .map(|s| text[..s.start.min(text.len())].lines().count().max(1)),
+        line,
         field,
         reason: msg,
     }
 }
 
-fn validation_error(text: &str, origin: &str, e: ConfigError) -> PresetError {
-    PresetError {
-        origin: origin.to_string(),
-        line: line_of(text, &e.field),
-        field: e.field,
-        reason: e.reason,
+fn validation_error(
+    text: &str,
+    origin: &str,
+    overrides: &[(String, String)],
+    e: ConfigError,
+) -> PresetError {
+    // A value that came from `--set` is blamed on the `--set`, not on the file's line.
+    let set = overrides
+        .iter()
+        .find(|(f, _)| f == &e.field || f.split_once('.').is_some_and(|(_, rest)| rest == e.field));
+    match set {
+        Some((f, v)) => PresetError {
+            origin: format!("--set {f}={v} ({origin})"),
+            line: None,
+            field: e.field,
+            reason: e.reason,
+        },
+        None => PresetError {
+            origin: origin.to_string(),
+            line: line_of(text, &e.field),
+            field: e.field,
+            reason: e.reason,
+        },
     }
 }
 
@@ -175,9 +268,10 @@ pub fn load_host(
     overrides: &[(String, String)],
 ) -> Result<HostConfig, PresetError> {
     let v = parse_with_overrides(text, origin, overrides)?;
-    let raw = RawHost::deserialize(v).map_err(|e| deser_error(text, origin, e))?;
+    let raw =
+        RawHost::deserialize(v).map_err(|e| deser_error::<RawHost>(text, origin, overrides, e))?;
     raw.validate()
-        .map_err(|e| validation_error(text, origin, e))
+        .map_err(|e| validation_error(text, origin, overrides, e))
 }
 
 /// Loads a device preset.
@@ -187,8 +281,9 @@ pub fn load_device(
     overrides: &[(String, String)],
 ) -> Result<DeviceConfig, PresetError> {
     let v = parse_with_overrides(text, origin, overrides)?;
-    let raw = devcfg::RawDeviceConfig::deserialize(v).map_err(|e| deser_error(text, origin, e))?;
-    devcfg::validate(&raw).map_err(|e| validation_error(text, origin, e))
+    let raw = devcfg::RawDeviceConfig::deserialize(v)
+        .map_err(|e| deser_error::<devcfg::RawDeviceConfig>(text, origin, overrides, e))?;
+    devcfg::validate(&raw).map_err(|e| validation_error(text, origin, overrides, e))
 }
 
 /// The `kind`, `name` and `description` of a preset, for listings.
