@@ -41,8 +41,11 @@
 //!   turn when full. Map updates of programs, GC moves and discards mark segments dirty
 //!   (loading them in the background if needed). Map pages do not count in write
 //!   amplification. Flush does not write back dirty map segments.
+//! - A write needs no map lookup: the controller finds buffered data before the map on
+//!   reads, and the L2P entry moves to NAND when the program completes (if no newer
+//!   write or discard superseded it meanwhile; then the programmed copy is stale).
 //! - GC moves are committed to the map when the step is booked; a GC row is programmed
-//!   when it is full.
+//!   when it is full. GC and host data use separate open blocks per die.
 //! - No SLC cache, no wear levelling beyond FIFO reuse of erased blocks, no power loss.
 //!
 //! Units: ns, bytes. No randomness.
