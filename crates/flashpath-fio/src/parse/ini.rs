@@ -265,6 +265,9 @@ impl<'e> Builder<'e> {
                 r?;
             } else {
                 let mut st = self.def.inherit();
+                // A job is named after its section: a `name=` inherited from a global
+                // section does not rename it (measured: JSON jobname), its own does.
+                st.options.name = None;
                 if stonewall_pending {
                     st.options.stonewall = true;
                     stonewall_pending = false;

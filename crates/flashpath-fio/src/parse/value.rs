@@ -317,6 +317,8 @@ pub struct Converted {
     pub floats: Vec<f64>,
     /// Messages fio prints while still accepting the value.
     pub warnings: Vec<String>,
+    /// Every number converted, in order (what `fio --debug=parse` prints as `out=`).
+    pub outs: Vec<String>,
 }
 
 /// Converts `value` the way fio's `handle_option` does. `Err` carries the message fio
@@ -326,6 +328,7 @@ pub fn convert(def: &OptDef, value: Option<&str>, kb_base: u64) -> Result<Conver
     let Some(full) = value else {
         return match def.ty {
             OptType::StrSet => {
+                out.outs.push("1".to_string());
                 out.per_dir = [Some(Piece::Num(1)), None, None];
                 if def.per_dir {
                     out.per_dir = [
@@ -337,7 +340,8 @@ pub fn convert(def: &OptDef, value: Option<&str>, kb_base: u64) -> Result<Conver
                 Ok(out)
             }
             OptType::Str if def.posvals.is_empty() => Ok(out),
-            OptType::Deprecated | OptType::SoftDeprecated => Ok(out),
+            OptType::Deprecated => Err(format!("Option {} is deprecated", def.name)),
+            OptType::SoftDeprecated => Ok(out),
             OptType::Str => Err(String::new()),
             _ => Err(format!("Option {} requires an argument", def.name)),
         };
@@ -346,12 +350,13 @@ pub fn convert(def: &OptDef, value: Option<&str>, kb_base: u64) -> Result<Conver
         OptType::Str | OptType::StrUll | OptType::StrStore => {
             return convert_piece(def, full, kb_base, &mut out, true, false, 0).map(|_| out);
         }
-        OptType::Deprecated => {
+        // Measured: a hard-deprecated option fails the job, a soft one only warns.
+        OptType::Deprecated => return Err(format!("Option {} is deprecated", def.name)),
+        OptType::SoftDeprecated => {
             out.warnings
                 .push(format!("Option {} is deprecated", def.name));
             return Ok(out);
         }
-        OptType::SoftDeprecated => return Ok(out),
         _ => {}
     }
     // The split loop of handle_option: every part is tried; the option is accepted
@@ -503,9 +508,7 @@ fn convert_piece(
                 str_to_decimal(tmp, true, kb_base, false)
             }
             .ok_or_else(String::new)?;
-            if def.ty == OptType::Int {
-                // Stored in an int-sized field by fio, range checks see the 64-bit value.
-            }
+            out.outs.push(ull.to_string());
             range_check(def, ull)?;
             if !def.posvals.is_empty() {
                 let allowed = def
@@ -526,6 +529,7 @@ fn convert_piece(
             } else {
                 check_int(ptr).ok_or_else(String::new)?
             };
+            out.outs.push(il.to_string());
             if let Some(max) = def.max {
                 if max > 0 && i64::from(il) > max {
                     return Err(format!("max value out of range: {il} ({max} max)"));
@@ -579,6 +583,7 @@ fn convert_piece(
                 }
             }
             out.floats.push(uf);
+            out.outs.push(format!("{uf:.6}"));
             if first {
                 out.per_dir[0] = Some(Piece::Float(uf));
             }

@@ -105,7 +105,7 @@ def main():
     for e in ENGINES:
         text = run(["--enghelp=%s" % e])
         for line in text.splitlines():
-            m = re.match(r"^(\S+)\s+: ", line)
+            m = re.match(r"^\s*(\S+)\s+: ", line)
             if not m:
                 continue
             n = m.group(1)
