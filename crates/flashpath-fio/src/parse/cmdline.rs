@@ -170,6 +170,14 @@ fn parse_formats(v: &str) -> Result<Vec<OutputFormat>, String> {
 }
 
 pub fn parse(args: &[String], env: &Env) -> Result<Invocation, ParseError> {
+    parse_with_stdin(args, env, None)
+}
+
+pub fn parse_with_stdin(
+    args: &[String],
+    env: &Env,
+    stdin: Option<&str>,
+) -> Result<Invocation, ParseError> {
     let mut inv = Invocation {
         jobs: Vec::new(),
         output: None,
@@ -408,15 +416,22 @@ pub fn parse(args: &[String], env: &Env) -> Result<Invocation, ParseError> {
     finish_td(&mut b, td)?;
     let cmdline_globals = b.def.set.clone();
     for (k, (f, index)) in files.iter().enumerate() {
-        if f == "-" {
-            return Err(ParseError::new(
-                ErrorKind::Io,
-                Some(Origin::Arg { index: *index }),
-                "reading a job file from stdin ('-') is not supported by this parser",
-            ));
-        }
         inv.job_files.push(PathBuf::from(f));
-        b.parse_file(std::path::Path::new(f), k).map_err(|mut e| {
+        let r = if f == "-" {
+            match stdin {
+                Some(text) => {
+                    b.parse_file_text(text.as_bytes(), std::path::Path::new("<stdin>"), k)
+                }
+                None => Err(ParseError::new(
+                    ErrorKind::Io,
+                    None,
+                    "a job file '-' (stdin) needs parse_command_line_with_stdin",
+                )),
+            }
+        } else {
+            b.parse_file(std::path::Path::new(f), k)
+        };
+        r.map_err(|mut e| {
             if e.origin.is_none() {
                 e.origin = Some(Origin::Arg { index: *index });
             }

@@ -515,7 +515,9 @@ impl<'e> Builder<'e> {
         };
         self.jobs.push(job);
         self.prev_group_jobs += 1;
-        for k in 1..numjobs {
+        // fio adds clones counting down: thread order is subjob 0, N-1, N-2, ..., 1
+        // (measured: numjobs=3 offset_increment=1m gives threads offsets 0, 2m, 1m).
+        for k in (1..numjobs).rev() {
             let mut c = st.options.clone();
             c.numjobs = 1;
             c.stonewall = false;

@@ -23,6 +23,7 @@
 mod cmdline;
 mod expand;
 mod ini;
+pub mod iolog;
 mod options;
 pub mod table;
 mod types;
@@ -57,8 +58,16 @@ impl Env {
             .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
             .collect();
         let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-        let ncpus = std::thread::available_parallelism()
-            .map(|n| n.get() as u32)
+        // fio uses sysconf(_SC_NPROCESSORS_ONLN): the online CPUs, not the affinity
+        // mask available_parallelism() reports.
+        let ncpus = std::fs::read_to_string("/sys/devices/system/cpu/online")
+            .ok()
+            .and_then(|s| count_cpu_list(s.trim()))
+            .or_else(|| {
+                std::thread::available_parallelism()
+                    .ok()
+                    .map(|n| n.get() as u32)
+            })
             .unwrap_or(1);
         // /proc/meminfo's MemTotal is what sysconf(_SC_PHYS_PAGES) * pagesize gives.
         let mb_memory = std::fs::read_to_string("/proc/meminfo")
@@ -98,6 +107,24 @@ impl Env {
             self.cwd.join(p)
         }
     }
+}
+
+/// Counts a sysfs CPU list such as `0-3,8,10-11`.
+fn count_cpu_list(s: &str) -> Option<u32> {
+    let mut n = 0u32;
+    for part in s.split(',') {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (u32, u32) = (a.parse().ok()?, b.parse().ok()?);
+                n += b.checked_sub(a)? + 1;
+            }
+            None => {
+                part.parse::<u32>().ok()?;
+                n += 1;
+            }
+        }
+    }
+    Some(n)
 }
 
 /// Where an option was set.
@@ -192,7 +219,8 @@ pub struct Job {
     pub section: String,
     /// 1-based over all jobs, clones included, in start order.
     pub thread_number: u32,
-    /// 0 for the job itself, 1.. for its numjobs clones (fio's `subjob_number`).
+    /// fio's `subjob_number`: 0 for the job itself; its clones follow it in thread
+    /// order with N-1, N-2, ..., 1 (what `offset_increment` multiplies).
     pub clone_index: u32,
     /// Reporting group (0-based).
     pub group_id: u32,
@@ -260,6 +288,16 @@ impl Invocation {
 /// Parses fio's arguments (without argv[0]) and the job files they name.
 pub fn parse_command_line(args: &[String], env: &Env) -> Result<Invocation, ParseError> {
     cmdline::parse(args, env)
+}
+
+/// [`parse_command_line`] where a job file named `-` is read from `stdin` (fio's
+/// `fio -`).
+pub fn parse_command_line_with_stdin(
+    args: &[String],
+    env: &Env,
+    stdin: &str,
+) -> Result<Invocation, ParseError> {
+    cmdline::parse_with_stdin(args, env, Some(stdin))
 }
 
 /// Parses one job file's text as the only job file of an invocation. `path` names it

@@ -245,3 +245,57 @@ fn include_relative_to_file() {
     assert_eq!(e.kind, ErrorKind::IncludeLoop);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn clones_count_down_like_fio() {
+    // Measured: numjobs=3 offset_increment=1m → threads at offsets 0, 2m, 1m.
+    let j = jobs("[a]\nnumjobs=3\noffset_increment=1m\n");
+    let idx: Vec<u32> = j.iter().map(|j| j.clone_index).collect();
+    assert_eq!(idx, vec![0, 2, 1]);
+    assert!(j
+        .iter()
+        .all(|j| j.options.numjobs == 1 || j.clone_index == 0));
+}
+
+#[test]
+fn stdin_job_file() {
+    let args = vec!["--parse-only".to_string(), "-".to_string()];
+    let inv = parse_command_line_with_stdin(&args, &Env::fixed(), "[a]\nbs=8k\n").expect("parses");
+    assert!(inv.parse_only);
+    assert_eq!(inv.jobs[0].options.bs_bytes[0], 8192);
+    assert_eq!(inv.jobs[0].set_options[0].origin.to_string(), "<stdin>:2");
+    assert!(parse_command_line(&args, &Env::fixed()).is_err());
+}
+
+#[test]
+fn cpu_lists() {
+    assert_eq!(count_cpu_list("0-3,8,10-11"), Some(7));
+    assert_eq!(count_cpu_list("0"), Some(1));
+    assert_eq!(count_cpu_list("x"), None);
+}
+
+#[test]
+fn mailing_list_command_line() {
+    let args: Vec<String> = "--name=randread --ioengine=libaio --iodepth=16 --rw=randread \
+        --bs=4k --direct=1 --size=1G --numjobs=4 --runtime=60 --time_based \
+        --group_reporting --filename=/dev/nvme0n1 --output-format=json+ --eta=never"
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    let inv = parse_command_line(&args, &Env::fixed()).expect("parses");
+    assert_eq!(inv.jobs.len(), 4);
+    let o = &inv.jobs[0].options;
+    assert_eq!(o.ioengine, IoEngine::Libaio);
+    assert_eq!(o.iodepth, 16);
+    assert!(o.direct && o.time_based && o.group_reporting);
+    assert_eq!(o.size, Some(SizeSpec::Bytes(1 << 30)));
+    assert_eq!(o.runtime_ns, 60_000_000_000);
+    assert_eq!(inv.formats, vec![OutputFormat::JsonPlus]);
+    assert_eq!(inv.other_switches[0].0, "eta");
+    let origin = inv.jobs[0]
+        .set_options
+        .iter()
+        .find(|s| s.name == "iodepth")
+        .map(|s| s.origin.to_string());
+    assert_eq!(origin.as_deref(), Some("argument 3"));
+}
