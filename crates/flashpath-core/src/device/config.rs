@@ -493,6 +493,14 @@ pub fn validate(raw: &RawDeviceConfig) -> Result<DeviceConfig, ConfigError> {
             format!("{map_size} holds no segment of {segment_bytes} bytes"),
         ));
     }
+    // Controller SRAM/DRAM beyond 4 GiB is a unit mistake (and would not fit the model's
+    // 32-bit segment counts).
+    if map_cache_bytes > 4 << 30 {
+        return Err(ConfigError::new(
+            "map_cache.size",
+            format!("{map_size} is absurd for a controller's map cache (over 4GiB)"),
+        ));
+    }
     let map_lookup_ns = time_in(
         "map_cache.t_lookup",
         req(&m.t_lookup, "map_cache.t_lookup")?,
@@ -509,6 +517,12 @@ pub fn validate(raw: &RawDeviceConfig) -> Result<DeviceConfig, ConfigError> {
     let wb_size = req(&w.size, "write_buffer.size")?;
     let copy_rate = req(&w.copy_rate, "write_buffer.copy_rate")?;
     let write_buffer_bytes = multiple_of_4k("write_buffer.size", wb_size)?;
+    if write_buffer_bytes > 4 << 30 {
+        return Err(ConfigError::new(
+            "write_buffer.size",
+            format!("{wb_size} is absurd for a controller's write buffer (over 4GiB)"),
+        ));
+    }
     let buffer_copy_bytes_per_s = rate_field("write_buffer.copy_rate", copy_rate)?;
     if buffer_copy_bytes_per_s < 1_000_000 {
         return Err(ConfigError::new(
