@@ -5,7 +5,7 @@
 //! here is fio's value × 1000), rates in bytes/s or I/Os per second, percentages as
 //! integers 0..=100.
 
-use super::table::OptDef;
+use super::table::{OptDef, OptType};
 use super::types::*;
 use super::value::{self, is_percent, Converted, Piece, ZONE_BASE_VAL};
 
@@ -330,12 +330,18 @@ pub fn apply(
     raw: Option<&str>,
     conv: &Converted,
 ) -> Result<(), String> {
-    let text = raw.unwrap_or("");
+    let raw_text = raw.unwrap_or("");
+    // For word options, the listed word that matched (fio ignores what follows it).
+    let text = if matches!(def.ty, OptType::Str | OptType::StrMulti) && !def.posvals.is_empty() {
+        value::posval_match(def, raw_text).unwrap_or(raw_text)
+    } else {
+        raw_text
+    };
     let b = |c: &Converted| num(c, 0).map(|v| v != 0);
     match def.name.as_str() {
         "name" => o.name = Some(text.to_string()),
         "description" => o.description = Some(text.to_string()),
-        "rw" => o.rw = parse_rw(text)?,
+        "rw" => o.rw = parse_rw(raw_text)?,
         "rw_sequencer" => {
             o.rw_sequencer = if text.starts_with("identical") {
                 RwSequencer::Identical
@@ -345,13 +351,13 @@ pub fn apply(
         }
         "rwmixread" => {
             // fio's callback runs for every part, the last one wins.
-            if let Some(v) = last_num(conv) {
-                o.rwmix_read_percent = v as u32;
+            if let Some(v) = conv.nums.last() {
+                o.rwmix_read_percent = *v as u32;
             }
         }
         "rwmixwrite" => {
-            if let Some(v) = last_num(conv) {
-                o.rwmix_read_percent = 100u32.saturating_sub(v as u32);
+            if let Some(v) = conv.nums.last() {
+                o.rwmix_read_percent = 100u32.saturating_sub(*v as u32);
             }
         }
         "bs" => set_per_dir(&mut o.bs_bytes, conv, |v| v),
@@ -367,7 +373,21 @@ pub fn apply(
         "bs_unaligned" => o.bs_unaligned = b(conv).unwrap_or(true),
         "bs_is_seq_rand" => o.bs_is_seq_rand = b(conv).unwrap_or(false),
         "size" => o.size = num(conv, 0).map(size_spec),
-        "io_size" => o.io_size = num(conv, 0).map(size_spec),
+        "io_size" => {
+            // str_io_size_cb, once per part: a negative number is read as a
+            // percentage (-1 - v) and more than 100% is refused.
+            let ok: Vec<u64> = conv
+                .nums
+                .iter()
+                .copied()
+                .filter(|v| (v >> 32) != 0xFFFF_FFFF || u64::MAX - v <= 100)
+                .collect();
+            match ok.last() {
+                Some(v) => o.io_size = Some(size_spec(*v)),
+                None => return Err("fio: io_size values greater than 100% aren't supported".into()),
+            }
+        }
+        "steadystate" => check_steadystate(raw_text, u64::from(o.kb_base))?,
         "offset" => {
             if let Some(v) = num(conv, 0) {
                 o.offset = size_spec(v)
@@ -468,7 +488,7 @@ pub fn apply(
         "allrandrepeat" => o.allrandrepeat = b(conv).unwrap_or(false),
         "norandommap" => o.norandommap = b(conv).unwrap_or(true),
         "random_distribution" => {
-            o.random_distribution = parse_random_distribution(text, u64::from(o.kb_base))?
+            o.random_distribution = parse_random_distribution(raw_text, u64::from(o.kb_base))?
         }
         "random_generator" => {
             o.random_generator = match text {
@@ -519,6 +539,9 @@ pub fn apply(
         "replay_no_stall" => o.replay_no_stall = b(conv).unwrap_or(false),
         "replay_time_scale" => o.replay_time_scale = num(conv, 0).unwrap_or(100) as u32,
         "verify" => o.verify = Some(text.to_string()),
+        "verify_pattern" | "buffer_pattern" if !value::pattern_ok(raw_text) || raw.is_none() => {
+            return Err(String::new());
+        }
         "zonemode" => o.zonemode = Some(text.to_string()),
         "uri" => o.uri = Some(text.to_string()),
         _ => {}
@@ -526,8 +549,21 @@ pub fn apply(
     Ok(())
 }
 
-fn last_num(c: &Converted) -> Option<u64> {
-    num(c, 0)
+/// `str_steadystate_cb`: `iops|iops_slope|bw|bw_slope:threshold[%]`.
+fn check_steadystate(text: &str, kb_base: u64) -> Result<(), String> {
+    let Some((word, post)) = text.split_once(':') else {
+        return Err("fio: steadystate threshold must be specified in addition to criterion".into());
+    };
+    let post = post.trim();
+    if word.starts_with("iops") {
+        value::scan_float(post).ok_or("fio: steadystate IOPS threshold postfix parsing failed")?;
+    } else if post.ends_with('%') {
+        value::scan_float(post).ok_or("fio: steadystate BW threshold postfix parsing failed")?;
+    } else {
+        value::str_to_decimal(post, true, kb_base, false)
+            .ok_or("fio: steadystate BW threshold postfix parsing failed")?;
+    }
+    Ok(())
 }
 
 /// The upper end of a `lo-hi` value of a non-range option (filesize, startdelay):
@@ -549,10 +585,12 @@ fn conv_second(def: &OptDef, raw: Option<&str>, kb_base: u64) -> Option<u64> {
 
 /// `str_rw_cb`: the mode and its `:N` suffix.
 fn parse_rw(text: &str) -> Result<Rw, String> {
-    let (word, post) = match text.find(':') {
-        Some(p) => (&text[..p], Some(text[p + 1..].trim())),
-        None => (text, None),
-    };
+    let word_end = text
+        .find(',')
+        .or_else(|| text.find(':'))
+        .unwrap_or(text.len());
+    let word = &text[..word_end];
+    let post = text.find(':').map(|p| text[p + 1..].trim());
     let mode = RwMode::from_fio(word).ok_or_else(String::new)?;
     let modifier = match post {
         None => RwModifier::None,
@@ -687,7 +725,11 @@ impl JobOptions {
 
 /// `str_random_distribution_cb` and `parse_zoned_distribution`.
 fn parse_random_distribution(text: &str, kb_base: u64) -> Result<RandomDistribution, String> {
-    let word = text.split(':').next().unwrap_or("");
+    let word_end = text
+        .find(',')
+        .or_else(|| text.find(':'))
+        .unwrap_or(text.len());
+    let word = &text[..word_end];
     let post = text.find(':').map(|p| text[p + 1..].trim());
     let dist_params = |def: f64| -> Result<(f64, Option<f64>), String> {
         let Some(nr) = post else {
@@ -790,7 +832,10 @@ fn parse_random_distribution(text: &str, kb_base: u64) -> Result<RandomDistribut
                 RandomDistribution::Zoned(zones)
             })
         }
-        _ => Ok(RandomDistribution::Random),
+        "random" => Ok(RandomDistribution::Random),
+        // Not a listed word (fio's posval match includes text up to a ','): the
+        // documented per-direction `zoned:...,...` form fails here, silently.
+        _ => Err(String::new()),
     }
 }
 

@@ -229,13 +229,53 @@ pub fn check_int(s: &str) -> Option<i32> {
     if s.is_empty() {
         return None;
     }
-    let b = s.as_bytes();
     let hex = s.contains("0x") || s.contains("0X");
-    let (v, consumed, _) = strtoll(b, if hex { 16 } else { 10 });
-    if consumed == 0 {
+    let b = s.as_bytes();
+    let mut i = 0;
+    while i < b.len() && is_c_space(b[i]) {
+        i += 1;
+    }
+    let mut neg = false;
+    if i < b.len() && (b[i] == b'+' || b[i] == b'-') {
+        neg = b[i] == b'-';
+        i += 1;
+    }
+    let base: u32 = if hex { 16 } else { 10 };
+    if hex
+        && b.get(i) == Some(&b'0')
+        && matches!(b.get(i + 1), Some(b'x') | Some(b'X'))
+        && b.get(i + 2).is_some_and(|c| c.is_ascii_hexdigit())
+    {
+        i += 2;
+    }
+    let start = i;
+    let mut acc: u64 = 0;
+    let mut overflow = false;
+    while i < b.len() {
+        let Some(d) = (b[i] as char).to_digit(base) else {
+            break;
+        };
+        match acc
+            .checked_mul(u64::from(base))
+            .and_then(|v| v.checked_add(u64::from(d)))
+        {
+            Some(v) => acc = v,
+            None => overflow = true,
+        }
+        i += 1;
+    }
+    if i == start {
         return None;
     }
-    // %u / %x wrap like an unsigned int, then the bits are read as an int.
+    // strtoul: an overflow gives ULONG_MAX (even when negative); a sign negates.
+    let v = if overflow {
+        u64::MAX
+    } else if neg {
+        acc.wrapping_neg()
+    } else {
+        acc
+    };
+    // %u / %x store an unsigned int; fio reads the bits as an int.
     Some(v as u32 as i32)
 }
 
@@ -251,6 +291,10 @@ pub fn scan_float(s: &str) -> Option<f64> {
         i += 1;
     }
     let rest = s[i..].to_ascii_lowercase();
+    if let Some(h) = hex_float(&rest) {
+        let neg = b.get(start) == Some(&b'-');
+        return Some(if neg { -h } else { h });
+    }
     for word in ["infinity", "inf", "nan"] {
         if rest.starts_with(word) {
             let neg = b.get(start) == Some(&b'-');
@@ -294,6 +338,51 @@ pub fn scan_float(s: &str) -> Option<f64> {
     s[start..end].parse::<f64>().ok()
 }
 
+/// A C99 hex float (`0x1.8p3`), lower-cased, without sign.
+fn hex_float(s: &str) -> Option<f64> {
+    let t = s.strip_prefix("0x")?;
+    let b = t.as_bytes();
+    let mut i = 0;
+    let mut mant = 0f64;
+    let mut digits = 0;
+    while i < b.len() && b[i].is_ascii_hexdigit() {
+        mant = mant * 16.0 + f64::from((b[i] as char).to_digit(16)?);
+        i += 1;
+        digits += 1;
+    }
+    let mut scale = 0i32;
+    if i < b.len() && b[i] == b'.' {
+        i += 1;
+        while i < b.len() && b[i].is_ascii_hexdigit() {
+            mant = mant * 16.0 + f64::from((b[i] as char).to_digit(16)?);
+            scale -= 4;
+            i += 1;
+            digits += 1;
+        }
+    }
+    if digits == 0 {
+        return None;
+    }
+    if i < b.len() && b[i] == b'p' {
+        let mut j = i + 1;
+        let mut eneg = false;
+        if j < b.len() && (b[j] == b'+' || b[j] == b'-') {
+            eneg = b[j] == b'-';
+            j += 1;
+        }
+        let ds = j;
+        let mut e: i32 = 0;
+        while j < b.len() && b[j].is_ascii_digit() {
+            e = e.saturating_mul(10).saturating_add(i32::from(b[j] - b'0'));
+            j += 1;
+        }
+        if j > ds {
+            scale = scale.saturating_add(if eneg { -e } else { e });
+        }
+    }
+    Some(mant * 2f64.powi(scale))
+}
+
 /// One converted piece of an option value, as fio's `__handle_option` stores it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Piece {
@@ -319,6 +408,9 @@ pub struct Converted {
     pub warnings: Vec<String>,
     /// Every number converted, in order (what `fio --debug=parse` prints as `out=`).
     pub outs: Vec<String>,
+    /// Numeric parts that passed their checks, in order (fio runs an option's
+    /// callback once per part, so the last one wins).
+    pub nums: Vec<u64>,
 }
 
 /// Converts `value` the way fio's `handle_option` does. `Err` carries the message fio
@@ -341,7 +433,7 @@ pub fn convert(def: &OptDef, value: Option<&str>, kb_base: u64) -> Result<Conver
             }
             OptType::Str if def.posvals.is_empty() => Ok(out),
             OptType::Deprecated => Err(format!("Option {} is deprecated", def.name)),
-            OptType::SoftDeprecated => Ok(out),
+            OptType::SoftDeprecated => Err(format!("Option {} requires an argument", def.name)),
             OptType::Str => Err(String::new()),
             _ => Err(format!("Option {} requires an argument", def.name)),
         };
@@ -519,6 +611,7 @@ fn convert_piece(
                     return Err(format!("fio: value {ull} not allowed"));
                 }
             }
+            out.nums.push(ull);
             store(out, def, Piece::Num(ull), first, more, curr);
             Ok(())
         }
@@ -594,36 +687,112 @@ fn convert_piece(
 }
 
 fn range_check(def: &OptDef, ull: u64) -> Result<(), String> {
-    // Measured: `nice=-30` fails the min check (signed), `bs=-4k` passes it (ULL
-    // options compare unsigned); a printed max of -1 means "no maximum".
-    let signed = ull as i64;
-    if let Some(max) = def.max {
-        if max != -1 && max != 0 && signed > max {
+    // Measured against fio 3.33: an INT option checks its range on the value cut to a
+    // 32-bit int (`nice=-30` fails the min check, `dedupe_percentage=16pm` passes the
+    // max check because the low 32 bits are 0); ULL and size options compare the
+    // unsigned 64-bit value (`bs=-4k` passes min=1). A printed max of -1 means none.
+    if def.name == "replay_align" && !ull.is_power_of_two() {
+        return Err(format!("{}: must be a power-of-2", def.name));
+    }
+    let has_max = |m: i64| m != -1 && m != 0;
+    if def.ty == OptType::Int {
+        let v = i64::from(ull as u32 as i32);
+        if let Some(max) = def.max.filter(|m| has_max(*m)) {
+            if v > max {
+                return Err(format!(
+                    "{}: max value out of range: {} ({} max)",
+                    def.name, v, max
+                ));
+            }
+        }
+        if let Some(min) = def.min.filter(|m| *m != 0) {
+            if v < min {
+                return Err(format!(
+                    "{}: min value out of range: {} ({} min)",
+                    def.name, v, min
+                ));
+            }
+        }
+        return Ok(());
+    }
+    if let Some(max) = def.max.filter(|m| has_max(*m)) {
+        if ull > max as u64 {
             return Err(format!(
                 "{}: max value out of range: {} ({} max)",
                 def.name, ull, max
             ));
         }
     }
-    if let Some(min) = def.min {
-        let below = if def.ty == OptType::Ull {
-            min > 0 && ull < min as u64
-        } else {
-            min != 0 && signed < min
-        };
-        if below {
+    if let Some(min) = def.min.filter(|m| *m > 0) {
+        if ull < min as u64 {
             return Err(format!(
                 "{}: min value out of range: {} ({} min)",
-                def.name, signed, min
+                def.name, ull as i64, min
             ));
         }
     }
     Ok(())
 }
 
+/// fio's pattern syntax (`verify_pattern`, `buffer_pattern`): a run of `"strings"`,
+/// `0x` hex, 32-bit decimal numbers and `%o`, with no separators (blanks only after
+/// a decimal number). Measured against fio 3.33.
+pub fn pattern_ok(s: &str) -> bool {
+    let b = s.as_bytes();
+    if b.is_empty() {
+        return false;
+    }
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if c == b'"' {
+            match b[i + 1..].iter().position(|&x| x == b'"') {
+                Some(p) => i += p + 2,
+                None => return false,
+            }
+        } else if c == b'0' && matches!(b.get(i + 1), Some(b'x') | Some(b'X')) {
+            let start = i + 2;
+            let mut j = start;
+            while j < b.len() && b[j].is_ascii_hexdigit() {
+                j += 1;
+            }
+            if j == start {
+                return false;
+            }
+            i = j;
+        } else if c == b'%' {
+            if b.get(i + 1) != Some(&b'o') {
+                return false;
+            }
+            i += 2;
+        } else if c == b'-' || c.is_ascii_digit() {
+            let start = i;
+            let mut j = if c == b'-' { i + 1 } else { i };
+            let ds = j;
+            while j < b.len() && b[j].is_ascii_digit() {
+                j += 1;
+            }
+            if j == ds {
+                return false;
+            }
+            if s[start..j].parse::<i32>().is_err() {
+                return false;
+            }
+            i = j;
+            while i < b.len() && b[i] == b' ' {
+                i += 1;
+            }
+        } else {
+            return false;
+        }
+    }
+    true
+}
+
 /// fio's posval match: the word must equal a listed value, up to an optional `:suffix`.
 pub fn posval_match<'a>(def: &'a OptDef, ptr: &str) -> Option<&'a str> {
-    let prefix_len = ptr.find(':').unwrap_or(ptr.len());
+    // fio's opt_len: the text up to the first ',' if any, else up to the first ':'.
+    let prefix_len = ptr.find(',').or_else(|| ptr.find(':')).unwrap_or(ptr.len());
     let mut vals: Vec<&String> = def.posvals.iter().filter(|v| !v.is_empty()).collect();
     vals.sort_by_key(|v| std::cmp::Reverse(v.len()));
     for v in vals {

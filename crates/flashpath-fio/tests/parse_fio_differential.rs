@@ -1,0 +1,192 @@
+//! Randomised differential test against fio 3.33: random core options with random
+//! values built from numbers, suffixes, separators and the option's own words; fio
+//! and our parser must accept/reject alike and convert the same numbers.
+//!
+//! Ignored by default (it runs fio a few hundred times):
+//! `FP_DIFF_SEED=7 FP_DIFF_CASES=500 cargo test -p flashpath-fio --test parse_fio_differential -- --ignored`
+
+use std::process::Command;
+
+use flashpath_fio::parse::{self, table, value, Env};
+
+struct XorShift(u64);
+
+impl XorShift {
+    fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+const PIECES: &[&str] = &[
+    "0",
+    "1",
+    "2",
+    "4",
+    "7",
+    "16",
+    "100",
+    "101",
+    "4096",
+    "0x10",
+    "-1",
+    "-4",
+    "1.5",
+    "k",
+    "K",
+    "m",
+    "g",
+    "t",
+    "p",
+    "KiB",
+    "MiB",
+    "ki",
+    "b",
+    "%",
+    "z",
+    "s",
+    "ms",
+    "us",
+    "m",
+    "h",
+    "d",
+    "sec",
+    ",",
+    ",",
+    ":",
+    "-",
+    "/",
+    " ",
+    "x",
+    "abc",
+    "e3",
+    "99999999999999999999",
+];
+
+fn value_for(rng: &mut XorShift, def: &table::OptDef) -> String {
+    let mut v = String::new();
+    if !def.posvals.is_empty() && rng.below(2) == 0 {
+        v.push_str(&def.posvals[rng.below(def.posvals.len())]);
+    }
+    for _ in 0..rng.below(5) {
+        v.push_str(PIECES[rng.below(PIECES.len())]);
+    }
+    v
+}
+
+#[test]
+#[ignore]
+fn random_values_match_fio() {
+    let ok = Command::new("fio")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("note: fio not installed; skipped");
+        return;
+    }
+    let seed: u64 = std::env::var("FP_DIFF_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1);
+    let n: usize = std::env::var("FP_DIFF_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(300);
+    eprintln!("seed {seed}, {n} cases");
+    let mut rng = XorShift(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let core = &table::table().core;
+    let dir = std::env::temp_dir().join(format!("flashpath-diff-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    let mut env = Env::fixed();
+    env.cwd = dir.clone();
+    let mut bad = Vec::new();
+    for i in 0..n {
+        let def = &core[rng.below(core.len())];
+        // Options whose callbacks consult the system or start profiles; numjobs,
+        // whose absurd values parse-only lets through (a run fails).
+        if matches!(
+            def.name.as_str(),
+            "numjobs"
+                | "profile"
+                | "cpus_allowed"
+                | "cpumask"
+                | "numa_cpu_nodes"
+                | "numa_mem_policy"
+                | "exec_prerun"
+                | "exec_postrun"
+                | "include"
+                | "verify_async_cpus"
+                | "log_compression_cpus"
+                | "gtod_cpu"
+                | "ioscheduler"
+                | "cgroup"
+        ) {
+            continue;
+        }
+        let line = if rng.below(8) == 0 {
+            def.name.clone()
+        } else {
+            format!("{}={}", def.name, value_for(&mut rng, def))
+        };
+        let text = format!("[job]\n{line}\n");
+        let path = dir.join(format!("d{i}.fio"));
+        std::fs::write(&path, &text).expect("write");
+        let out = Command::new("fio")
+            .args(["--debug=parse", "--parse-only"])
+            .arg(&path)
+            .current_dir(&dir)
+            .output()
+            .expect("fio runs");
+        let fio_ok = out.status.success();
+        let ours = parse::parse_job_file_text(&text, &path, &env);
+        if fio_ok != ours.is_ok() {
+            bad.push(format!(
+                "{line:?}: fio {} / ours {}",
+                if fio_ok { "accepts" } else { "rejects" },
+                match &ours {
+                    Ok(_) => "accepts".to_string(),
+                    Err(e) => format!("rejects: {e}"),
+                }
+            ));
+            continue;
+        }
+        // Compare converted numbers (the `out=` lines) for numeric options.
+        if matches!(def.ty, table::OptType::Str | table::OptType::StrStore) {
+            continue;
+        }
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned()
+            + &String::from_utf8_lossy(&out.stdout);
+        let fio_outs: Vec<String> = stderr
+            .lines()
+            .filter_map(|l| {
+                let p = l.find("out=")?;
+                let head = &l[..p];
+                if head.contains("ret=") && !head.contains("ret=0") {
+                    return None;
+                }
+                Some(l[p + 4..].trim().to_string())
+            })
+            .collect();
+        let v = line.split_once('=').map(|(_, v)| v);
+        if let Ok(c) = value::convert(def, v, 1024) {
+            if c.outs != fio_outs {
+                bad.push(format!("{line:?}: fio out={fio_outs:?} ours={:?}", c.outs));
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        bad.is_empty(),
+        "{} differences:\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
+}
