@@ -622,3 +622,82 @@ fn option_values_match_fio() {
         mismatches.join("\n")
     );
 }
+
+/// Command lines: accepted and rejected alike (`fio --parse-only`).
+#[test]
+fn command_lines_match_fio() {
+    if !fio_available() {
+        eprintln!("note: fio 3.33 not installed; oracle test skipped");
+        return;
+    }
+    let cwd = scratch_dir("cmdline");
+    std::fs::write(cwd.join("j.fio"), "[global]\nbs=8k\n[x]\n[y]\n").expect("write");
+    let env = env_for(&cwd);
+    let cases: &[&str] = &[
+        "--name=a",
+        "--name a --bs 8k",
+        "-name=a -bs=4k",
+        "--name=a --blocksize=8k",
+        "--name=a --ioeng=libaio",
+        "--name=a --io=libaio",
+        "--out=/tmp/x --name=a",
+        "--output=/tmp/x --name=a",
+        "--name=a --direct --rw=read",
+        "--name=a --stonewall --rw=read",
+        "--name=a --uri=x --ioengine=nbd",
+        "--name=a --ioengine=nbd --uri=x",
+        "--ioengine=libaio --name=a --cmdprio_percentage=5",
+        "--name=a --ioengine=libaio --name=b --ioengine=psync --cmdprio_percentage=5",
+        "--name=a --foo=1",
+        "--bs=4k j.fio",
+        "j.fio --bs=4k",
+        "--section=x j.fio",
+        "--section=global j.fio",
+        "--name=a --size=$mb_memory",
+        "--name=a --description=a;b#c",
+        "--name=a --bs",
+        "--name=a --bs=",
+        "--name=",
+        "--name=a --readwrite",
+        "--output-format=json,terse --name=a",
+        "--output-format=json+ --name=a",
+        "--output-format=foo --name=a",
+        "--terse-version=6 --name=a",
+        "--terse-version=2 --minimal --name=a",
+        "--parse-only=1 --name=a",
+        "--name=a --threads=1",
+        "--name=a nonexist.fio",
+        "--name=global --rw=randread --name=job1 --name=job2",
+        "--eta=never --name=a",
+        "--name=a --time_based --runtime=1",
+        "--name=a --time_based=1",
+        "--name=a -- j.fio",
+        "--name=a --rw=randrw:4,x",
+        "--status-interval=1 --readonly --name=a",
+    ];
+    let mut mismatches = Vec::new();
+    for case in cases {
+        let args: Vec<String> = case.split_whitespace().map(str::to_string).collect();
+        let argv: Vec<&str> = std::iter::once("--parse-only")
+            .chain(args.iter().map(String::as_str))
+            .collect();
+        let (fio_ok, _) = run_fio(&argv, &cwd);
+        let ours = parse::parse_command_line(&args, &env);
+        if fio_ok != ours.is_ok() {
+            mismatches.push(format!(
+                "{case}: fio {} / ours {}",
+                if fio_ok { "accepts" } else { "rejects" },
+                match &ours {
+                    Ok(_) => "accepts".to_string(),
+                    Err(e) => format!("rejects: {e}"),
+                }
+            ));
+        }
+    }
+    let _ = std::fs::remove_dir_all(&cwd);
+    assert!(
+        mismatches.is_empty(),
+        "mismatches with fio:\n{}",
+        mismatches.join("\n")
+    );
+}
