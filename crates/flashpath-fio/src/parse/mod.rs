@@ -19,6 +19,23 @@
 //! Callbacks whose checks need the real system (CPU masks, files) accept any value.
 //!
 //! Units: sizes in bytes, times in nanoseconds (see [`JobOptions`]).
+//!
+//! Refusing what a consumer does not model, with the place it was set:
+//!
+//! ```
+//! use flashpath_fio::parse::{parse_job_file_text, Env};
+//! use std::path::Path;
+//!
+//! let jobs = parse_job_file_text("[a]\nrw=randread\nzonemode=zbd\n", Path::new("jobs/x.fio"),
+//!                                &Env::fixed()).unwrap();
+//! let modelled = |name: &str| matches!(name, "rw" | "bs" | "size" | "iodepth");
+//! let msgs: Vec<String> = jobs[0]
+//!     .unmodelled(&modelled)
+//!     .iter()
+//!     .map(|o| format!("option '{}' ({}) is not modelled by flashpath", o.name, o.origin))
+//!     .collect();
+//! assert_eq!(msgs, ["option 'zonemode' (jobs/x.fio:3) is not modelled by flashpath"]);
+//! ```
 
 mod cmdline;
 mod expand;

@@ -299,3 +299,27 @@ fn mailing_list_command_line() {
         .map(|s| s.origin.to_string());
     assert_eq!(origin.as_deref(), Some("argument 3"));
 }
+
+#[test]
+fn section_selection() {
+    // [S] §1.9: --section runs only the named jobs; globals are always parsed.
+    let dir = std::env::temp_dir().join(format!("fp-sec-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    std::fs::write(
+        dir.join("j.fio"),
+        "[global]\nbs=8k\n[x]\n[y]\nfoo_unknown=1\n[z]\n",
+    )
+    .expect("write");
+    let mut env = Env::fixed();
+    env.cwd = dir.clone();
+    let args: Vec<String> = ["--section=x", "--section=z", "j.fio"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let inv = parse_command_line(&args, &env).expect("skipped sections are not parsed");
+    let names: Vec<&str> = inv.jobs.iter().map(|j| j.name.as_str()).collect();
+    assert_eq!(names, vec!["x", "z"]);
+    assert!(inv.jobs.iter().all(|j| j.options.bs_bytes[0] == 8192));
+    assert_eq!(inv.sections, vec!["x".to_string(), "z".to_string()]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
