@@ -109,7 +109,12 @@ fn random_values_match_fio() {
     env.cwd = dir.clone();
     let mut bad = Vec::new();
     for i in 0..n {
-        let def = &core[rng.below(core.len())];
+        let engine_opts = &table::table().engine;
+        let def = if rng.below(4) == 0 {
+            &engine_opts[rng.below(engine_opts.len())]
+        } else {
+            &core[rng.below(core.len())]
+        };
         // Options whose callbacks consult the system or start profiles; numjobs,
         // whose absurd values parse-only lets through (a run fails).
         if matches!(
@@ -136,7 +141,10 @@ fn random_values_match_fio() {
         } else {
             format!("{}={}", def.name, value_for(&mut rng, def))
         };
-        let text = format!("[job]\n{line}\n");
+        let text = match &def.engine {
+            Some(e) => format!("[job]\nioengine={e}\n{line}\n"),
+            None => format!("[job]\n{line}\n"),
+        };
         let path = dir.join(format!("d{i}.fio"));
         std::fs::write(&path, &text).expect("write");
         let out = Command::new("fio")
@@ -164,17 +172,25 @@ fn random_values_match_fio() {
         }
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned()
             + &String::from_utf8_lossy(&out.stdout);
-        let fio_outs: Vec<String> = stderr
-            .lines()
-            .filter_map(|l| {
-                let p = l.find("out=")?;
-                let head = &l[..p];
-                if head.contains("ret=") && !head.contains("ret=0") {
-                    return None;
-                }
-                Some(l[p + 4..].trim().to_string())
-            })
-            .collect();
+        // The `out=` lines after this option's handle_option line (loading an
+        // engine prints its defaults first).
+        let marker = format!(" handle_option={}, ptr=", def.name);
+        let fio_outs: Vec<String> = match stderr.rfind(&marker) {
+            Some(p) => stderr[p..]
+                .lines()
+                .skip(1)
+                .take_while(|l| !l.contains(" handle_option="))
+                .filter_map(|l| {
+                    let p = l.find("out=")?;
+                    let head = &l[..p];
+                    if head.contains("ret=") && !head.contains("ret=0") {
+                        return None;
+                    }
+                    Some(l[p + 4..].trim().to_string())
+                })
+                .collect(),
+            None => Vec::new(),
+        };
         let v = line.split_once('=').map(|(_, v)| v);
         if let Ok(c) = value::convert(def, v, 1024) {
             if c.outs != fio_outs {

@@ -211,8 +211,22 @@ fn load() -> Table {
             } else {
                 Some(c[4].to_string())
             },
-            min: if float { None } else { parse_num(c[5]) },
-            max: if float { None } else { parse_num(c[6]) },
+            // parse.c's option_init gives every BOOL the range 0..=1 (engine options
+            // do not print it in --enghelp).
+            min: if ty == OptType::Bool {
+                Some(0)
+            } else if float {
+                None
+            } else {
+                parse_num(c[5])
+            },
+            max: if ty == OptType::Bool {
+                Some(1)
+            } else if float {
+                None
+            } else {
+                parse_num(c[6])
+            },
             min_fp: if float { c[5].parse().ok() } else { None },
             max_fp: if float { c[6].parse().ok() } else { None },
             posvals: if c[7].is_empty() {
