@@ -206,3 +206,152 @@ fn random_values_match_fio() {
         bad.join("\n")
     );
 }
+
+const ARGS: &[&str] = &[
+    "--name=a",
+    "--name=b",
+    "--name=global",
+    "--name",
+    "a",
+    "-name=c",
+    "--bs=8k",
+    "--bs",
+    "8k",
+    "--bs=",
+    "--blocksize=4k",
+    "--block=4k",
+    "--ioengine=libaio",
+    "--ioengine=nbd",
+    "--ioengine=psync",
+    "--ioengine=foo",
+    "--uri=x",
+    "--cmdprio_percentage=5",
+    "--iodepth=4",
+    "--io=4",
+    "--iod=8",
+    "--rw=randread",
+    "--rw=rw:4",
+    "--readwrite=write",
+    "--direct=1",
+    "--direct",
+    "--time_based",
+    "--time_based=1",
+    "--stonewall",
+    "--runtime=1s",
+    "--output=/tmp/flashpath-x",
+    "--out=x",
+    "--output-format=json",
+    "--output-format=json+,terse",
+    "--output-format=bad",
+    "--minimal",
+    "--terse-version=3",
+    "--terse-version=9",
+    "--parse-only",
+    "--section=a",
+    "--section=global",
+    "--eta=never",
+    "--debug=parse",
+    "--foo=1",
+    "-x",
+    "--",
+    "j.fio",
+    "missing.fio",
+    "--size=1m",
+    "--numjobs=2",
+    "--threads=1",
+    "--rwmixcycle=1",
+    "--verifysort=1",
+    "--description=a b",
+    "--bssplit=4k/50:8k/",
+    "--random_distribution=zipf:1",
+    "--percentile_list=1:2",
+    "-b",
+    "-m",
+    "/tmp/flashpath-y",
+    "-F",
+    "json",
+    "-xa",
+    "-k",
+    "1000",
+    "-g",
+    "-q",
+    "-bm",
+    "-P",
+    "-V",
+    "4",
+    "--append-terse",
+    "--iodepth_batch_c=2",
+    "--io_l=1m",
+    "-rw=read",
+    "-direct=1",
+    "-r",
+    "-w",
+    "-Fterse",
+    "-V9",
+    "--read",
+    "-nrfiles=2",
+];
+
+/// Random argument lists: fio and our parser accept/reject alike. (`-o` is left out:
+/// fio opens the output file while parsing, and a value such as `--bs=4k/8k` is a
+/// path that cannot be created.)
+#[test]
+#[ignore]
+fn random_command_lines_match_fio() {
+    let ok = Command::new("fio")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("note: fio not installed; skipped");
+        return;
+    }
+    let seed: u64 = std::env::var("FP_DIFF_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1);
+    let n: usize = std::env::var("FP_DIFF_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(300);
+    let mut rng = XorShift(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 3);
+    let dir = std::env::temp_dir().join(format!("flashpath-cdiff-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    std::fs::write(dir.join("j.fio"), "[global]\nbs=8k\n[a]\n[b]\n").expect("write");
+    let mut env = Env::fixed();
+    env.cwd = dir.clone();
+    let mut bad = Vec::new();
+    for _ in 0..n {
+        let args: Vec<String> = (0..1 + rng.below(6))
+            .map(|_| ARGS[rng.below(ARGS.len())].to_string())
+            .collect();
+        let out = Command::new("fio")
+            .arg("--parse-only")
+            .args(&args)
+            .current_dir(&dir)
+            .output()
+            .expect("fio runs");
+        let ours = parse::parse_command_line(&args, &env);
+        if out.status.success() != ours.is_ok() {
+            bad.push(format!(
+                "{args:?}: fio {} / ours {}",
+                if out.status.success() {
+                    "accepts"
+                } else {
+                    "rejects"
+                },
+                match &ours {
+                    Ok(_) => "accepts".to_string(),
+                    Err(e) => format!("rejects: {e}"),
+                }
+            ));
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        bad.is_empty(),
+        "{} differences:\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
+}

@@ -62,6 +62,189 @@ const FIO_SWITCHES: &[(&str, HasArg)] = &[
     ("merge-blktrace-only", HasArg::No),
 ];
 
+/// fio's short options (getopt's optstring) and the long switch each stands for.
+const SHORT: &[(char, &str)] = &[
+    ('a', "alloc-size"),
+    ('b', "bandwidth-log"),
+    ('c', "cmdhelp"),
+    ('d', "debug"),
+    ('e', "eta"),
+    ('f', "append-terse"),
+    ('h', "help"),
+    ('i', "enghelp"),
+    ('j', "max-jobs"),
+    ('l', "latency-log"),
+    ('m', "minimal"),
+    ('o', "output"),
+    ('p', "profile"),
+    ('r', "readonly"),
+    ('s', "showcmd"),
+    ('v', "version"),
+    ('w', "warnings-fatal"),
+    ('x', "section"),
+    ('A', "merge-blktrace-only"),
+    ('B', "trigger-timeout"),
+    ('C', "client"),
+    ('D', "daemonize"),
+    ('E', "eta-newline"),
+    ('F', "output-format"),
+    ('G', "crctest"),
+    ('H', "trigger"),
+    ('I', "idle-prof"),
+    ('J', "trigger-remote"),
+    ('K', "aux-path"),
+    ('L', "status-interval"),
+    ('M', "memcpytest"),
+    ('O', "eta-interval"),
+    ('P', "parse-only"),
+    ('R', "remote-config"),
+    ('S', "server"),
+    ('T', "cpuclock-test"),
+    ('V', "terse-version"),
+    ('W', "trigger-file"),
+    ('X', "inflate-log"),
+];
+
+fn short_switch(c: char) -> Option<LongOpt> {
+    let (_, long) = SHORT.iter().find(|(s, _)| *s == c)?;
+    let k = FIO_SWITCHES.iter().position(|(n, _)| n == long)?;
+    Some(LongOpt {
+        name: FIO_SWITCHES[k].0,
+        has_arg: FIO_SWITCHES[k].1,
+        target: Target::Switch(k),
+    })
+}
+
+/// glibc `getopt_long_only` for one argv element: the options it stands for, with
+/// their values (a value may consume the next element).
+fn resolve(
+    a: &str,
+    args: &[String],
+    i: &mut usize,
+    index: usize,
+    opts: &[LongOpt],
+) -> Result<Vec<(LongOpt, Option<String>)>, ParseError> {
+    let double = a.starts_with("--");
+    let body = if double { &a[2..] } else { &a[1..] };
+    let first = body.chars().next();
+    let is_short = |c: Option<char>| c.is_some_and(|c| SHORT.iter().any(|(s, _)| *s == c));
+    // "-f" where f is a short option is never read as an abbreviation.
+    let try_long = double || body.chars().nth(1).is_some() || !is_short(first);
+    if try_long {
+        let (name, inline_val) = match body.find('=') {
+            Some(p) => (&body[..p], Some(&body[p + 1..])),
+            None => (body, None),
+        };
+        let found: Option<LongOpt> = match opts.iter().find(|o| o.name == name) {
+            Some(o) => Some(*o),
+            None if name.is_empty() => None,
+            None => {
+                let cands: Vec<&LongOpt> =
+                    opts.iter().filter(|o| o.name.starts_with(name)).collect();
+                // With getopt_long_only any second prefix match is ambiguous.
+                if cands.len() > 1 {
+                    let dash = if double { "--" } else { "-" };
+                    let list: Vec<String> = cands
+                        .iter()
+                        .map(|c| format!("'{dash}{}'", c.name))
+                        .collect();
+                    return Err(usage(
+                        index,
+                        format!(
+                            "fio: option '{a}' is ambiguous; possibilities: {}",
+                            list.join(" ")
+                        ),
+                    ));
+                }
+                cands.first().copied().copied()
+            }
+        };
+        match found {
+            Some(lo) => {
+                let val = match lo.has_arg {
+                    HasArg::No => {
+                        if inline_val.is_some() {
+                            return Err(usage(
+                                index,
+                                format!("fio: option '--{}' doesn't allow an argument", lo.name),
+                            ));
+                        }
+                        None
+                    }
+                    HasArg::Optional => inline_val.map(str::to_string),
+                    HasArg::Required => match inline_val {
+                        Some(v) => Some(v.to_string()),
+                        None => match args.get(*i) {
+                            Some(next) => {
+                                *i += 1;
+                                Some(next.clone())
+                            }
+                            None => {
+                                return Err(usage(
+                                    index,
+                                    format!("fio: option '{a}' requires an argument"),
+                                ))
+                            }
+                        },
+                    },
+                };
+                return Ok(vec![(lo, val)]);
+            }
+            None if double || !is_short(first) => {
+                let mut msg = format!("fio: unrecognized option '{a}'");
+                if let Some(c) = table::closest_option(name) {
+                    msg.push_str(&format!(" (did you mean {c}?)"));
+                }
+                return Err(ParseError::new(
+                    ErrorKind::UnknownOption,
+                    Some(Origin::Arg { index }),
+                    msg,
+                ));
+            }
+            None => {}
+        }
+    }
+    // Short options, possibly clustered ("-bm"), the last may take a value.
+    let mut out = Vec::new();
+    let chars: Vec<char> = body.chars().collect();
+    let mut k = 0;
+    while k < chars.len() {
+        let c = chars[k];
+        let Some(lo) = short_switch(c) else {
+            return Err(ParseError::new(
+                ErrorKind::UnknownOption,
+                Some(Origin::Arg { index }),
+                format!("fio: invalid option -- '{c}'"),
+            ));
+        };
+        k += 1;
+        let rest: String = chars[k..].iter().collect();
+        match lo.has_arg {
+            HasArg::No => out.push((lo, None)),
+            HasArg::Optional => {
+                out.push((lo, if rest.is_empty() { None } else { Some(rest) }));
+                break;
+            }
+            HasArg::Required => {
+                let v = if !rest.is_empty() {
+                    rest
+                } else if let Some(next) = args.get(*i) {
+                    *i += 1;
+                    next.clone()
+                } else {
+                    return Err(usage(
+                        index,
+                        format!("fio: option requires an argument -- '{c}'"),
+                    ));
+                };
+                out.push((lo, Some(v)));
+                break;
+            }
+        }
+    }
+    Ok(out)
+}
+
 #[derive(Clone, Copy)]
 enum Target {
     Switch(usize),
@@ -69,6 +252,7 @@ enum Target {
     Engine(&'static OptDef),
 }
 
+#[derive(Clone, Copy)]
 struct LongOpt {
     name: &'static str,
     has_arg: HasArg,
@@ -129,14 +313,6 @@ fn usage(index: usize, msg: String) -> ParseError {
     ParseError::new(ErrorKind::Usage, Some(Origin::Arg { index }), msg)
 }
 
-fn target_key(t: &Target) -> (u8, usize) {
-    match t {
-        Target::Switch(i) => (0, *i),
-        Target::Job(d) => (1, *d as *const OptDef as usize),
-        Target::Engine(d) => (2, *d as *const OptDef as usize),
-    }
-}
-
 fn parse_formats(v: &str) -> Result<Vec<OutputFormat>, String> {
     let (mut normal, mut terse, mut json, mut plus) = (false, false, false, false);
     for f in v.split(',') {
@@ -184,6 +360,7 @@ pub fn parse_with_stdin(
         formats: vec![OutputFormat::Normal],
         terse_version: 3,
         parse_only: false,
+        readonly: false,
         sections: Vec::new(),
         job_files: Vec::new(),
         global_options: Vec::new(),
@@ -211,203 +388,171 @@ pub fn parse_with_stdin(
             only_files = true;
             continue;
         }
-        let body = a.strip_prefix("--").unwrap_or(&a[1..]);
-        let (name, inline_val) = match body.find('=') {
-            Some(p) => (&body[..p], Some(&body[p + 1..])),
-            None => (body, None),
-        };
         let engine = match &td {
             Td::Job(j) => Some(j.state.options.ioengine.as_fio().to_string()),
             Td::Global => Some(b.def.options.ioengine.as_fio().to_string()),
             Td::None => None,
         };
         let opts = long_opts(engine.as_deref().filter(|e| table::engine_builtin(e)));
-        let found: Option<&LongOpt> = match opts.iter().find(|o| o.name == name) {
-            Some(o) => Some(o),
-            None if name.is_empty() => None,
-            None => {
-                let cands: Vec<&LongOpt> =
-                    opts.iter().filter(|o| o.name.starts_with(name)).collect();
-                let first = cands.first().map(|c| target_key(&c.target));
-                if cands.len() > 1 && cands.iter().any(|c| Some(target_key(&c.target)) != first) {
-                    let list: Vec<String> =
-                        cands.iter().map(|c| format!("'--{}'", c.name)).collect();
-                    return Err(usage(
-                        index,
-                        format!(
-                            "fio: option '{a}' is ambiguous; possibilities: {}",
-                            list.join(" ")
-                        ),
-                    ));
-                }
-                cands.first().copied()
-            }
-        };
-        let Some(lo) = found else {
-            let mut msg = format!("fio: unrecognized option '{a}'");
-            if let Some(c) = table::closest_option(name) {
-                msg.push_str(&format!(" (did you mean {c}?)"));
-            }
-            return Err(ParseError::new(
-                ErrorKind::UnknownOption,
-                Some(Origin::Arg { index }),
-                msg,
-            ));
-        };
-        let val: Option<String> = match lo.has_arg {
-            HasArg::No => {
-                if inline_val.is_some() {
-                    return Err(usage(
-                        index,
-                        format!("fio: option '--{}' doesn't allow an argument", lo.name),
-                    ));
-                }
-                None
-            }
-            HasArg::Optional => inline_val.map(str::to_string),
-            HasArg::Required => match inline_val {
-                Some(v) => Some(v.to_string()),
-                None => match args.get(i) {
-                    Some(next) => {
-                        i += 1;
-                        Some(next.clone())
+        let events = resolve(a, args, &mut i, index, &opts)?;
+        for (lo, val) in events {
+            let origin = Origin::Arg { index };
+            match lo.target {
+                Target::Switch(k) => {
+                    let sw = FIO_SWITCHES[k].0;
+                    let v = val.clone().unwrap_or_default();
+                    match sw {
+                        "output" => inv.output = Some(PathBuf::from(v)),
+                        "output-format" => {
+                            inv.formats = parse_formats(&v).map_err(|m| {
+                                usage(index, format!("{m}; fio: failed parsing output-format"))
+                            })?
+                        }
+                        "minimal" => inv.formats = vec![OutputFormat::Terse],
+                        "terse-version" => {
+                            let t = super::options::atoi(&v);
+                            if !(2..=5).contains(&t) {
+                                return Err(usage(index, "fio: bad terse version format".into()));
+                            }
+                            inv.terse_version = t as u32;
+                        }
+                        "parse-only" => inv.parse_only = true,
+                        "readonly" => {
+                            inv.readonly = true;
+                            b.readonly = true;
+                        }
+                        "section" => {
+                            if v == "global" {
+                                return Err(usage(
+                                    index,
+                                    "fio: can't use global as only section".into(),
+                                ));
+                            }
+                            inv.sections.push(v.clone());
+                            b.sections.push(v);
+                        }
+                        "showcmd" | "help" | "version" | "cmdhelp" | "enghelp" => {
+                            inv.info_request.get_or_insert_with(|| sw.to_string());
+                        }
+                        _ => inv
+                            .other_switches
+                            .push((sw.to_string(), val.clone(), index)),
                     }
-                    None => {
+                }
+                Target::Engine(def) => {
+                    let input = format!("{}={}", lo.name, val.as_deref().unwrap_or(""));
+                    let eng = engine.clone();
+                    match &mut td {
+                        Td::None => {}
+                        Td::Global => {
+                            let mut st = std::mem::take(&mut b.def);
+                            let r = b.apply_def(
+                                &mut st,
+                                def,
+                                val.as_deref(),
+                                &origin,
+                                &input,
+                                true,
+                                eng.as_deref(),
+                            );
+                            b.def = st;
+                            r?;
+                        }
+                        Td::Job(j) => {
+                            let state = &mut j.state;
+                            let mut st = std::mem::take(state);
+                            let r = b.apply_def(
+                                &mut st,
+                                def,
+                                val.as_deref(),
+                                &origin,
+                                &input,
+                                false,
+                                eng.as_deref(),
+                            );
+                            *state = st;
+                            r?;
+                        }
+                    }
+                }
+                Target::Job(def) => {
+                    let is_name = def.name == "name";
+                    if is_name && !matches!(td, Td::None) {
+                        finish_td(&mut b, std::mem::replace(&mut td, Td::None))?;
+                    }
+                    if matches!(td, Td::None) {
+                        let v = val.as_deref().unwrap_or("");
+                        if is_name
+                            && b.sections.iter().all(|s| s != v)
+                            && !b.sections.is_empty()
+                            && !v.starts_with("global")
+                        {
+                            // A skipped --name: fio ignores it (and the options after it
+                            // then edit the defaults).
+                            continue;
+                        }
+                        td = if !is_name || v.starts_with("global") {
+                            Td::Global
+                        } else {
+                            Td::Job(Box::new(JobCtx {
+                                state: b.def.inherit(),
+                                section: v.to_string(),
+                                origin: origin.clone(),
+                            }))
+                        };
+                    }
+                    if lo.has_arg == HasArg::Required && val.as_deref().is_none_or(str::is_empty) {
                         return Err(usage(
                             index,
-                            format!("fio: option '{a}' requires an argument"),
-                        ))
+                            format!("fio: option {} requires an argument", lo.name),
+                        ));
                     }
-                },
-            },
-        };
-        let origin = Origin::Arg { index };
-        match lo.target {
-            Target::Switch(k) => {
-                let sw = FIO_SWITCHES[k].0;
-                let v = val.clone().unwrap_or_default();
-                match sw {
-                    "output" => inv.output = Some(PathBuf::from(v)),
-                    "output-format" => {
-                        inv.formats = parse_formats(&v).map_err(|m| {
-                            usage(index, format!("{m}; fio: failed parsing output-format"))
-                        })?
-                    }
-                    "minimal" => inv.formats = vec![OutputFormat::Terse],
-                    "terse-version" => {
-                        let t = super::options::atoi(&v);
-                        if !(2..=5).contains(&t) {
-                            return Err(usage(index, "fio: bad terse version format".into()));
+                    let input = match &val {
+                        Some(v) => format!("{}={}", lo.name, v),
+                        None => lo.name.to_string(),
+                    };
+                    match &mut td {
+                        Td::None => {}
+                        Td::Global => {
+                            let mut st = std::mem::take(&mut b.def);
+                            let r = b.apply_def(
+                                &mut st,
+                                def,
+                                val.as_deref(),
+                                &origin,
+                                &input,
+                                true,
+                                None,
+                            );
+                            b.def = st;
+                            r?;
                         }
-                        inv.terse_version = t as u32;
+                        Td::Job(j) => {
+                            let state = &mut j.state;
+                            let mut st = std::mem::take(state);
+                            let r = b.apply_def(
+                                &mut st,
+                                def,
+                                val.as_deref(),
+                                &origin,
+                                &input,
+                                false,
+                                None,
+                            );
+                            *state = st;
+                            r?;
+                        }
                     }
-                    "parse-only" => inv.parse_only = true,
-                    "section" => {
-                        if v == "global" {
-                            return Err(usage(
-                                index,
-                                "fio: can't use global as only section".into(),
+                    // fio loads the engine as soon as --ioengine= is parsed.
+                    if def.name == "ioengine" {
+                        let e = val.as_deref().unwrap_or("");
+                        if !table::engine_builtin(e) {
+                            return Err(ParseError::new(
+                                ErrorKind::Engine,
+                                Some(origin.clone()),
+                                format!("fio: engine {e} not loadable"),
                             ));
                         }
-                        inv.sections.push(v.clone());
-                        b.sections.push(v);
-                    }
-                    "showcmd" | "help" | "version" | "cmdhelp" | "enghelp" => {
-                        inv.info_request.get_or_insert_with(|| sw.to_string());
-                    }
-                    _ => inv
-                        .other_switches
-                        .push((sw.to_string(), val.clone(), index)),
-                }
-            }
-            Target::Engine(def) => {
-                let input = format!("{}={}", lo.name, val.as_deref().unwrap_or(""));
-                let eng = engine.clone();
-                match &mut td {
-                    Td::None => {}
-                    Td::Global => {
-                        let mut st = std::mem::take(&mut b.def);
-                        let r = b.apply_def(
-                            &mut st,
-                            def,
-                            val.as_deref(),
-                            &origin,
-                            &input,
-                            true,
-                            eng.as_deref(),
-                        );
-                        b.def = st;
-                        r?;
-                    }
-                    Td::Job(j) => {
-                        let state = &mut j.state;
-                        let mut st = std::mem::take(state);
-                        let r = b.apply_def(
-                            &mut st,
-                            def,
-                            val.as_deref(),
-                            &origin,
-                            &input,
-                            false,
-                            eng.as_deref(),
-                        );
-                        *state = st;
-                        r?;
-                    }
-                }
-            }
-            Target::Job(def) => {
-                let is_name = def.name == "name";
-                if is_name && !matches!(td, Td::None) {
-                    finish_td(&mut b, std::mem::replace(&mut td, Td::None))?;
-                }
-                if matches!(td, Td::None) {
-                    let v = val.as_deref().unwrap_or("");
-                    if is_name
-                        && b.sections.iter().all(|s| s != v)
-                        && !b.sections.is_empty()
-                        && !v.starts_with("global")
-                    {
-                        // A skipped --name: fio ignores it (and the options after it
-                        // then edit the defaults).
-                        continue;
-                    }
-                    td = if !is_name || v.starts_with("global") {
-                        Td::Global
-                    } else {
-                        Td::Job(Box::new(JobCtx {
-                            state: b.def.inherit(),
-                            section: v.to_string(),
-                            origin: origin.clone(),
-                        }))
-                    };
-                }
-                if lo.has_arg == HasArg::Required && val.as_deref().is_none_or(str::is_empty) {
-                    return Err(usage(
-                        index,
-                        format!("fio: option {} requires an argument", lo.name),
-                    ));
-                }
-                let input = match &val {
-                    Some(v) => format!("{}={}", lo.name, v),
-                    None => lo.name.to_string(),
-                };
-                match &mut td {
-                    Td::None => {}
-                    Td::Global => {
-                        let mut st = std::mem::take(&mut b.def);
-                        let r =
-                            b.apply_def(&mut st, def, val.as_deref(), &origin, &input, true, None);
-                        b.def = st;
-                        r?;
-                    }
-                    Td::Job(j) => {
-                        let state = &mut j.state;
-                        let mut st = std::mem::take(state);
-                        let r =
-                            b.apply_def(&mut st, def, val.as_deref(), &origin, &input, false, None);
-                        *state = st;
-                        r?;
                     }
                 }
             }

@@ -54,6 +54,8 @@ pub struct Builder<'e> {
     pub jobs: Vec<Job>,
     pub warnings: Vec<String>,
     pub sections: Vec<String>,
+    /// `--readonly` seen: fio's `rw` check refuses modes that write or trim.
+    pub readonly: bool,
     prev_group_jobs: u32,
     group_id: u32,
     include_stack: Vec<PathBuf>,
@@ -151,6 +153,7 @@ impl<'e> Builder<'e> {
             jobs: Vec::new(),
             warnings: Vec::new(),
             sections,
+            readonly: false,
             prev_group_jobs: 0,
             group_id: 0,
             include_stack: Vec::new(),
@@ -466,6 +469,15 @@ impl<'e> Builder<'e> {
             self.warnings.push(format!("{origin}: {w}"));
         }
         options::apply(&mut st.options, def, value, &conv).map_err(fail)?;
+        if self.readonly && def.name == "rw" {
+            let m = st.options.rw.mode;
+            if m.writes() || m.trims() {
+                let name = st.options.name.as_deref().unwrap_or("(null)");
+                return Err(fail(format!(
+                    "fio: job <{name}> has write or trim bit set, but fio is in read-only mode"
+                )));
+            }
+        }
         st.set.push(SetOption {
             name: def.name.clone(),
             value: value.map(str::to_string),

@@ -275,6 +275,8 @@ pub struct Invocation {
     /// `--terse-version` (default 3).
     pub terse_version: u32,
     pub parse_only: bool,
+    /// `--readonly`: jobs given after it may not write or trim.
+    pub readonly: bool,
     /// `--section` names (repeatable).
     pub sections: Vec<String>,
     /// Job files in command-line order.
