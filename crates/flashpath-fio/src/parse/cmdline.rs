@@ -657,6 +657,28 @@ mod tests {
     }
 
     #[test]
+    fn short_options_like_getopt_long_only() {
+        let env = Env::fixed();
+        // -bm: bandwidth-log and minimal; -F json: output-format; -V4 terse version.
+        let inv = parse(&args("-bm --name=a"), &env).expect("parses");
+        assert_eq!(inv.formats, vec![OutputFormat::Terse]);
+        let inv = parse(&args("-F json -V4 -P --name=a"), &env).expect("parses");
+        assert_eq!(inv.formats, vec![OutputFormat::Json]);
+        assert_eq!(inv.terse_version, 4);
+        assert!(inv.parse_only);
+        // -bs=4k is the long option bs (more than one letter), -k abbreviates kb_base.
+        let inv = parse(&args("--name=a -bs=8k -k 1000"), &env).expect("parses");
+        assert_eq!(inv.jobs[0].options.bs_bytes[0], 8192);
+        assert_eq!(inv.jobs[0].options.kb_base, 1000);
+        // -g is ambiguous, -q unknown.
+        assert_eq!(parse(&args("-g"), &env).unwrap_err().kind, ErrorKind::Usage);
+        assert_eq!(
+            parse(&args("-q"), &env).unwrap_err().kind,
+            ErrorKind::UnknownOption
+        );
+    }
+
+    #[test]
     fn engine_options_after_ioengine() {
         let env = Env::fixed();
         assert!(parse(&args("--name=a --ioengine=nbd --uri=x"), &env).is_ok());
