@@ -323,3 +323,86 @@ fn section_selection() {
     assert_eq!(inv.sections, vec!["x".to_string(), "z".to_string()]);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn typed_options_from_the_reference() {
+    // [V] §2.2: size=25% offset=50%; §2.4: rate=1250 is bytes/s; §2.1: the later of
+    // rwmixread/rwmixwrite wins; §2.3: direct/buffered, the later wins.
+    let j = jobs(
+        "[a]\nsize=25%\noffset=50%\nrate=1250\nrate_iops=,200\nrwmixread=70\nrwmixwrite=10\n\
+         direct=1\nbuffered=1\nstartdelay=1-3\nthinktime=1ms\nthinktime_blocks=4\n\
+         io_size=64m\nfilename=/dev/a\\:b\nnumjobs=$ncpus\nrw=randrw:8\n",
+    );
+    let o = &j[0].options;
+    assert_eq!(o.size, Some(SizeSpec::Percent(25)));
+    assert_eq!(o.offset, SizeSpec::Percent(50));
+    assert_eq!(o.rate_bytes_per_s, [1250; 3]);
+    assert_eq!(o.rate_iops, [0, 200, 200]);
+    assert_eq!(o.rwmix_read_percent, 90);
+    assert_eq!(o.rwmix_write_percent(), 10);
+    assert!(!o.direct);
+    assert_eq!(o.startdelay_ns, (1_000_000_000, 3_000_000_000));
+    assert_eq!(o.thinktime_ns, 1_000_000);
+    assert_eq!(o.thinktime_blocks, 4);
+    assert_eq!(o.io_size, Some(SizeSpec::Bytes(64 << 20)));
+    assert_eq!(o.filename.as_deref(), Some("/dev/a\\:b"));
+    assert_eq!(j.len(), 4, "numjobs=$ncpus with 4 CPUs");
+    assert_eq!(o.rw.mode, RwMode::RandRw);
+    assert_eq!(o.rw.modifier, RwModifier::RandomEvery(8));
+    assert_eq!(o.block_size(Ddir::Read), BlockSizeSpec::Fixed(4096));
+}
+
+#[test]
+fn block_size_precedence_and_depth_fixups() {
+    let j = jobs(
+        "[a]\nbs=8k\nbsrange=1k-4k\nbssplit=,16k/100\nioengine=io_uring\niodepth=16\n\
+         iodepth_batch=0\niodepth_batch_complete_min=4\niodepth_low=32\n",
+    );
+    let o = &j[0].options;
+    assert_eq!(
+        o.block_size(Ddir::Read),
+        BlockSizeSpec::Range {
+            min_bytes: 1024,
+            max_bytes: 4096
+        }
+    );
+    assert_eq!(
+        o.block_size(Ddir::Write),
+        BlockSizeSpec::Split(vec![BsSplitEntry {
+            bs_bytes: 16384,
+            percent: 100
+        }])
+    );
+    assert_eq!(o.effective_iodepth_batch(), 16);
+    assert_eq!(o.effective_iodepth_batch_complete_max(), 4);
+    assert_eq!(o.effective_iodepth_low(), 16);
+    assert_eq!(
+        o.ioengine.submission(),
+        Submission::Async { sync_trim: true }
+    );
+    assert_eq!(
+        IoEngine::Nbd.submission(),
+        Submission::Async { sync_trim: false }
+    );
+    assert!(IoEngine::Pvsync2.is_sync());
+}
+
+#[test]
+fn logging_options() {
+    let j = jobs(
+        "[a]\nwrite_bw_log\nwrite_lat_log=lat\nwrite_iops_log=io\nlog_avg_msec=100\n\
+         write_hist_log=h\nlog_hist_msec=50\nlog_offset=1\nwrite_iolog=x.log\nread_iolog=y.log\n",
+    );
+    let o = &j[0].options;
+    assert_eq!(o.write_bw_log.as_deref(), Some(""));
+    assert_eq!(o.write_lat_log.as_deref(), Some("lat"));
+    assert_eq!(o.write_iops_log.as_deref(), Some("io"));
+    assert_eq!(o.log_avg_msec, 100);
+    assert_eq!(o.write_hist_log.as_deref(), Some("h"));
+    assert_eq!(o.log_hist_msec, 50);
+    assert!(o.log_offset);
+    assert_eq!(o.write_iolog.as_deref(), Some("x.log"));
+    assert_eq!(o.read_iolog.as_deref(), Some("y.log"));
+    // A bare write_bw_log is a flag-like string: recorded without a value.
+    assert_eq!(j[0].set_options[0].value, None);
+}
