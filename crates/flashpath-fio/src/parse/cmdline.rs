@@ -19,47 +19,48 @@ enum HasArg {
     Optional,
 }
 
-/// fio's own switches (`l_opts` of init.c), in table order.
+/// fio's own switches (`l_opts` of init.c), in the order fio's abbreviation
+/// messages list them.
 const FIO_SWITCHES: &[(&str, HasArg)] = &[
-    ("output", HasArg::Required),
-    ("latency-log", HasArg::Required),
-    ("bandwidth-log", HasArg::No),
-    ("minimal", HasArg::No),
-    ("output-format", HasArg::Required),
     ("append-terse", HasArg::Optional),
-    ("version", HasArg::No),
-    ("help", HasArg::No),
+    ("alloc-size", HasArg::Required),
+    ("aux-path", HasArg::Required),
+    ("bandwidth-log", HasArg::No),
     ("cmdhelp", HasArg::Optional),
+    ("client", HasArg::Required),
+    ("cpuclock-test", HasArg::No),
+    ("crctest", HasArg::Optional),
+    ("debug", HasArg::Required),
+    ("daemonize", HasArg::Required),
     ("enghelp", HasArg::Optional),
-    ("showcmd", HasArg::No),
-    ("readonly", HasArg::No),
     ("eta", HasArg::Required),
     ("eta-interval", HasArg::Required),
     ("eta-newline", HasArg::Required),
-    ("debug", HasArg::Required),
-    ("parse-only", HasArg::No),
-    ("section", HasArg::Required),
-    ("alloc-size", HasArg::Required),
-    ("profile", HasArg::Required),
-    ("warnings-fatal", HasArg::No),
-    ("max-jobs", HasArg::Required),
-    ("terse-version", HasArg::Required),
-    ("server", HasArg::Optional),
-    ("daemonize", HasArg::Required),
-    ("client", HasArg::Required),
-    ("remote-config", HasArg::Required),
-    ("cpuclock-test", HasArg::No),
-    ("crctest", HasArg::Optional),
-    ("memcpytest", HasArg::Optional),
+    ("help", HasArg::No),
+    ("inflate-log", HasArg::Required),
     ("idle-prof", HasArg::Required),
+    ("latency-log", HasArg::Required),
+    ("minimal", HasArg::No),
+    ("max-jobs", HasArg::Required),
+    ("memcpytest", HasArg::Optional),
+    ("merge-blktrace-only", HasArg::No),
+    ("output", HasArg::Required),
+    ("output-format", HasArg::Required),
+    ("parse-only", HasArg::No),
+    ("profile", HasArg::Required),
+    ("readonly", HasArg::No),
+    ("remote-config", HasArg::Required),
+    ("showcmd", HasArg::No),
+    ("section", HasArg::Required),
+    ("server", HasArg::Optional),
     ("status-interval", HasArg::Required),
+    ("terse-version", HasArg::Required),
     ("trigger-file", HasArg::Required),
     ("trigger-timeout", HasArg::Required),
     ("trigger", HasArg::Required),
     ("trigger-remote", HasArg::Required),
-    ("aux-path", HasArg::Required),
-    ("inflate-log", HasArg::Required),
-    ("merge-blktrace-only", HasArg::No),
+    ("version", HasArg::No),
+    ("warnings-fatal", HasArg::No),
 ];
 
 /// fio's short options (getopt's optstring) and the long switch each stands for.
@@ -192,7 +193,7 @@ fn resolve(
             }
             None if double || !is_short(first) => {
                 let mut msg = format!("fio: unrecognized option '{a}'");
-                if let Some(c) = table::closest_option(name) {
+                if let Some(c) = table::closest_option(a.trim_start_matches('-')) {
                     msg.push_str(&format!(" (did you mean {c}?)"));
                 }
                 return Err(ParseError::new(

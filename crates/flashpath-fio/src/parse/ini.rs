@@ -419,7 +419,7 @@ impl<'e> Builder<'e> {
                         msg.push_str(&format!("fio: engine {engine} not loadable; "));
                     }
                     msg.push_str(&format!("Bad option <{expanded}>"));
-                    if let Some(c) = table::closest_option(&expanded) {
+                    if let Some(c) = table::closest_option(name) {
                         msg.push_str(&format!(" (did you mean {c}?)"));
                     }
                     return Err(ParseError::new(

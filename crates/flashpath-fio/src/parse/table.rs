@@ -273,11 +273,31 @@ pub fn engine_builtin(engine: &str) -> bool {
     BUILTIN_ENGINES.contains(&engine)
 }
 
-/// All core options and aliases, as getopt sees them (name, then alias), in table order.
+const GETOPT_ORDER: &str = include_str!("table/getopt_order.txt");
+
+/// All core options and aliases as getopt sees them, in the order fio's abbreviation
+/// messages list them (`table/getopt_order.txt`).
 pub fn core_long_names() -> impl Iterator<Item = (&'static str, &'static OptDef)> {
-    table().core.iter().flat_map(|o| {
-        std::iter::once((o.name.as_str(), o)).chain(o.alias.as_deref().map(|a| (a, o)))
-    })
+    static NAMES: OnceLock<Vec<(&'static str, &'static OptDef)>> = OnceLock::new();
+    NAMES
+        .get_or_init(|| {
+            let rank: std::collections::BTreeMap<&str, usize> = GETOPT_ORDER
+                .lines()
+                .enumerate()
+                .map(|(i, n)| (n.trim(), i))
+                .collect();
+            let mut v: Vec<(&'static str, &'static OptDef)> = table()
+                .core
+                .iter()
+                .flat_map(|o| {
+                    std::iter::once((o.name.as_str(), o)).chain(o.alias.as_deref().map(|a| (a, o)))
+                })
+                .collect();
+            v.sort_by_key(|(n, _)| rank.get(n).copied().unwrap_or(usize::MAX));
+            v
+        })
+        .iter()
+        .copied()
 }
 
 /// Engine options and aliases of `engine`, in table order.
@@ -292,19 +312,20 @@ pub fn engine_long_names(engine: &str) -> Vec<(&'static str, &'static OptDef)> {
         .collect()
 }
 
-/// fio's `show_closest_option`: the option with the smallest Levenshtein distance,
-/// offered when it is closer than 2 edits per... (fio: distance < 3? see below).
-pub fn closest_option(name: &str) -> Option<&'static str> {
-    let name = name.split('=').next().unwrap_or(name);
+/// fio's `show_closest_option`: the first option name (aliases are not compared), in
+/// fio's table order, with the smallest Levenshtein distance, offered when the distance
+/// is at most half the length of what was typed (rounded up). Job files pass the name
+/// before `=`; the command line passes the whole argument without its dashes.
+pub fn closest_option(typed: &str) -> Option<&'static str> {
     let mut best: Option<(&'static str, usize)> = None;
     for o in &table().core {
-        let d = levenshtein(&o.name, name);
+        let d = levenshtein(&o.name, typed);
         if best.is_none_or(|(_, bd)| d < bd) {
             best = Some((o.name.as_str(), d));
         }
     }
     match best {
-        Some((n, d)) if d < 3 => Some(n),
+        Some((n, d)) if d <= typed.len().div_ceil(2) => Some(n),
         _ => None,
     }
 }
@@ -349,7 +370,42 @@ mod tests {
     }
 
     #[test]
-    fn closest() {
-        assert_eq!(closest_option("foo"), Some("flow"));
+    fn closest_like_fio() {
+        // Measured with fio 3.33 ("Did you mean ...?").
+        for (typed, want) in [
+            ("foo", Some("flow")),
+            ("uri", Some("rw")),
+            ("thraed", Some("thread")),
+            ("blocksz", Some("block")),
+            ("iodepht", Some("iodepth")),
+            ("nmae", Some("name")),
+            ("BS", None),
+            ("zz", None),
+            // Command-line form: the whole argument without its dashes.
+            ("foo=1", Some("loops")),
+            ("q", None),
+            ("nmae=x", None),
+            ("iodepht=4", Some("iodepth")),
+        ] {
+            assert_eq!(closest_option(typed), want, "{typed}");
+        }
+    }
+
+    #[test]
+    fn abbreviation_order_like_fio() {
+        let io: Vec<&str> = core_long_names()
+            .map(|(n, _)| n)
+            .filter(|n| n.starts_with("io"))
+            .collect();
+        // fio: '--ioengine' '--iodepth' '--iodepth_batch' '--iodepth_batch_submit' ...
+        assert_eq!(
+            &io[..4],
+            &[
+                "ioengine",
+                "iodepth",
+                "iodepth_batch",
+                "iodepth_batch_submit"
+            ]
+        );
     }
 }
