@@ -10,6 +10,8 @@
 //! Skipped with a printed note when fio is not installed.
 
 use std::collections::BTreeMap;
+
+type OptMap = BTreeMap<String, String>;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -691,6 +693,106 @@ fn command_lines_match_fio() {
                     Ok(_) => "accepts".to_string(),
                     Err(e) => format!("rejects: {e}"),
                 }
+            ));
+        }
+    }
+    let _ = std::fs::remove_dir_all(&cwd);
+    assert!(
+        mismatches.is_empty(),
+        "mismatches with fio:\n{}",
+        mismatches.join("\n")
+    );
+}
+
+fn json_options(v: &serde_json::Value) -> OptMap {
+    v.as_object()
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn our_options<'a>(opts: impl Iterator<Item = &'a parse::SetOption>) -> OptMap {
+    // JSON objects keep the last value of a repeated key; bare flags are not listed.
+    opts.filter_map(|o| o.value.clone().map(|v| (o.name.clone(), v)))
+        .collect()
+}
+
+/// JSON "job options" / "global options" are the recorded options with values.
+#[test]
+fn recorded_options_match_fio_json() {
+    if !fio_available() {
+        eprintln!("note: fio 3.33 not installed; oracle test skipped");
+        return;
+    }
+    let cwd = scratch_dir("jobopts");
+    let env = env_for(&cwd);
+    let file = "[global]\nioengine=null\nsize=64k\ndescription=g ${FIO_DIR} $FIO_DIR\n\
+                [a]\nblocksize=8k\ntime_based\nthread=1\nnumjobs=2\nruntime=1\nbs=4k,8k\n\
+                size=2*$pagesize\nrw=randread:4\nstonewall=1\nnew_group\n\
+                [b]\nreadwrite=write\nnorandommap\nrate_iops=100,200\n";
+    let path = cwd.join("jo.fio");
+    std::fs::write(&path, file).expect("write");
+    let ps = path.to_string_lossy().into_owned();
+    let mut mismatches = Vec::new();
+    let cases: Vec<Vec<String>> = vec![
+        vec![ps.clone()],
+        "--name=x --ioengine=null --size=64k --bs=8k --time_based --runtime=1 --thread \
+         --name=y --blocksize=4k --rw=write --stonewall"
+            .split_whitespace()
+            .map(str::to_string)
+            .collect(),
+    ];
+    for args in &cases {
+        let mut full = vec!["--output-format=json".to_string()];
+        full.extend(args.iter().cloned());
+        let out = Command::new("fio")
+            .args(&full)
+            .env_clear()
+            .envs(vars())
+            .current_dir(&cwd)
+            .output()
+            .expect("fio runs");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let Some(start) = text.find('{') else {
+            mismatches.push(format!("{args:?}: no JSON from fio"));
+            continue;
+        };
+        let v: serde_json::Value = match serde_json::from_str(&text[start..]) {
+            Ok(v) => v,
+            Err(e) => {
+                mismatches.push(format!("{args:?}: bad JSON from fio: {e}"));
+                continue;
+            }
+        };
+        let inv = match parse::parse_command_line(args, &env) {
+            Ok(i) => i,
+            Err(e) => {
+                mismatches.push(format!("{args:?}: ours failed: {e}"));
+                continue;
+            }
+        };
+        let fio_global = json_options(&v["global options"]);
+        let our_global = our_options(inv.global_options.iter());
+        if fio_global != our_global {
+            mismatches.push(format!(
+                "global options: fio {fio_global:?}\n   ours {our_global:?}"
+            ));
+        }
+        let fio_jobs: Vec<OptMap> = v["jobs"]
+            .as_array()
+            .map(|a| a.iter().map(|j| json_options(&j["job options"])).collect())
+            .unwrap_or_default();
+        let our_jobs: Vec<OptMap> = inv
+            .jobs
+            .iter()
+            .map(|j| our_options(j.set_options.iter().filter(|o| !o.inherited)))
+            .collect();
+        if fio_jobs != our_jobs {
+            mismatches.push(format!(
+                "job options: fio {fio_jobs:?}\n   ours {our_jobs:?}"
             ));
         }
     }
