@@ -468,6 +468,14 @@ impl<'e> Builder<'e> {
         for w in &conv.warnings {
             self.warnings.push(format!("{origin}: {w}"));
         }
+        // fio does not left-trim values: `size = 1m` is one byte. Accept like fio,
+        // but say so.
+        if let Some(v) = value.filter(|v| v.starts_with([' ', '\t'])) {
+            self.warnings.push(format!(
+                "{origin}: value of '{}' starts with a blank; fio reads '{v}' as written",
+                def.name
+            ));
+        }
         options::apply(&mut st.options, def, value, &conv).map_err(fail)?;
         if self.readonly && def.name == "rw" {
             let m = st.options.rw.mode;

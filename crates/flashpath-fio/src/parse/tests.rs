@@ -406,3 +406,17 @@ fn logging_options() {
     // A bare write_bw_log is a flag-like string: recorded without a value.
     assert_eq!(j[0].set_options[0].value, None);
 }
+
+#[test]
+fn blank_before_value_warns() {
+    let inv = parse_command_line_with_stdin(&["-".to_string()], &Env::fixed(), "[a]\nsize = 1m\n")
+        .expect("parses");
+    assert_eq!(inv.jobs[0].options.size, Some(SizeSpec::Bytes(1)));
+    assert_eq!(
+        inv.warnings,
+        vec![
+            "<stdin>:2: value of 'size' starts with a blank; fio reads ' 1m' as written"
+                .to_string()
+        ]
+    );
+}
