@@ -432,8 +432,17 @@ pub fn parse_with_stdin(
                             inv.sections.push(v.clone());
                             b.sections.push(v);
                         }
-                        "showcmd" | "help" | "version" | "cmdhelp" | "enghelp" => {
+                        "showcmd" => {
                             inv.info_request.get_or_insert_with(|| sw.to_string());
+                        }
+                        // fio prints these and exits at once: later arguments are
+                        // never looked at.
+                        "help" | "version" | "cmdhelp" | "enghelp" => {
+                            inv.info_request = Some(match &val {
+                                Some(v) => format!("{sw}={v}"),
+                                None => sw.to_string(),
+                            });
+                            return Ok(inv);
                         }
                         _ => inv
                             .other_switches

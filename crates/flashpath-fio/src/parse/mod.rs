@@ -286,8 +286,10 @@ pub struct Invocation {
     /// fio switches this parser accepts but does not interpret (`--eta=never`, ...):
     /// (name, value, argument index).
     pub other_switches: Vec<(String, Option<String>, usize)>,
-    /// `--showcmd`, `--help`, `--version`, `--cmdhelp`, `--enghelp` given: fio would
-    /// print something and exit without running jobs.
+    /// `--showcmd`, `--help`, `--version`, `--cmdhelp[=opt]`, `--enghelp[=engine]`
+    /// given (as `name` or `name=value`): fio would print something and exit without
+    /// running jobs. For all but `showcmd` fio stops reading its arguments there, and
+    /// so does this parser (`jobs` is then empty).
     pub info_request: Option<String>,
     /// Messages fio prints while still accepting the input (deprecated options, a
     /// failing part of a list value, ...).

@@ -420,3 +420,14 @@ fn blank_before_value_warns() {
         ]
     );
 }
+
+#[test]
+fn help_stops_argument_parsing() {
+    let args: Vec<String> = ["--name=a", "--cmdhelp=bs", "--no-such-option"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let inv = parse_command_line(&args, &Env::fixed()).expect("parses");
+    assert_eq!(inv.info_request.as_deref(), Some("cmdhelp=bs"));
+    assert!(inv.jobs.is_empty());
+}
