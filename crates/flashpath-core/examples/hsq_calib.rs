@@ -25,6 +25,10 @@ fn main() {
                 .map(|k| (k.to_string(), v.clone()))
         })
         .collect();
+    let driver = args
+        .iter()
+        .find_map(|a| a.strip_prefix("--driver="))
+        .map(|d| flashpath_core::host::DriverKind::parse(d).unwrap());
     let host = preset::load_host(
         include_str!("../../../presets/hosts/sprd-sc9863a.toml"),
         "host",
@@ -37,12 +41,14 @@ fn main() {
         &ds,
     )
     .unwrap();
-    for (name, pat, rd, publ) in [
-        ("read", Pattern::Sequential, 100, 59.66),
-        ("randread", Pattern::Random, 100, 27.04),
-        ("write", Pattern::Sequential, 0, 69.68),
-        ("randwrite", Pattern::Random, 0, 35.96),
+    let hsq = driver.is_some_and(|d| d != flashpath_core::host::DriverKind::MmcLegacy);
+    for (name, pat, rd, legacy, with_hsq) in [
+        ("read", Pattern::Sequential, 100, 59.66, 60.68),
+        ("randread", Pattern::Random, 100, 27.04, 31.36),
+        ("write", Pattern::Sequential, 0, 69.68, 71.66),
+        ("randwrite", Pattern::Random, 0, 35.96, 68.76),
     ] {
+        let publ = if hsq { with_hsq } else { legacy };
         let jobs = (0..20)
             .map(|i| {
                 let mut j = JobConfig::simple("test", pat, rd, 4096, 1 << 30);
@@ -55,7 +61,7 @@ fn main() {
         let res = run(SimConfig {
             host: host.clone(),
             device: dev.clone(),
-            driver: host.default_driver,
+            driver: driver.unwrap_or(host.default_driver),
             jobs,
             precondition: true,
         })

@@ -100,6 +100,10 @@ enum Ev {
     Irq(ReqId),
     /// The `mmc_complete` kworker runs.
     WorkerRun,
+    /// hsq: the dispatcher finished prep + pre_req; `mmc_hsq_request` takes the request.
+    HsqQueued(ReqId),
+    /// hsq: the block completion of the request has run (on its submitting CPU).
+    HsqDone(ReqId),
     /// A block request has ended: its I/Os complete.
     ReqEnd(ReqId),
     /// A read's data is ready in the device: stream it over the bus.
@@ -170,8 +174,20 @@ struct MmcLegacy {
     worker_queued: bool,
 }
 
+/// The host software queue's state (mmc_hsq.c).
+#[derive(Default)]
+struct MmcHsq {
+    /// Requests in slots, not yet started, in dispatch order.
+    queue: std::collections::VecDeque<ReqId>,
+    /// The request on the hardware (`hsq->mrq`).
+    hw: Option<ReqId>,
+    /// Requests dispatched to the driver and not yet completed (`mq->in_flight`).
+    in_flight: u32,
+}
+
 pub struct Sim {
     cfg: SimConfig,
+    hsq: MmcHsq,
     q: EventQueue<Ev>,
     now: SimTime,
     cpu: Cpu,
@@ -281,6 +297,7 @@ impl Sim {
         let n = threads.len();
         let mut sim = Sim {
             prefill,
+            hsq: MmcHsq::default(),
             cpu: Cpu::new(host.cores),
             bus: FifoResource::new(),
             block: BlockLayer::new(
@@ -397,6 +414,14 @@ impl Sim {
             Ev::ReadReady { req, last_ready } => self.bus_read_data(req, last_ready),
             Ev::Irq(r) => self.irq(r),
             Ev::WorkerRun => self.worker_run(),
+            Ev::HsqQueued(r) => self.hsq_queued(r),
+            Ev::HsqDone(r) => {
+                self.hsq.in_flight -= 1;
+                self.req_end(r);
+                // blk-mq's restart: a completion reruns the queue that was refused.
+                let core = self.cfg.host.irq_core;
+                self.kick(core);
+            }
             Ev::ReqEnd(r) => self.req_end(r),
             Ev::Dev(input) => self.device(input),
         }
@@ -807,13 +832,14 @@ impl Sim {
         if self.mmc.dispatcher.is_some() || !self.block.has_queued() {
             return;
         }
-        match self.cfg.driver {
-            DriverKind::MmcLegacy => {
-                self.mmc.dispatcher = Some(core);
-                let t = self.cpu.run(core, self.now, self.cfg.host.costs.wakeup_ns);
-                self.q.push(t, Ev::DispStart);
+        if let DriverKind::MmcHsq { max_in_flight, .. } = self.cfg.driver {
+            if self.hsq.in_flight >= max_in_flight {
+                return; // queue_rq would answer busy; the next completion reruns it
             }
         }
+        self.mmc.dispatcher = Some(core);
+        let t = self.cpu.run(core, self.now, self.cfg.host.costs.wakeup_ns);
+        self.q.push(t, Ev::DispStart);
     }
 
     fn disp_core(&self) -> u32 {
@@ -826,13 +852,32 @@ impl Sim {
         let Some(core) = self.mmc.dispatcher else {
             return;
         };
+        if let DriverKind::MmcHsq {
+            depth,
+            max_in_flight,
+        } = self.cfg.driver
+        {
+            // mmc_mq_queue_rq answers BLK_STS_RESOURCE past the in-flight limit (or with
+            // every slot taken); the request stays queued until a completion reruns us.
+            if self.hsq.in_flight >= max_in_flight.min(depth) {
+                self.mmc.dispatcher = None;
+                return;
+            }
+        }
         match self.block.dispatch(at) {
             Some(r) => {
                 let bytes = self.block.req(r).bytes();
                 let m = &self.cfg.host.mmc;
                 let cost = m.prep_ns + m.prep_per_4k_ns * bytes.div_ceil(4096);
                 let end = self.cpu.run(core, at, cost);
-                self.q.push(end, Ev::DispPrepared(r));
+                match self.cfg.driver {
+                    DriverKind::MmcLegacy => self.q.push(end, Ev::DispPrepared(r)),
+                    DriverKind::MmcHsq { .. } => {
+                        // Counted in flight from queue_rq on.
+                        self.hsq.in_flight += 1;
+                        self.q.push(end, Ev::HsqQueued(r));
+                    }
+                }
             }
             None => {
                 // Nothing left: the worker goes back to sleep.
@@ -865,7 +910,7 @@ impl Sim {
             t = self.bus.book(t, cmd_ns).1;
             self.sys.cmd13 += 1;
             let answered_busy = t < ready;
-            t = self.cpu.run(h.irq_core, t, h.costs.irq_ns);
+            t = self.cpu.run_irq(h.irq_core, t, h.costs.irq_ns);
             t = self.cpu.run(core, t, h.costs.wakeup_ns);
             if !answered_busy {
                 return t;
@@ -949,7 +994,7 @@ impl Sim {
                 self.q.push(data_end, Ev::Dev(device::Input::Command(cmd)));
                 if !h.mmc.busy_detect {
                     // Transfer-complete interrupt at the end of data; busy is polled.
-                    let t = self.cpu.run(h.irq_core, data_end, h.costs.irq_ns);
+                    let t = self.cpu.run_irq(h.irq_core, data_end, h.costs.irq_ns);
                     self.q.push(t, Ev::Irq(r));
                 }
             }
@@ -960,7 +1005,7 @@ impl Sim {
     fn irq_after_write(&mut self, r: ReqId, at: SimTime) {
         let h = &self.cfg.host;
         if h.mmc.busy_detect {
-            let t = self.cpu.run(h.irq_core, at, h.costs.irq_ns);
+            let t = self.cpu.run_irq(h.irq_core, at, h.costs.irq_ns);
             self.q.push(t, Ev::Irq(r));
         }
     }
@@ -980,13 +1025,80 @@ impl Sim {
         if self.block.req(r).sectors > 1 && !h.mmc.cmd23 {
             end = self.bus.book(end, h.bus.command_ns()).1; // CMD12
         }
-        let t = self.cpu.run(h.irq_core, end, h.costs.irq_ns);
+        let t = self.cpu.run_irq(h.irq_core, end, h.costs.irq_ns);
         self.q.push(t, Ev::Irq(r));
+    }
+
+    /// hsq: `mmc_hsq_request` puts the prepared request in a slot and pumps: if the
+    /// hardware is idle the request starts from the dispatcher's context. queue_rq
+    /// returns at once and the dispatcher goes on.
+    fn hsq_queued(&mut self, r: ReqId) {
+        let now = self.now;
+        let core = self.disp_core();
+        self.hsq.queue.push_back(r);
+        let mut t = now;
+        if self.hsq.hw.is_none() {
+            t = self.hsq_start(core, now, false);
+        }
+        self.disp_next(t);
+    }
+
+    /// Starts the next queued request on the hardware from `core` at `at`.
+    fn hsq_start(&mut self, core: u32, at: SimTime, in_irq: bool) -> SimTime {
+        let next = self.hsq.queue.pop_front().expect("a queued request");
+        let cost = self.cfg.host.mmc.start_ns;
+        let t = if in_irq {
+            self.cpu.run_irq(core, at, cost)
+        } else {
+            self.cpu.run(core, at, cost)
+        };
+        self.hsq.hw = Some(next);
+        self.mmc.active = Some(next);
+        self.q.push(t, Ev::BusIssue(next));
+        t
+    }
+
+    /// hsq completion (`mmc_hsq_finalize_request`), from the interrupt (or the IRQ thread
+    /// with always_defer_done): the block completion is raised — it runs here if the
+    /// request was submitted on this CPU, else on its CPU after an IPI — then the next
+    /// request is started from the same context: no context switch, no CMD13.
+    fn hsq_irq(&mut self, r: ReqId) {
+        let now = self.now;
+        let h = &self.cfg.host;
+        let irq_core = h.irq_core;
+        let mut t = now;
+        if h.mmc.always_defer_done {
+            t = self.cpu.run(irq_core, t, h.costs.wakeup_ns);
+        }
+        self.hsq.hw = None;
+        self.mmc.active = None;
+        let m = &h.mmc;
+        let bytes = self.block.req(r).bytes();
+        let cost = m.post_ns + m.post_per_4k_ns * bytes.div_ceil(4096) + self.end_cost(r);
+        let req_cpu = self.block.req(r).cpu;
+        if req_cpu == irq_core {
+            t = if self.cfg.host.mmc.always_defer_done {
+                self.cpu.run(irq_core, t, cost)
+            } else {
+                self.cpu.run_irq(irq_core, t, cost)
+            };
+            self.q.push(t, Ev::HsqDone(r));
+        } else {
+            let done = self.cpu.run(req_cpu, t, cost);
+            self.q.push(done, Ev::HsqDone(r));
+        }
+        if !self.hsq.queue.is_empty() {
+            let in_irq = !self.cfg.host.mmc.always_defer_done;
+            self.hsq_start(irq_core, t, in_irq);
+        }
     }
 
     /// mmc_request_done → mmc_blk_mq_req_done: record the request to complete; wake the
     /// dispatcher if it waits, else queue the kworker.
     fn irq(&mut self, r: ReqId) {
+        if let DriverKind::MmcHsq { .. } = self.cfg.driver {
+            return self.hsq_irq(r);
+        }
         let now = self.now;
         debug_assert_eq!(self.mmc.active, Some(r));
         self.mmc.active = None;

@@ -24,6 +24,14 @@ impl FifoResource {
         self.busy_ns += dur;
         (start, end)
     }
+    /// Pushes the end of the booked work back by `by` if it is still running at `at`:
+    /// higher-priority work (an interrupt) took the resource for that long.
+    #[inline]
+    pub fn preempt(&mut self, at: SimTime, by: SimDuration) {
+        if self.free_at > at {
+            self.free_at += by;
+        }
+    }
     /// When the resource next becomes free.
     pub fn free_at(&self) -> SimTime {
         self.free_at

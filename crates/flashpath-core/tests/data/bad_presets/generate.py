@@ -127,7 +127,7 @@ cases = {
  "host-max-sectors-kb-too-small": setv(H, "block.max_sectors_kb", "2"),
  "host-huge-integer": setv(H, "block.nr_requests", "99999999999999999999"),
  "host-unknown-driver": setv(H, "mmc.driver", '"mmc-turbo"'),
- "host-driver-not-modelled": setv(H, "mmc.driver", '"mmc-hsq"'),
+ "host-driver-not-modelled": setv(H, "mmc.driver", '"mmc-cqe"'),
  "host-unknown-cmd13-mode": setv(H, "mmc.cmd13_mode", '"poll"'),
  "host-busy-detect-not-bool": setv(H, "mmc.busy_detect", '"yes"'),
  "host-data-rate-zero": setv(H, "bus.data_rate", '"0MB/s"'),
