@@ -2,12 +2,32 @@
 //! values built from numbers, suffixes, separators and the option's own words; fio
 //! and our parser must accept/reject alike and convert the same numbers.
 //!
-//! Ignored by default (it runs fio a few hundred times):
-//! `FP_DIFF_SEED=7 FP_DIFF_CASES=500 cargo test -p flashpath-fio --test parse_fio_differential -- --ignored`
+//! The suite runs a few cases per test so the check cannot rot; a longer run:
+//! `FP_DIFF_SEED=7 FP_DIFF_CASES=500 cargo test -p flashpath-fio --test parse_fio_differential`
 
 use std::process::Command;
 
 use flashpath_fio::parse::{self, table, value, Env};
+
+/// Cases per test when FP_DIFF_CASES is not set: enough to exercise the comparison on
+/// every run, few enough to keep the suite fast (each case runs fio once).
+const DEFAULT_CASES: usize = 40;
+
+/// (seed, cases) from FP_DIFF_SEED / FP_DIFF_CASES, or None (with a note) without fio.
+fn setup() -> Option<(u64, usize)> {
+    let ok = Command::new("fio")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("note: fio not installed; skipped");
+        return None;
+    }
+    let env = |k: &str| std::env::var(k).ok().and_then(|s| s.parse::<u64>().ok());
+    let seed = env("FP_DIFF_SEED").unwrap_or(1);
+    let n = env("FP_DIFF_CASES").map_or(DEFAULT_CASES, |n| n as usize);
+    Some((seed, n))
+}
 
 struct XorShift(u64);
 
@@ -82,24 +102,10 @@ fn value_for(rng: &mut XorShift, def: &table::OptDef) -> String {
 }
 
 #[test]
-#[ignore]
 fn random_values_match_fio() {
-    let ok = Command::new("fio")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!("note: fio not installed; skipped");
+    let Some((seed, n)) = setup() else {
         return;
-    }
-    let seed: u64 = std::env::var("FP_DIFF_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1);
-    let n: usize = std::env::var("FP_DIFF_CASES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(300);
+    };
     eprintln!("seed {seed}, {n} cases");
     let mut rng = XorShift(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let core = &table::table().core;
@@ -296,24 +302,10 @@ const ARGS: &[&str] = &[
 /// fio opens the output file while parsing, and a value such as `--bs=4k/8k` is a
 /// path that cannot be created.)
 #[test]
-#[ignore]
 fn random_command_lines_match_fio() {
-    let ok = Command::new("fio")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!("note: fio not installed; skipped");
+    let Some((seed, n)) = setup() else {
         return;
-    }
-    let seed: u64 = std::env::var("FP_DIFF_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1);
-    let n: usize = std::env::var("FP_DIFF_CASES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(300);
+    };
     let mut rng = XorShift(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 3);
     let dir = std::env::temp_dir().join(format!("flashpath-cdiff-{}", std::process::id()));
     let _ = std::fs::create_dir_all(&dir);
