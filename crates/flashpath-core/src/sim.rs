@@ -28,6 +28,7 @@ use crate::host::cpu::Cpu;
 use crate::host::{Cmd13Mode, DriverKind, HostConfig};
 use crate::stats::{DirStats, JobStats, RunResult, SystemStats};
 use crate::workload::{rate_gate, Dir, IoSource, JobConfig, Submission};
+use flashpath_hist::{batch_bucket, depth_level_bucket};
 
 /// Everything a run needs.
 #[derive(Clone, Debug)]
@@ -37,14 +38,15 @@ pub struct SimConfig {
     pub driver: DriverKind,
     /// One entry per job thread (numjobs already expanded).
     pub jobs: Vec<JobConfig>,
-    /// Write every job's region once, sequentially, before the jobs start, as a device
+    /// Write every job's region once, in random 4 KiB order, before the jobs start, as a device
     /// that has been in use holds data there (reads of never-written blocks cost no
     /// NAND read). The writes go through the whole simulated path and are not reported.
     pub precondition: bool,
 }
 
-/// Sequential-fill jobs covering the union of the jobs' regions.
-fn precondition_jobs(jobs: &[JobConfig], max_request_bytes: u64) -> Vec<JobConfig> {
+/// Jobs that write the union of the jobs' regions once, in random 4 KiB order (each
+/// block once: the random map), leaving the scattered layout of an aged device.
+fn precondition_jobs(jobs: &[JobConfig]) -> Vec<JobConfig> {
     let mut regions: Vec<(u64, u64)> = jobs.iter().map(|j| (j.offset, j.offset + j.size)).collect();
     regions.sort_unstable();
     let mut merged: Vec<(u64, u64)> = Vec::new();
@@ -58,7 +60,6 @@ fn precondition_jobs(jobs: &[JobConfig], max_request_bytes: u64) -> Vec<JobConfi
         .into_iter()
         .map(|(a, b)| {
             let len = b - a;
-            let _ = max_request_bytes;
             let bs = 4096;
             let mut j = JobConfig::simple(
                 "precondition",
@@ -208,18 +209,6 @@ pub struct Sim {
     prefill: usize,
 }
 
-fn depth_bucket(d: u32) -> usize {
-    match d {
-        0..=1 => 0,
-        2..=3 => 1,
-        4..=7 => 2,
-        8..=15 => 3,
-        16..=31 => 4,
-        32..=63 => 5,
-        _ => 6,
-    }
-}
-
 impl Sim {
     pub fn new(mut cfg: SimConfig) -> Result<Self, String> {
         if cfg.jobs.is_empty() {
@@ -227,7 +216,7 @@ impl Sim {
         }
         let mut prefill = 0;
         if cfg.precondition {
-            let mut pre = precondition_jobs(&cfg.jobs, cfg.host.block.max_request_bytes);
+            let mut pre = precondition_jobs(&cfg.jobs);
             prefill = pre.len();
             cfg.jobs[0].stonewall = true;
             pre.append(&mut cfg.jobs);
@@ -515,7 +504,7 @@ impl Sim {
             self.account_outstanding(t);
         }
         if !done.is_empty() {
-            let b = crate::stats::batch_bucket(done.len());
+            let b = batch_bucket(done.len() as u32);
             self.threads[t as usize].stats.complete_hist[b] += 1;
         }
         for &io in &done {
@@ -615,7 +604,7 @@ impl Sim {
         self.account_outstanding(t);
         let th = &mut self.threads[t as usize];
         th.outstanding += picked.len() as u32;
-        th.stats.submit_hist[crate::stats::batch_bucket(picked.len())] += 1;
+        th.stats.submit_hist[batch_bucket(picked.len() as u32)] += 1;
         th.submitting = picked;
         th.state = ThreadState::Running;
         th.stats.sys_ns += cost;
@@ -654,7 +643,7 @@ impl Sim {
             let th = &mut self.threads[t as usize];
             th.inflight += 1;
             th.ios_since_think += 1;
-            let b = depth_bucket(th.inflight);
+            let b = depth_level_bucket(th.inflight);
             th.stats.depth_hist[b] += 1;
             let mut sector = offset / 512;
             let end = (offset + len) / 512;
@@ -688,14 +677,13 @@ impl Sim {
         let cfg = &self.cfg.jobs[th.cfg];
         match cfg.submission {
             Submission::Sync => {
-                if th.completed.is_empty() {
-                    self.threads[t as usize].state = ThreadState::Sleeping;
-                } else {
-                    // Its I/O finished before it went to sleep: return to user space.
-                    let cost = self.cfg.host.costs.syscall_return_ns;
-                    let end = self.cpu.run(th.core, now, cost);
-                    self.q.push(end, Ev::ThreadRun(t));
-                }
+                // The hardware queue runs from kblockd, so the I/O cannot have finished
+                // within the submitting event: the thread sleeps until it does.
+                assert!(
+                    th.completed.is_empty(),
+                    "a sync I/O completed inside its submission"
+                );
+                self.threads[t as usize].state = ThreadState::Sleeping;
             }
             Submission::Async {
                 batch_complete_min, ..

@@ -279,6 +279,37 @@ pub const DEFAULT_PERCENTILES: [f64; 17] = [
     99.99,
 ];
 
+// fio's I/O-depth accounting buckets (`stat.c`), shared by the simulator, which
+// counts, and the fio crate, which prints.
+
+/// Bucket of fio's `io_u_map` (`iodepth_level`) for the depth at submission:
+/// 1, 2–3, 4–7, 8–15, 16–31, 32–63, ≥64.
+pub fn depth_level_bucket(depth: u32) -> usize {
+    match depth {
+        0..=1 => 0,
+        2..=3 => 1,
+        4..=7 => 2,
+        8..=15 => 3,
+        16..=31 => 4,
+        32..=63 => 5,
+        _ => 6,
+    }
+}
+
+/// Bucket of fio's `io_u_submit` / `io_u_complete` for a batch of `nr` I/Os:
+/// 0, 1–4, 5–8, 9–16, 17–32, 33–64, >64.
+pub fn batch_bucket(nr: u32) -> usize {
+    match nr {
+        0 => 0,
+        1..=4 => 1,
+        5..=8 => 2,
+        9..=16 => 3,
+        17..=32 => 4,
+        33..=64 => 5,
+        _ => 6,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

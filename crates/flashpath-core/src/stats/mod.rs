@@ -94,19 +94,6 @@ pub struct SystemStats {
     pub device_host_read_bytes: u64,
 }
 
-/// fio's bucket of a batch of `n` I/Os (io_u_submit / io_u_complete).
-pub fn batch_bucket(n: usize) -> usize {
-    match n {
-        0 => 0,
-        1..=4 => 1,
-        5..=8 => 2,
-        9..=16 => 3,
-        17..=32 => 4,
-        33..=64 => 5,
-        _ => 6,
-    }
-}
-
 /// Everything a run produced.
 #[derive(Clone, Debug)]
 pub struct RunResult {
