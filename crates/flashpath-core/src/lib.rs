@@ -14,4 +14,5 @@ pub mod engine;
 pub mod host;
 pub mod sim;
 pub mod stats;
+pub mod trace;
 pub mod workload;

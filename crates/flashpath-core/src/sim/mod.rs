@@ -27,6 +27,7 @@ use crate::host::block::{Bio, BlockLayer, ReqId};
 use crate::host::cpu::Cpu;
 use crate::host::{Cmd13Mode, DriverKind, HostConfig};
 use crate::stats::{DirStats, JobStats, RunResult, SystemStats};
+use crate::trace::{Ctx, Trace, TraceKind};
 use crate::workload::{rate_gate, Dir, IoSource, JobConfig, Submission};
 use flashpath_hist::{batch_bucket, depth_level_bucket};
 
@@ -207,6 +208,8 @@ pub struct Sim {
     unfinished: usize,
     /// Leading preconditioning jobs, not reported.
     prefill: usize,
+    /// The event trace, when enabled.
+    trace: Option<Trace>,
 }
 
 impl Sim {
@@ -286,6 +289,7 @@ impl Sim {
         let n = threads.len();
         let mut sim = Sim {
             prefill,
+            trace: None,
             hsq: MmcHsq::default(),
             cpu: Cpu::new(host.cores),
             bus: FifoResource::new(),
@@ -317,6 +321,16 @@ impl Sim {
                 .push(sim.cfg.jobs[t].startdelay_ns, Ev::ThreadStart(t as u32));
         }
         Ok(sim)
+    }
+
+    /// Records an event trace from now on (see [`crate::trace`]).
+    pub fn enable_trace(&mut self) {
+        self.trace = Some(Trace::default());
+    }
+
+    /// The trace recorded so far, if enabled.
+    pub fn trace(&self) -> Option<&Trace> {
+        self.trace.as_ref()
     }
 
     /// Runs to completion.
@@ -768,6 +782,7 @@ impl Sim {
         let now = self.now;
         let mut ios = std::mem::take(&mut self.scratch);
         ios.clear();
+        self.tr(now, Some(r), TraceKind::Completed);
         let admitted = self.block.complete(now, r, &mut ios);
         for &io in &ios {
             let x = &mut self.ios[io as usize];
@@ -812,6 +827,51 @@ impl Sim {
         self.q.push(end, Ev::ThreadRun(t));
     }
 
+    // ---------------------------------------------------------------- shared driver steps
+
+    #[inline]
+    fn tr(&mut self, t: SimTime, req: Option<ReqId>, kind: TraceKind) {
+        if let Some(tr) = &mut self.trace {
+            tr.push(t, req, kind);
+        }
+    }
+
+    /// A sleeping task wakes on `core` at `at` (scheduler wake-up and context switch);
+    /// returns when it runs.
+    fn wake(&mut self, core: u32, at: SimTime) -> SimTime {
+        let end = self.cpu.run(core, at, self.cfg.host.costs.wakeup_ns);
+        self.tr(end, None, TraceKind::Wakeup { core });
+        end
+    }
+
+    /// `n` commands (with responses) on the command line from `at`, the first with
+    /// `opcode`... each traced with its own opcode; returns when the last response is in.
+    fn bus_cmds(&mut self, at: SimTime, opcodes: &[u8], req: Option<ReqId>) -> SimTime {
+        let cmd_ns = self.cfg.host.bus.command_ns();
+        let mut t = at;
+        for &opcode in opcodes {
+            let (s, e) = self.bus.book(t, cmd_ns);
+            self.tr(s, req, TraceKind::Command { opcode, end: e });
+            t = e;
+        }
+        t
+    }
+
+    /// A data transfer of `dur` on the bus from `at`; returns its end.
+    fn bus_data(&mut self, at: SimTime, dur: u64, dir: Dir, req: ReqId) -> SimTime {
+        let (s, e) = self.bus.book(at, dur);
+        self.tr(s, Some(req), TraceKind::Data { dir, end: e });
+        e
+    }
+
+    /// The interrupt handler runs on the IRQ core from `at` for `cost`.
+    fn irq_run(&mut self, at: SimTime, cost: u64, req: ReqId) -> SimTime {
+        let core = self.cfg.host.irq_core;
+        let t = self.cpu.run_irq(core, at, cost);
+        self.tr(t, Some(req), TraceKind::Irq { core });
+        t
+    }
+
     // ---------------------------------------------------------------- MMC legacy driver
 
     /// blk_mq_run_hw_queue(async): if nobody is dispatching, a kblockd worker wakes on
@@ -826,7 +886,7 @@ impl Sim {
             }
         }
         self.mmc.dispatcher = Some(core);
-        let t = self.cpu.run(core, self.now, self.cfg.host.costs.wakeup_ns);
+        let t = self.wake(core, self.now);
         self.q.push(t, Ev::DispStart);
     }
 
@@ -888,25 +948,23 @@ impl Sim {
     /// at `at`; returns when the polling context continues.
     fn poll_busy(&mut self, core: u32, at: SimTime, prev: ReqId) -> SimTime {
         let ready = self.dev_ready_at.get(prev as usize).copied().unwrap_or(0);
-        let h = &self.cfg.host;
-        let cmd_ns = h.bus.command_ns();
         let mut t = at;
         let mut backoff_us = 32u64;
         loop {
             // A synchronous CMD13: issue, wait for the command-complete interrupt, wake up.
-            t = self.cpu.run(core, t, h.mmc.cmd13_ns);
-            t = self.bus.book(t, cmd_ns).1;
+            t = self.cpu.run(core, t, self.cfg.host.mmc.cmd13_ns);
+            t = self.bus_cmds(t, &[13], Some(prev));
             self.sys.cmd13 += 1;
             let answered_busy = t < ready;
-            t = self.cpu.run_irq(h.irq_core, t, h.costs.irq_ns);
-            t = self.cpu.run(core, t, h.costs.wakeup_ns);
+            t = self.irq_run(t, self.cfg.host.costs.irq_ns, prev);
+            t = self.wake(core, t);
             if !answered_busy {
                 return t;
             }
-            if h.mmc.cmd13_mode == Cmd13Mode::Backoff {
+            if self.cfg.host.mmc.cmd13_mode == Cmd13Mode::Backoff {
                 // usleep_range(d, 2d): the timer fires at the low end here.
                 t += backoff_us * 1000;
-                t = self.cpu.run(core, t, h.costs.wakeup_ns);
+                t = self.wake(core, t);
                 backoff_us = (backoff_us * 2).min(32_768);
             }
         }
@@ -918,8 +976,7 @@ impl Sim {
         let core = self.disp_core();
         // complete_lock: if the kworker is completing the previous request, wait for it.
         let mut t = if self.mmc.lock_free_at > at {
-            self.cpu
-                .run(core, self.mmc.lock_free_at, self.cfg.host.costs.wakeup_ns)
+            self.wake(core, self.mmc.lock_free_at)
         } else {
             at
         };
@@ -929,12 +986,20 @@ impl Sim {
                 t = self.poll_busy(core, t, p);
             }
         }
-        let m = &self.cfg.host.mmc;
-        t = self.cpu.run(core, t, m.start_ns);
+        t = self.cpu.run(core, t, self.cfg.host.mmc.start_ns);
         self.mmc.active = Some(r);
+        self.tr(
+            t,
+            Some(r),
+            TraceKind::Started {
+                core,
+                ctx: Ctx::Task,
+            },
+        );
         self.q.push(t, Ev::BusIssue(r));
         if let Some(p) = prev {
             let bytes = self.block.req(p).bytes();
+            let m = &self.cfg.host.mmc;
             let cost = m.post_ns + m.post_per_4k_ns * bytes.div_ceil(4096) + self.end_cost(p);
             t = self.cpu.run(core, t, cost);
         }
@@ -953,10 +1018,20 @@ impl Sim {
             let q = self.block.req(r);
             (q.dir(), q.sector, q.sectors)
         };
-        let h = &self.cfg.host;
         let multi = sectors > 1;
-        let ncmd = if multi && h.mmc.cmd23 { 2 } else { 1 };
-        let (_, cmd_end) = self.bus.book(now, ncmd * h.bus.command_ns());
+        let cmd23 = self.cfg.host.mmc.cmd23;
+        let opcode = match (dir, multi) {
+            (Dir::Read, false) => 17,
+            (Dir::Read, true) => 18,
+            (Dir::Write, false) => 24,
+            (Dir::Write, true) => 25,
+        };
+        let cmd_end = if multi && cmd23 {
+            self.bus_cmds(now, &[23, opcode], Some(r))
+        } else {
+            self.bus_cmds(now, &[opcode], Some(r))
+        };
+        let h = &self.cfg.host;
         let op = match dir {
             Dir::Read => DevOp::Read,
             Dir::Write => DevOp::Write,
@@ -975,14 +1050,15 @@ impl Sim {
             Dir::Write => {
                 self.sys.device_host_write_bytes += sectors as u64 * 512;
                 let bytes = sectors as u64 * 512;
-                let (_, mut data_end) = self.bus.book(cmd_end, h.bus.data_ns(bytes));
-                if multi && !h.mmc.cmd23 {
-                    data_end = self.bus.book(data_end, h.bus.command_ns()).1; // CMD12
+                let dur = h.bus.data_ns(bytes);
+                let mut data_end = self.bus_data(cmd_end, dur, Dir::Write, r);
+                if multi && !cmd23 {
+                    data_end = self.bus_cmds(data_end, &[12], Some(r));
                 }
                 self.q.push(data_end, Ev::Dev(device::Input::Command(cmd)));
-                if !h.mmc.busy_detect {
+                if !self.cfg.host.mmc.busy_detect {
                     // Transfer-complete interrupt at the end of data; busy is polled.
-                    let t = self.cpu.run_irq(h.irq_core, data_end, h.costs.irq_ns);
+                    let t = self.irq_run(data_end, self.cfg.host.costs.irq_ns, r);
                     self.q.push(t, Ev::Irq(r));
                 }
             }
@@ -991,9 +1067,9 @@ impl Sim {
 
     /// The device released busy after a write at `at`.
     fn irq_after_write(&mut self, r: ReqId, at: SimTime) {
-        let h = &self.cfg.host;
-        if h.mmc.busy_detect {
-            let t = self.cpu.run_irq(h.irq_core, at, h.costs.irq_ns);
+        self.tr(at, Some(r), TraceKind::DeviceDone);
+        if self.cfg.host.mmc.busy_detect {
+            let t = self.irq_run(at, self.cfg.host.costs.irq_ns, r);
             self.q.push(t, Ev::Irq(r));
         }
     }
@@ -1001,19 +1077,28 @@ impl Sim {
     /// Read data streams out of the device over the bus, then the interrupt.
     fn bus_read_data(&mut self, r: ReqId, last_ready: SimTime) {
         let now = self.now;
+        self.tr(last_ready, Some(r), TraceKind::DeviceDone);
         let h = &self.cfg.host;
         let bytes = self.block.req(r).bytes();
-        let (_, mut end) = self.bus.book(now, h.bus.data_ns(bytes));
         // The last chunk cannot leave before it is ready.
         let tail = last_ready + h.bus.data_ns(bytes.min(4096));
+        let (start, mut end) = self.bus.book(now, h.bus.data_ns(bytes));
         if tail > end {
             self.bus.book(end, tail - end);
             end = tail;
         }
-        if self.block.req(r).sectors > 1 && !h.mmc.cmd23 {
-            end = self.bus.book(end, h.bus.command_ns()).1; // CMD12
+        self.tr(
+            start,
+            Some(r),
+            TraceKind::Data {
+                dir: Dir::Read,
+                end,
+            },
+        );
+        if self.block.req(r).sectors > 1 && !self.cfg.host.mmc.cmd23 {
+            end = self.bus_cmds(end, &[12], Some(r));
         }
-        let t = self.cpu.run_irq(h.irq_core, end, h.costs.irq_ns);
+        let t = self.irq_run(end, self.cfg.host.costs.irq_ns, r);
         self.q.push(t, Ev::Irq(r));
     }
 
@@ -1024,6 +1109,8 @@ impl Sim {
         let now = self.now;
         let core = self.disp_core();
         self.hsq.queue.push_back(r);
+        let (queued, in_flight) = (self.hsq.queue.len() as u32, self.hsq.in_flight);
+        self.tr(now, Some(r), TraceKind::DriverQueued { queued, in_flight });
         let mut t = now;
         if self.hsq.hw.is_none() {
             t = self.hsq_start(core, now, false);
@@ -1042,6 +1129,8 @@ impl Sim {
         };
         self.hsq.hw = Some(next);
         self.mmc.active = Some(next);
+        let ctx = if in_irq { Ctx::Irq } else { Ctx::Task };
+        self.tr(t, Some(next), TraceKind::Started { core, ctx });
         self.q.push(t, Ev::BusIssue(next));
         t
     }
@@ -1056,8 +1145,9 @@ impl Sim {
         let irq_core = h.irq_core;
         let mut t = now;
         if h.mmc.always_defer_done {
-            t = self.cpu.run(irq_core, t, h.costs.wakeup_ns);
+            t = self.wake(irq_core, t);
         }
+        let h = &self.cfg.host;
         self.hsq.hw = None;
         self.mmc.active = None;
         let m = &h.mmc;
@@ -1092,14 +1182,13 @@ impl Sim {
         self.mmc.active = None;
         debug_assert!(self.mmc.complete_req.is_none());
         self.mmc.complete_req = Some(r);
-        let h = &self.cfg.host;
         if self.mmc.prepared.is_some() {
             let core = self.disp_core();
-            let t = self.cpu.run(core, now, h.costs.wakeup_ns);
+            let t = self.wake(core, now);
             self.q.push(t, Ev::DispWoken);
         } else if !self.mmc.worker_queued {
             self.mmc.worker_queued = true;
-            let t = self.cpu.run(h.irq_core, now, h.costs.wakeup_ns);
+            let t = self.wake(self.cfg.host.irq_core, now);
             self.q.push(t, Ev::WorkerRun);
         }
     }

@@ -1,0 +1,92 @@
+//! An event trace of a run: what each driver, the bus and the device did to each request,
+//! in time order. Off unless asked for (`Sim::enable_trace`); the mechanism tests read it
+//! ("legacy never has two data transfers on the bus", "hsq starts the next request from the
+//! interrupt"), and timeline exports can be built from it.
+
+use crate::engine::SimTime;
+use crate::host::block::ReqId;
+use crate::workload::Dir;
+
+/// The context a piece of driver work ran in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ctx {
+    /// A task (thread, kworker, kblockd): reaching it from an interrupt costs a wake-up.
+    Task,
+    /// Interrupt context (hard IRQ or the handler's bottom half on the same core).
+    Irq,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TraceKind {
+    /// A command and its response on the command line, from `t` to `end`. `opcode` is the
+    /// MMC/SD command index (12 = STOP_TRANSMISSION, 13 = SEND_STATUS, 44-47 = CQ, ...) or,
+    /// for UFS, the UPIU transaction code.
+    Command { opcode: u8, end: SimTime },
+    /// A data transfer on the bus from `t` to `end`.
+    Data { dir: Dir, end: SimTime },
+    /// The driver took the request into its own queue: afterwards `queued` wait there
+    /// (not started) and `in_flight` have been handed to the driver and not completed.
+    DriverQueued { queued: u32, in_flight: u32 },
+    /// The driver started the request on the hardware, from `ctx` on `core`.
+    Started { core: u32, ctx: Ctx },
+    /// The device finished the request's work (write accepted / read data ready).
+    DeviceDone,
+    /// The interrupt for the request ran on `core`.
+    Irq { core: u32 },
+    /// The block layer ended the request.
+    Completed,
+    /// A sleeping task woke on `core`: a context switch.
+    Wakeup { core: u32 },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TraceEvent {
+    pub t: SimTime,
+    pub req: Option<ReqId>,
+    pub kind: TraceKind,
+}
+
+/// Recorded events in the order they were recorded (not necessarily time order: work is
+/// booked ahead on resources). `sorted()` gives time order.
+#[derive(Clone, Debug, Default)]
+pub struct Trace {
+    pub events: Vec<TraceEvent>,
+}
+
+impl Trace {
+    #[inline]
+    pub fn push(&mut self, t: SimTime, req: Option<ReqId>, kind: TraceKind) {
+        self.events.push(TraceEvent { t, req, kind });
+    }
+
+    /// The events in time order (stable: equal times keep recording order).
+    pub fn sorted(&self) -> Vec<TraceEvent> {
+        let mut v = self.events.clone();
+        v.sort_by_key(|e| e.t);
+        v
+    }
+
+    /// Bus occupancy intervals (commands and data), in start order.
+    pub fn bus_intervals(&self) -> Vec<(SimTime, SimTime, TraceEvent)> {
+        let mut v: Vec<_> = self
+            .events
+            .iter()
+            .filter_map(|e| match e.kind {
+                TraceKind::Command { end, .. } | TraceKind::Data { end, .. } => {
+                    Some((e.t, end, *e))
+                }
+                _ => None,
+            })
+            .collect();
+        v.sort_by_key(|x| (x.0, x.1));
+        v
+    }
+
+    /// Commands with this opcode, in time order.
+    pub fn commands(&self, opcode: u8) -> Vec<TraceEvent> {
+        self.sorted()
+            .into_iter()
+            .filter(|e| matches!(e.kind, TraceKind::Command { opcode: o, .. } if o == opcode))
+            .collect()
+    }
+}

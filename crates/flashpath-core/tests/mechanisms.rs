@@ -1,0 +1,187 @@
+//! Mechanism tests on the event trace of small jobs: each host driver does what the
+//! kernel code does, step by step (kernel-behaviour.md §1-§3, §5).
+
+use flashpath_core::config::preset;
+use flashpath_core::device::DeviceConfig;
+use flashpath_core::host::block::ReqId;
+use flashpath_core::host::{DriverKind, HostConfig};
+use flashpath_core::sim::{Sim, SimConfig};
+use flashpath_core::trace::{Ctx, Trace, TraceKind};
+use flashpath_core::workload::{Dir, JobConfig, Pattern};
+use std::collections::HashMap;
+
+const DEVICE: &str = include_str!("../../../presets/devices/emmc51-hs400-32g.toml");
+const HOST: &str = include_str!("../../../presets/hosts/sprd-sc9863a.toml");
+
+fn preset_system() -> (HostConfig, DeviceConfig) {
+    let host = preset::load_host(HOST, "host", &[]).unwrap();
+    let dev = preset::load_device(DEVICE, "device", &[]).unwrap();
+    (host, dev)
+}
+
+/// `threads` psync threads, each doing `ios` 4 KiB I/Os of `pattern` (read_pct reads),
+/// on its own region (8 MiB apart).
+fn jobs(threads: usize, pattern: Pattern, read_pct: u32, ios: u64) -> Vec<JobConfig> {
+    (0..threads)
+        .map(|i| {
+            let mut j = JobConfig::simple("t", pattern, read_pct, 4096, 4096 * ios);
+            j.offset = i as u64 * (8 << 20);
+            j.seed = 7 + i as u64;
+            j
+        })
+        .collect()
+}
+
+fn traced(driver: DriverKind, jobs: Vec<JobConfig>) -> Trace {
+    let (host, dev) = preset_system();
+    let mut sim = Sim::new(SimConfig {
+        host,
+        device: dev,
+        driver,
+        jobs,
+        precondition: false,
+    })
+    .unwrap();
+    sim.enable_trace();
+    sim.run_until(u64::MAX);
+    let tr = sim.trace().unwrap().clone();
+    sim.finish();
+    tr
+}
+
+/// Data transfers on the bus never overlap each other.
+fn assert_one_transfer_at_a_time(tr: &Trace) {
+    let mut last_end = 0;
+    let mut n = 0;
+    for (s, e, _) in tr
+        .bus_intervals()
+        .into_iter()
+        .filter(|x| matches!(x.2.kind, TraceKind::Data { .. }))
+    {
+        assert!(
+            s >= last_end,
+            "data transfer at {s} overlaps one ending {last_end}"
+        );
+        last_end = e;
+        n += 1;
+    }
+    assert!(n > 0, "the trace has data transfers");
+}
+
+fn writes(tr: &Trace) -> Vec<ReqId> {
+    tr.sorted()
+        .iter()
+        .filter_map(|e| match e.kind {
+            TraceKind::Data {
+                dir: Dir::Write, ..
+            } => e.req,
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn legacy_has_one_transfer_on_the_bus_and_polls_cmd13_after_every_write() {
+    let tr = traced(DriverKind::MmcLegacy, jobs(4, Pattern::Random, 50, 40));
+    assert_one_transfer_at_a_time(&tr);
+    // Every write request gets at least one CMD13 after its data, before the next start.
+    let ev = tr.sorted();
+    let w = writes(&tr);
+    assert!(w.len() > 20);
+    for r in w {
+        let data_end = ev
+            .iter()
+            .find_map(|e| match e.kind {
+                TraceKind::Data { end, .. } if e.req == Some(r) => Some(end),
+                _ => None,
+            })
+            .unwrap();
+        let polled = ev.iter().any(|e| {
+            e.req == Some(r)
+                && e.t >= data_end
+                && matches!(e.kind, TraceKind::Command { opcode: 13, .. })
+        });
+        assert!(polled, "write request {r} was not followed by CMD13");
+    }
+    // Legacy starts every request from a task (the dispatcher), never from the interrupt.
+    assert!(ev
+        .iter()
+        .all(|e| !matches!(e.kind, TraceKind::Started { ctx: Ctx::Irq, .. })));
+}
+
+fn hsq_invariants(depth: u32, max_in_flight: u32) {
+    let driver = DriverKind::MmcHsq {
+        depth,
+        max_in_flight,
+    };
+    let tr = traced(driver, jobs(8, Pattern::Random, 50, 30));
+    assert_one_transfer_at_a_time(&tr);
+    let ev = tr.sorted();
+    // Never more queued than the depth, never more dispatched than the in-flight limit.
+    let mut max_seen = 0;
+    for e in &ev {
+        if let TraceKind::DriverQueued { queued, in_flight } = e.kind {
+            assert!(queued <= depth, "{queued} queued > depth {depth}");
+            assert!(
+                in_flight <= max_in_flight,
+                "{in_flight} in flight > {max_in_flight}"
+            );
+            max_seen = max_seen.max(in_flight);
+        }
+    }
+    assert_eq!(
+        max_seen, max_in_flight,
+        "the in-flight limit is reached under load"
+    );
+    // No CMD13 at all.
+    assert!(tr.commands(13).is_empty(), "hsq polls no CMD13");
+    // A request started while another one was on the hardware is started from that
+    // one's interrupt, on the IRQ core, with no wake-up (context switch) in between.
+    let irq_core = preset_system().0.irq_core;
+    let mut irq_at: HashMap<u64, ()> = HashMap::new();
+    let mut from_irq = 0;
+    for e in &ev {
+        match e.kind {
+            TraceKind::Irq { .. } => {
+                irq_at.insert(e.t, ());
+            }
+            TraceKind::Started {
+                core,
+                ctx: Ctx::Irq,
+            } => {
+                assert_eq!(core, irq_core);
+                from_irq += 1;
+            }
+            _ => {}
+        }
+    }
+    assert!(
+        from_irq > 50,
+        "most requests start from the completion interrupt ({from_irq})"
+    );
+    // Between an interrupt and the start it triggers, the IRQ core wakes no task.
+    let mut last_irq: Option<u64> = None;
+    for e in &ev {
+        match e.kind {
+            TraceKind::Irq { .. } => last_irq = Some(e.t),
+            TraceKind::Wakeup { core } if core == irq_core => last_irq = None,
+            TraceKind::Started { ctx: Ctx::Irq, .. } => {
+                assert!(
+                    last_irq.is_some(),
+                    "a start from the IRQ path follows an interrupt with no context switch"
+                );
+            }
+            _ => {}
+        }
+    }
+}
+
+#[test]
+fn hsq_as_merged_keeps_its_limits_and_starts_from_the_interrupt() {
+    hsq_invariants(64, 3);
+}
+
+#[test]
+fn hsq_as_published_keeps_its_limits_and_starts_from_the_interrupt() {
+    hsq_invariants(32, 2);
+}
