@@ -91,5 +91,17 @@ fn main() {
             t.elapsed().as_secs_f64(),
             ios as f64 / t.elapsed().as_secs_f64() / 1e6
         );
+        let sim = res.system.sim_end_ns as f64;
+        let cores: Vec<String> = res
+            .system
+            .core_busy_ns
+            .iter()
+            .map(|&b| format!("{:.0}", b as f64 / sim * 100.0))
+            .collect();
+        println!(
+            "           busy %: bus {:.0}, cores [{}]",
+            res.system.bus_busy_ns as f64 / sim * 100.0,
+            cores.join(" ")
+        );
     }
 }

@@ -103,6 +103,9 @@ pub struct RawWriteBuffer {
     pub size: Option<String>,
     /// Rate at which the controller moves host data into the buffer, e.g. "800MB/s".
     pub copy_rate: Option<String>,
+    /// Whether a write of an LPN still waiting in the buffer overwrites it in place
+    /// (only the newest copy is programmed) or takes a new slot (every write is programmed).
+    pub coalesce: Option<bool>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -182,6 +185,8 @@ pub struct NandDeviceConfig {
     pub map_dirty_limit: u32,
     pub write_buffer_bytes: u64,
     pub buffer_copy_bytes_per_s: u64,
+    /// Overwrites of data still waiting in the buffer replace it in place.
+    pub write_buffer_coalesce: bool,
     pub gc_threshold_blocks: u32,
     pub gc_copy: GcCopy,
 }
@@ -272,6 +277,7 @@ impl DeviceConfig {
             map_dirty_limit: 16,
             write_buffer_bytes: 256 * 1024,
             buffer_copy_bytes_per_s: 1_000_000_000,
+            write_buffer_coalesce: true,
             gc_threshold_blocks: 3,
             gc_copy: GcCopy::Controller,
         };
@@ -524,6 +530,7 @@ pub fn validate(raw: &RawDeviceConfig) -> Result<DeviceConfig, ConfigError> {
         ));
     }
     let buffer_copy_bytes_per_s = rate_field("write_buffer.copy_rate", copy_rate)?;
+    let write_buffer_coalesce = *req(&w.coalesce, "write_buffer.coalesce")?;
     if buffer_copy_bytes_per_s < 1_000_000 {
         return Err(ConfigError::new(
             "write_buffer.copy_rate",
@@ -570,6 +577,7 @@ pub fn validate(raw: &RawDeviceConfig) -> Result<DeviceConfig, ConfigError> {
         map_dirty_limit,
         write_buffer_bytes,
         buffer_copy_bytes_per_s,
+        write_buffer_coalesce,
         gc_threshold_blocks,
         gc_copy,
     };

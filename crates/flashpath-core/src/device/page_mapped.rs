@@ -571,7 +571,8 @@ impl PageMappedDevice {
         while aw.next < aw.end {
             let lpn = aw.next;
             let e = self.ftl.get(lpn);
-            if e != UNMAPPED
+            if self.c.write_buffer_coalesce
+                && e != UNMAPPED
                 && e & BUF_FLAG != 0
                 && self.buf.state(e & !BUF_FLAG) == SlotState::Waiting
             {
