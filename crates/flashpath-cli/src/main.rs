@@ -3,10 +3,14 @@
 //! Errors in what the user gave (job files, presets, arguments) print one line and exit
 //! with status 1; nothing here panics on input.
 
+mod compare;
 mod jobmap;
+mod measure;
 mod presets;
 mod report;
+mod repro;
 mod run;
+mod validate;
 
 use std::process::ExitCode;
 
@@ -17,6 +21,14 @@ usage:
   flashpath fio [flashpath options] [fio arguments and job files]
       Runs fio jobs on the simulated system and prints fio's output formats
       (--output-format=normal|json|json+|terse, --output=FILE, --parse-only, ...).
+  flashpath compare --vary KEY=V1,V2 [--vary ...] [--json FILE|-] [flashpath options] fio-args
+      Runs one job across a grid of configurations (KEY: driver, device, host, or a
+      preset field such as device.write_buffer.size) and prints bandwidth, IOPS, mean
+      and p99 completion latency per configuration, with the change from the first,
+      and the published figures where the job is a shipped reproduction.
+  flashpath validate [--jobs DIR] [--only TEXT]
+      Runs every shipped reproduction (jobs/*/reproductions.toml) and prints simulated
+      against published figures; exits 1 if any leaves its tolerance.
   flashpath presets
       Lists the shipped presets: kind, name, description.
   flashpath help
@@ -33,6 +45,8 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("fio") => run::fio_command(&args[1..]),
+        Some("compare") => compare::command(&args[1..]),
+        Some("validate") => validate::command(&args[1..]),
         Some("presets") => {
             print!("{}", presets::list());
             Ok(())
@@ -42,7 +56,7 @@ fn main() -> ExitCode {
             Ok(())
         }
         Some(other) => Err(anyhow::anyhow!(
-            "unknown command '{other}' (commands: fio, presets, help)"
+            "unknown command '{other}' (commands: fio, compare, validate, presets, help)"
         )),
     };
     match result {

@@ -10,7 +10,7 @@ use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
 /// flashpath's own options, taken out of the fio arguments.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Options {
     pub device: Option<String>,
     pub host: Option<String>,
@@ -93,9 +93,9 @@ pub fn system(
 
 /// Runs the simulation, with a progress line on standard error for long runs when it
 /// is a terminal.
-pub fn simulate(cfg: SimConfig) -> Result<RunResult> {
+pub fn simulate(cfg: SimConfig, progress: bool) -> Result<RunResult> {
     let mut sim = Sim::new(cfg).map_err(|e| anyhow!("{e}"))?;
-    let show = std::io::stderr().is_terminal();
+    let show = progress && std::io::stderr().is_terminal();
     let wall = Instant::now();
     let mut last = wall;
     let step = 50_000_000; // 50 ms of simulated time between checks
@@ -140,7 +140,7 @@ pub fn fio_command(args: &[String]) -> Result<()> {
         jobs: plan.jobs,
         precondition: true,
     };
-    let result = simulate(cfg)?;
+    let result = simulate(cfg, true)?;
     let rep = report::build(&plan.metas, &result, plan.global_options);
     let mut out: Box<dyn Write> = match &inv.output {
         Some(p) => Box::new(std::io::BufWriter::new(

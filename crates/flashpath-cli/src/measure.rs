@@ -1,0 +1,217 @@
+//! One simulated fio run reduced to the figures people compare: per job row (as fio
+//! reports it, so `group_reporting` gives one row) and direction, bandwidth, IOPS and
+//! completion latency. The figures are read back from fio's own JSON report, so they are
+//! exactly what `flashpath fio --output-format=json` prints.
+
+use crate::run::{self, Options};
+use crate::{jobmap, report};
+use anyhow::{anyhow, Context, Result};
+use flashpath_core::sim::SimConfig;
+use flashpath_fio::parse::{parse_command_line, Env};
+use flashpath_fio::report::{write_formats, Format};
+
+/// One direction of one reported job.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DirFigures {
+    pub ios: u64,
+    pub bw_bytes: f64,
+    pub iops: f64,
+    pub clat_mean_ns: f64,
+    pub clat_p95_ns: Option<f64>,
+    pub clat_p99_ns: Option<f64>,
+}
+
+/// One job row of the report.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobFigures {
+    pub name: String,
+    /// read, write
+    pub dirs: [DirFigures; 2],
+}
+
+pub const DIRS: [&str; 2] = ["read", "write"];
+
+/// Runs the fio arguments on the system the options describe (no progress line).
+pub fn run_fio_quiet(opts: &Options, fio_args: &[String]) -> Result<Vec<JobFigures>> {
+    let env = Env::from_process();
+    let inv = parse_command_line(fio_args, &env).map_err(|e| anyhow!("{e}"))?;
+    let (host, device, driver) = run::system(opts)?;
+    let plan = jobmap::plan(&inv, &device)?;
+    let result = run::simulate(
+        SimConfig {
+            host,
+            device,
+            driver,
+            jobs: plan.jobs,
+            precondition: true,
+        },
+        false,
+    )?;
+    let rep = report::build(&plan.metas, &result, plan.global_options);
+    let mut buf = Vec::new();
+    write_formats(&rep, &[Format::Json], &mut buf).context("building the JSON report")?;
+    let v: serde_json::Value =
+        serde_json::from_slice(&buf).context("reading back the JSON report")?;
+    figures_of(&v)
+}
+
+/// The figures of a fio JSON report.
+pub fn figures_of(v: &serde_json::Value) -> Result<Vec<JobFigures>> {
+    let jobs = v["jobs"]
+        .as_array()
+        .ok_or_else(|| anyhow!("JSON report has no jobs"))?;
+    jobs.iter()
+        .map(|j| {
+            let dir = |d: &str| {
+                let x = &j[d];
+                let pct = |p: &str| x["clat_ns"]["percentile"][p].as_f64();
+                DirFigures {
+                    ios: x["total_ios"].as_u64().unwrap_or(0),
+                    bw_bytes: x["bw_bytes"].as_f64().unwrap_or(0.0),
+                    iops: x["iops"].as_f64().unwrap_or(0.0),
+                    clat_mean_ns: x["clat_ns"]["mean"].as_f64().unwrap_or(0.0),
+                    clat_p95_ns: pct("95.000000"),
+                    clat_p99_ns: pct("99.000000"),
+                }
+            };
+            Ok(JobFigures {
+                name: j["jobname"].as_str().unwrap_or("?").to_string(),
+                dirs: [dir("read"), dir("write")],
+            })
+        })
+        .collect()
+}
+
+/// A named figure of a run (`write_bw_mib`, `read_clat_p95_ms`, ...), over all job rows:
+/// bandwidth and IOPS add up, mean latency is weighted by I/Os, percentiles need one row.
+pub fn metric(rows: &[JobFigures], name: &str) -> Result<f64> {
+    let (dir, what) = name
+        .split_once('_')
+        .ok_or_else(|| anyhow!("unknown metric '{name}' ({METRICS})"))?;
+    let d = DIRS
+        .iter()
+        .position(|&x| x == dir)
+        .ok_or_else(|| anyhow!("unknown metric '{name}' ({METRICS})"))?;
+    let sum = |f: &dyn Fn(&DirFigures) -> f64| rows.iter().map(|r| f(&r.dirs[d])).sum::<f64>();
+    let ios = sum(&|x| x.ios as f64);
+    let one_row = || -> Result<&DirFigures> {
+        match rows {
+            [r] => Ok(&r.dirs[d]),
+            _ => Err(anyhow!(
+                "metric '{name}' needs one job row (use group_reporting), the run has {}",
+                rows.len()
+            )),
+        }
+    };
+    let need =
+        |v: Option<f64>| v.ok_or_else(|| anyhow!("metric '{name}': percentile not reported"));
+    Ok(match what {
+        "bw_mib" => sum(&|x| x.bw_bytes) / 1048576.0,
+        "bw_mb" => sum(&|x| x.bw_bytes) / 1e6,
+        "iops" => sum(&|x| x.iops),
+        "clat_mean_ms" | "clat_mean_us" => {
+            if ios == 0.0 {
+                return Err(anyhow!("metric '{name}': no {dir} I/Os in the run"));
+            }
+            let ns = sum(&|x| x.clat_mean_ns * x.ios as f64) / ios;
+            if what.ends_with("ms") {
+                ns / 1e6
+            } else {
+                ns / 1e3
+            }
+        }
+        "clat_p95_ms" => need(one_row()?.clat_p95_ns)? / 1e6,
+        "clat_p99_ms" => need(one_row()?.clat_p99_ns)? / 1e6,
+        _ => return Err(anyhow!("unknown metric '{name}' ({METRICS})")),
+    })
+}
+
+/// Maps `f` over `items` on all cores, keeping the order; the first error wins.
+pub fn parallel<T: Sync, R: Send>(
+    items: &[T],
+    f: impl Fn(&T) -> Result<R> + Sync,
+) -> Result<Vec<R>> {
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let slots: Vec<std::sync::Mutex<Option<Result<R>>>> =
+        items.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    std::thread::scope(|s| {
+        for _ in 0..workers.min(items.len()) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(item) = items.get(i) else { break };
+                *slots[i].lock().unwrap() = Some(f(item));
+            });
+        }
+    });
+    slots
+        .into_iter()
+        .map(|m| m.into_inner().unwrap().expect("every item ran"))
+        .collect()
+}
+
+/// Checks a metric name without a run.
+pub fn check_metric(name: &str) -> Result<()> {
+    let probe = [JobFigures {
+        name: String::new(),
+        dirs: [
+            DirFigures {
+                ios: 1,
+                clat_p95_ns: Some(0.0),
+                clat_p99_ns: Some(0.0),
+                ..DirFigures::default()
+            },
+            DirFigures {
+                ios: 1,
+                clat_p95_ns: Some(0.0),
+                clat_p99_ns: Some(0.0),
+                ..DirFigures::default()
+            },
+        ],
+    }];
+    metric(&probe, name).map(|_| ())
+}
+
+pub const METRICS: &str = "DIR_bw_mib, DIR_bw_mb, DIR_iops, DIR_clat_mean_ms, DIR_clat_mean_us, \
+DIR_clat_p95_ms, DIR_clat_p99_ms with DIR read or write";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rows() -> Vec<JobFigures> {
+        let d = |bw: f64, ios: u64, mean: f64| DirFigures {
+            ios,
+            bw_bytes: bw,
+            iops: ios as f64,
+            clat_mean_ns: mean,
+            clat_p95_ns: Some(2e6),
+            clat_p99_ns: Some(3e6),
+        };
+        vec![
+            JobFigures {
+                name: "a".into(),
+                dirs: [d(1048576.0, 100, 1e6), d(0.0, 0, 0.0)],
+            },
+            JobFigures {
+                name: "b".into(),
+                dirs: [d(2097152.0, 300, 2e6), d(0.0, 0, 0.0)],
+            },
+        ]
+    }
+
+    #[test]
+    fn metrics_add_bandwidth_and_weight_latency_by_ios() {
+        let r = rows();
+        assert_eq!(metric(&r, "read_bw_mib").unwrap(), 3.0);
+        assert_eq!(metric(&r, "read_bw_mb").unwrap(), 3.145728);
+        assert_eq!(metric(&r, "read_iops").unwrap(), 400.0);
+        assert_eq!(metric(&r, "read_clat_mean_ms").unwrap(), 1.75);
+        assert_eq!(metric(&r[..1], "read_clat_p95_ms").unwrap(), 2.0);
+        let e = metric(&r, "read_clat_p99_ms").unwrap_err().to_string();
+        assert!(e.contains("needs one job row"), "{e}");
+        assert!(metric(&r, "write_clat_mean_ms").is_err());
+        assert!(metric(&r, "read_speed").is_err());
+        assert!(metric(&r, "trim_bw_mib").is_err());
+    }
+}

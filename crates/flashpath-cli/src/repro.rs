@@ -1,0 +1,205 @@
+//! Shipped reproductions: `jobs/*/reproductions.toml` name a job, the system it ran on
+//! (presets, driver, overrides), the published figures with their tolerance, and
+//! before/after comparisons whose change must fall in a stated range.
+
+use crate::run::Options;
+use anyhow::{anyhow, bail, Context, Result};
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawManifest {
+    #[serde(default)]
+    reproduction: Vec<RawReproduction>,
+    #[serde(default)]
+    comparison: Vec<Comparison>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawReproduction {
+    name: String,
+    job: String,
+    device: String,
+    host: String,
+    driver: String,
+    #[serde(default)]
+    set: Vec<String>,
+    source: String,
+    #[serde(default)]
+    figure: Vec<Figure>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Figure {
+    pub metric: String,
+    pub published: f64,
+    pub tolerance_pct: f64,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Comparison {
+    pub name: String,
+    pub before: String,
+    pub after: String,
+    pub metric: String,
+    pub min_change_pct: Option<f64>,
+    pub max_change_pct: Option<f64>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Reproduction {
+    pub name: String,
+    /// The job file, as a path that exists.
+    pub job: PathBuf,
+    pub device: String,
+    pub host: String,
+    pub driver: String,
+    /// `device.`/`host.` overrides, (field, value).
+    pub sets: Vec<(String, String)>,
+    pub source: String,
+    pub figures: Vec<Figure>,
+    /// The manifest it came from (for messages).
+    pub manifest: PathBuf,
+}
+
+impl Reproduction {
+    pub fn options(&self) -> Options {
+        Options {
+            device: Some(self.device.clone()),
+            host: Some(self.host.clone()),
+            driver: Some(self.driver.clone()),
+            sets: self.sets.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct Catalogue {
+    pub reproductions: Vec<Reproduction>,
+    pub comparisons: Vec<Comparison>,
+}
+
+/// The jobs directory: `--jobs DIR`, else `./jobs`, else the source tree's.
+pub fn jobs_dir(given: Option<&str>) -> PathBuf {
+    if let Some(d) = given {
+        return PathBuf::from(d);
+    }
+    let here = PathBuf::from("jobs");
+    if here.join("hsq").is_dir() {
+        return here;
+    }
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../jobs"))
+}
+
+/// Reads every `DIR/*/reproductions.toml`, in directory-name order.
+pub fn load(dir: &Path) -> Result<Catalogue> {
+    let mut subdirs: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("{}: cannot read the jobs directory", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.join("reproductions.toml").is_file())
+        .collect();
+    subdirs.sort();
+    let mut cat = Catalogue::default();
+    for d in subdirs {
+        let m = d.join("reproductions.toml");
+        let text =
+            std::fs::read_to_string(&m).with_context(|| format!("{}: cannot read", m.display()))?;
+        load_manifest(&m, &text, &mut cat)?;
+    }
+    check(&cat)?;
+    Ok(cat)
+}
+
+fn line_of(text: &str, needle: &str) -> usize {
+    text.lines()
+        .position(|l| l.contains(needle))
+        .map_or(0, |i| i + 1)
+}
+
+/// Parses one manifest into the catalogue; errors name the file and line.
+pub fn load_manifest(path: &Path, text: &str, cat: &mut Catalogue) -> Result<()> {
+    let raw: RawManifest = toml::from_str(text).map_err(|e| {
+        let line = e.span().map_or(0, |s| {
+            text[..s.start.min(text.len())].lines().count().max(1)
+        });
+        anyhow!(
+            "{}:{line}: {}",
+            path.display(),
+            e.message().replace('\n', " ")
+        )
+    })?;
+    let base = path.parent().unwrap_or(Path::new("."));
+    for r in raw.reproduction {
+        let at = |what: &str| format!("{}:{}", path.display(), line_of(text, what));
+        let job = base.join(&r.job);
+        if !job.is_file() {
+            bail!("{}: job: '{}' does not exist", at(&r.job), job.display());
+        }
+        let mut sets = Vec::new();
+        for s in &r.set {
+            let (f, v) = s
+                .split_once('=')
+                .ok_or_else(|| anyhow!("{}: set: '{s}' is not FIELD=VALUE", at(s)))?;
+            if !(f.starts_with("device.") || f.starts_with("host.")) {
+                bail!(
+                    "{}: set: '{s}': the field must start with device. or host.",
+                    at(s)
+                );
+            }
+            sets.push((f.to_string(), v.to_string()));
+        }
+        for f in &r.figure {
+            crate::measure::check_metric(&f.metric)
+                .map_err(|e| anyhow!("{}: {e}", at(&f.metric)))?;
+            if !(f.tolerance_pct > 0.0 && f.published > 0.0) {
+                bail!(
+                    "{}: figure {}: published and tolerance_pct must be positive",
+                    at(&f.metric),
+                    f.metric
+                );
+            }
+        }
+        cat.reproductions.push(Reproduction {
+            name: r.name,
+            job,
+            device: r.device,
+            host: r.host,
+            driver: r.driver,
+            sets,
+            source: r.source,
+            figures: r.figure,
+            manifest: path.to_path_buf(),
+        });
+    }
+    for c in raw.comparison {
+        crate::measure::check_metric(&c.metric)
+            .map_err(|e| anyhow!("{}:{}: {e}", path.display(), line_of(text, &c.metric)))?;
+        cat.comparisons.push(c);
+    }
+    Ok(())
+}
+
+fn check(cat: &Catalogue) -> Result<()> {
+    let mut names = std::collections::BTreeSet::new();
+    for r in &cat.reproductions {
+        if !names.insert(r.name.as_str()) {
+            bail!(
+                "{}: reproduction name '{}' is used twice",
+                r.manifest.display(),
+                r.name
+            );
+        }
+    }
+    for c in &cat.comparisons {
+        for n in [&c.before, &c.after] {
+            if !names.contains(n.as_str()) {
+                bail!("comparison '{}': no reproduction named '{n}'", c.name);
+            }
+        }
+    }
+    Ok(())
+}

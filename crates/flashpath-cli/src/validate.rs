@@ -1,0 +1,155 @@
+//! `flashpath validate`: runs every shipped reproduction and sets the simulated figures
+//! beside the published ones; fails if any figure leaves its tolerance or any
+//! before/after comparison leaves its range.
+
+use crate::measure::{self, JobFigures};
+use crate::repro::{self, Catalogue};
+use anyhow::{anyhow, bail, Result};
+use std::collections::BTreeMap;
+
+const USAGE: &str = "usage: flashpath validate [--jobs DIR] [--only TEXT]";
+
+pub fn command(args: &[String]) -> Result<()> {
+    let mut dir = None;
+    let mut only = None;
+    let mut i = 0;
+    while i < args.len() {
+        match args[i].as_str() {
+            "--jobs" | "--only" => {
+                let v = args
+                    .get(i + 1)
+                    .ok_or_else(|| anyhow!("{} needs a value ({USAGE})", args[i]))?;
+                if args[i] == "--jobs" {
+                    dir = Some(v.clone());
+                } else {
+                    only = Some(v.clone());
+                }
+                i += 2;
+            }
+            other => bail!("validate: unknown argument '{other}' ({USAGE})"),
+        }
+    }
+    let cat = repro::load(&repro::jobs_dir(dir.as_deref()))?;
+    let failed = validate(&cat, only.as_deref(), &mut std::io::stdout().lock())?;
+    if failed > 0 {
+        bail!("validate: {failed} check(s) outside their tolerance");
+    }
+    Ok(())
+}
+
+/// Runs the reproductions (those whose name contains `only`, and the ones the selected
+/// comparisons need) and writes the report; returns how many checks failed.
+pub fn validate(
+    cat: &Catalogue,
+    only: Option<&str>,
+    out: &mut impl std::io::Write,
+) -> Result<usize> {
+    let comparisons: Vec<_> = cat
+        .comparisons
+        .iter()
+        .filter(|c| only.is_none_or(|o| c.before.contains(o) || c.after.contains(o)))
+        .collect();
+    let wanted: Vec<_> = cat
+        .reproductions
+        .iter()
+        .filter(|r| {
+            only.is_none_or(|o| r.name.contains(o))
+                || comparisons
+                    .iter()
+                    .any(|c| c.before == r.name || c.after == r.name)
+        })
+        .collect();
+    if wanted.is_empty() {
+        bail!("validate: no reproduction matches");
+    }
+    let results = run_all(&wanted)?;
+    let mut failed = 0;
+    writeln!(
+        out,
+        "{:34} {:20} {:>10} {:>10} {:>9} {:>6}",
+        "reproduction", "metric", "simulated", "published", "error", "tol."
+    )?;
+    for r in &wanted {
+        let rows = &results[&r.name];
+        if r.figures.is_empty() {
+            for m in [
+                "read_bw_mib",
+                "write_bw_mib",
+                "read_clat_mean_ms",
+                "write_clat_mean_ms",
+            ] {
+                if let Ok(v) = measure::metric(rows, m) {
+                    if v > 0.0 {
+                        writeln!(
+                            out,
+                            "{:34} {:20} {:>10.2} {:>10} {:>9} {:>6}  prediction",
+                            r.name, m, v, "-", "-", "-"
+                        )?;
+                    }
+                }
+            }
+            continue;
+        }
+        for f in &r.figures {
+            let v = measure::metric(rows, &f.metric)
+                .map_err(|e| anyhow!("reproduction '{}': {e}", r.name))?;
+            let err = (v / f.published - 1.0) * 100.0;
+            let ok = err.abs() <= f.tolerance_pct;
+            failed += usize::from(!ok);
+            writeln!(
+                out,
+                "{:34} {:20} {:>10.2} {:>10.2} {:>+8.1}% {:>5}%  {}",
+                r.name,
+                f.metric,
+                v,
+                f.published,
+                err,
+                f.tolerance_pct,
+                if ok { "ok" } else { "FAIL" }
+            )?;
+        }
+    }
+    writeln!(out)?;
+    for r in wanted.iter().filter(|r| !r.figures.is_empty()) {
+        writeln!(out, "{:34} source: {}", r.name, r.source)?;
+    }
+    if !comparisons.is_empty() {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "{:34} {:20} {:>10} {:>10} {:>9} {:>16}",
+            "comparison (before -> after)", "metric", "before", "after", "change", "range"
+        )?;
+    }
+    for c in comparisons {
+        let b = measure::metric(&results[&c.before], &c.metric)?;
+        let a = measure::metric(&results[&c.after], &c.metric)?;
+        let change = (a / b - 1.0) * 100.0;
+        let ok = c.min_change_pct.is_none_or(|m| change >= m)
+            && c.max_change_pct.is_none_or(|m| change <= m);
+        failed += usize::from(!ok);
+        let bound = |x: Option<f64>| x.map_or(String::new(), |v| format!("{v:+}%"));
+        writeln!(
+            out,
+            "{:34} {:20} {:>10.2} {:>10.2} {:>+8.1}% {:>16}  {}",
+            c.name,
+            c.metric,
+            b,
+            a,
+            change,
+            format!("[{}, {}]", bound(c.min_change_pct), bound(c.max_change_pct)),
+            if ok { "ok" } else { "FAIL" }
+        )?;
+    }
+    Ok(failed)
+}
+
+/// Runs the reproductions on all cores; results by name.
+fn run_all(list: &[&repro::Reproduction]) -> Result<BTreeMap<String, Vec<JobFigures>>> {
+    let rows = measure::parallel(list, |r| {
+        let args = vec![r.job.display().to_string()];
+        measure::run_fio_quiet(&r.options(), &args)
+            .map_err(|e| anyhow!("reproduction '{}': {e:#}", r.name))
+    })?;
+    Ok(list.iter().map(|r| r.name.clone()).zip(rows).collect())
+}
