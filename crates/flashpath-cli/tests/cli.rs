@@ -1,4 +1,4 @@
-//! The `flashpath` binary end to end: the published hsq legacy figures, determinism,
+//! The `flashpath` binary end to end: the shipped reproductions (`validate`), `compare`, determinism,
 //! fio's formats, and bad input (one line on stderr, exit status 1, no panic).
 
 use std::path::PathBuf;
@@ -21,57 +21,6 @@ fn stdout(o: &Output) -> String {
 }
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-/// The `"bw"` (KiB/s) of the first job of a JSON report, for a direction.
-fn json_bw_kib(json: &str, dir: &str) -> f64 {
-    let v: serde_json::Value = serde_json::from_str(json).expect("valid JSON");
-    v["jobs"][0][dir]["bw"].as_f64().expect("bw")
-}
-
-/// reference/seed-results.md §1, "without hsq" column, MiB/s.
-const HSQ_LEGACY: [(&str, &str, f64); 4] = [
-    ("read", "read", 59.66),
-    ("randread", "read", 27.04),
-    ("write", "write", 69.68),
-    ("randwrite", "write", 35.96),
-];
-
-#[test]
-fn hsq_legacy_column_is_reproduced_within_15_percent() {
-    for (rw, dir, published) in HSQ_LEGACY {
-        let rw_arg = format!("--rw={rw}");
-        let o = flashpath(&[
-            "fio",
-            "--device",
-            "emmc51-hs400-32g",
-            "--host",
-            "sprd-sc9863a",
-            "--driver",
-            "mmc-legacy",
-            "--filename=/dev/mmcblk0p30",
-            "--direct=1",
-            "--iodepth=20",
-            &rw_arg,
-            "--bs=4K",
-            "--size=1G",
-            "--group_reporting",
-            "--numjobs=20",
-            "--name=test",
-            "--output-format=json",
-        ]);
-        assert!(o.status.success(), "{rw}: {}", stderr(&o));
-        let mib = json_bw_kib(&stdout(&o), dir) / 1024.0;
-        let err = mib / published - 1.0;
-        println!(
-            "{rw:10} simulated {mib:7.2} MiB/s, published {published:6.2}, {:+.1} %",
-            err * 100.0
-        );
-        assert!(
-            err.abs() <= 0.15,
-            "{rw}: {mib:.2} MiB/s vs published {published} MiB/s"
-        );
-    }
 }
 
 #[test]
@@ -185,4 +134,182 @@ fn bad_command_lines_are_one_line_errors() {
         "trim",
     );
     rejects(&["bogus"], "unknown command 'bogus'");
+}
+
+/// `flashpath validate` over the shipped reproductions: every published figure within its
+/// tolerance and every before/after change in its range (or an explained known failure).
+#[test]
+fn shipped_reproductions_validate() {
+    let o = flashpath(&["validate"]);
+    assert!(
+        o.status.success(),
+        "validate failed:\n{}{}",
+        stdout(&o),
+        stderr(&o)
+    );
+    assert!(stdout(&o).contains("hsq-randwrite-hsq"));
+}
+
+/// A scratch jobs directory with one small reproduction.
+fn scratch_jobs(name: &str, manifest: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("flashpath-validate-{name}-{}", std::process::id()));
+    let sub = d.join("set");
+    std::fs::create_dir_all(&sub).unwrap();
+    std::fs::write(
+        sub.join("small.fio"),
+        "[small]\nrw=randread\nbs=4k\nsize=16M\ndirect=1\n",
+    )
+    .unwrap();
+    std::fs::write(sub.join("reproductions.toml"), manifest).unwrap();
+    d
+}
+
+const SMALL: &str = r#"
+[[reproduction]]
+name = "small-legacy"
+job = "small.fio"
+device = "emmc51-hs400-32g"
+host = "sprd-sc9863a"
+driver = "mmc-legacy"
+source = "test"
+  [[reproduction.figure]]
+  metric = "read_iops"
+  published = PUB
+  tolerance_pct = 10
+  KNOWN
+"#;
+
+#[test]
+fn validate_checks_tolerances_and_known_failures_strictly() {
+    // Find the simulated figure first (a prediction: no figures).
+    let d = scratch_jobs(
+        "probe",
+        &SMALL.replace("  [[reproduction.figure]]", "").replace(
+            "  metric = \"read_iops\"\n  published = PUB\n  tolerance_pct = 10\n  KNOWN\n",
+            "",
+        ),
+    );
+    let o = flashpath(&["validate", "--jobs", d.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("prediction"));
+    let run = |publ: f64, known: &str| {
+        let m = SMALL
+            .replace("PUB", &format!("{publ}"))
+            .replace("KNOWN", known);
+        let d = scratch_jobs("run", &m);
+        flashpath(&["validate", "--jobs", d.to_str().unwrap()])
+    };
+    // The 16 MiB QD1 random read's IOPS: the legacy path, ~7000 I/Os per second.
+    let ok = run(7000.0, "");
+    let iops: f64 = stdout(&ok)
+        .lines()
+        .find(|l| l.starts_with("small-legacy"))
+        .and_then(|l| l.split_whitespace().nth(2))
+        .and_then(|x| x.parse().ok())
+        .expect("simulated IOPS in the table");
+    assert!(run(iops * 1.05, "").status.success());
+    let miss = run(iops * 1.5, "");
+    assert_eq!(miss.status.code(), Some(1));
+    assert!(stdout(&miss).contains("FAIL"));
+    assert!(stderr(&miss).contains("outside their tolerance"));
+    // A known failure that fails passes the run; one that passes fails it.
+    assert!(run(iops * 1.5, "known_failure = \"why\"").status.success());
+    let stale = run(iops, "known_failure = \"why\"");
+    assert_eq!(stale.status.code(), Some(1));
+    assert!(stdout(&stale).contains("remove the marker"));
+}
+
+#[test]
+fn bad_manifests_name_file_and_line() {
+    let cases = [
+        (
+            SMALL.replace("PUB", "1").replace("KNOWN", "colour = 1"),
+            "unknown field `colour`",
+        ),
+        (
+            SMALL
+                .replace("PUB", "1")
+                .replace("KNOWN", "")
+                .replace("read_iops", "read_speed"),
+            "unknown metric 'read_speed'",
+        ),
+        (
+            SMALL
+                .replace("PUB", "1")
+                .replace("KNOWN", "")
+                .replace("small.fio", "nope.fio"),
+            "does not exist",
+        ),
+        (
+            SMALL.replace("PUB", "-3").replace("KNOWN", ""),
+            "must be positive",
+        ),
+    ];
+    for (m, expect) in cases {
+        let d = scratch_jobs("bad", &m);
+        let o = flashpath(&["validate", "--jobs", d.to_str().unwrap()]);
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{e}");
+        assert!(e.contains(expect), "{expect}: {e}");
+        assert!(
+            e.contains("reproductions.toml:"),
+            "names file and line: {e}"
+        );
+        assert_eq!(e.lines().count(), 1, "one line: {e}");
+    }
+}
+
+#[test]
+fn compare_prints_a_column_per_configuration_and_json() {
+    let job = root().join("jobs/hsq/randread.fio");
+    let o = flashpath(&[
+        "compare",
+        "--vary",
+        "driver=mmc-legacy,mmc-hsq-v6",
+        "--json",
+        "-",
+        "--size=32M",
+        "--numjobs=4",
+        job.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+    let configs = v["configs"].as_array().unwrap();
+    assert_eq!(configs.len(), 2);
+    assert_eq!(configs[1]["config"], "driver=mmc-hsq-v6");
+    let bw = |c: &serde_json::Value| c["jobs"][0]["dirs"]["read"]["bw_bytes"].as_f64().unwrap();
+    let change = v["changes"][0]["change_pct"][1].as_f64().unwrap();
+    assert!((change - (bw(&configs[1]) / bw(&configs[0]) - 1.0) * 100.0).abs() < 1e-9);
+    assert!(change > 0.0, "hsq reads faster than legacy");
+    // The table: one column per configuration.
+    let t = flashpath(&[
+        "compare",
+        "--vary",
+        "driver=mmc-legacy,mmc-hsq-v6",
+        "--size=32M",
+        job.to_str().unwrap(),
+    ]);
+    assert!(t.status.success(), "{}", stderr(&t));
+    let head = stdout(&t).lines().next().unwrap().to_string();
+    assert!(
+        head.contains("driver=mmc-legacy") && head.contains("driver=mmc-hsq-v6"),
+        "{head}"
+    );
+    assert!(stdout(&t).contains("bw MiB/s"));
+    // Bad --vary: one line, exit 1.
+    for (args, expect) in [
+        (
+            vec!["compare", "--vary", "speed=1,2", "x.fio"],
+            "is not driver",
+        ),
+        (vec!["compare", "x.fio"], "needs at least one --vary"),
+        (
+            vec!["compare", "--vary", "driver=nope", job.to_str().unwrap()],
+            "unknown driver 'nope'",
+        ),
+    ] {
+        let o = flashpath(&args);
+        assert_eq!(o.status.code(), Some(1));
+        assert!(stderr(&o).contains(expect), "{expect}: {}", stderr(&o));
+    }
 }
