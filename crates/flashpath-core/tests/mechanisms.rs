@@ -113,6 +113,7 @@ fn hsq_invariants(depth: u32, max_in_flight: u32) {
     let driver = DriverKind::MmcHsq {
         depth,
         max_in_flight,
+        burst_in_flight: 0,
     };
     let tr = traced(driver, jobs(8, Pattern::Random, 50, 30));
     assert_one_transfer_at_a_time(&tr);
@@ -184,4 +185,26 @@ fn hsq_as_merged_keeps_its_limits_and_starts_from_the_interrupt() {
 #[test]
 fn hsq_as_published_keeps_its_limits_and_starts_from_the_interrupt() {
     hsq_invariants(32, 2);
+}
+
+fn max_in_flight_seen(driver: DriverKind, read_pct: u32) -> u32 {
+    let tr = traced(driver, jobs(12, Pattern::Random, read_pct, 40));
+    tr.events
+        .iter()
+        .filter_map(|e| match e.kind {
+            TraceKind::DriverQueued { in_flight, .. } => Some(in_flight),
+            _ => None,
+        })
+        .max()
+        .unwrap()
+}
+
+#[test]
+fn dynamic_hsq_raises_its_depth_only_for_4k_writes() {
+    let dynamic = DriverKind::parse("mmc-hsq-dynamic").unwrap();
+    assert_eq!(dynamic.name(), "mmc-hsq-dynamic");
+    // 4 KiB random writes from 12 threads: two 4 KiB writes at the head raise the limit to 6.
+    assert_eq!(max_in_flight_seen(dynamic, 0), 6);
+    // Reads never do: the merged limit of 3 holds.
+    assert_eq!(max_in_flight_seen(dynamic, 100), 3);
 }

@@ -18,11 +18,17 @@ pub enum DriverKind {
     MmcLegacy,
     /// The MMC host software queue (kernel-behaviour §2): `depth` slots, at most
     /// `max_in_flight` requests dispatched to it, the next request started from the
-    /// completion interrupt, no CMD13 polling.
-    MmcHsq { depth: u32, max_in_flight: u32 },
+    /// completion interrupt, no CMD13 polling. With `burst_in_flight` > 0 (the dynamic
+    /// depth of ~v6.7), the limit rises to `burst_in_flight` while the requests at the
+    /// head of the slots are at least two 4 KiB writes.
+    MmcHsq {
+        depth: u32,
+        max_in_flight: u32,
+        burst_in_flight: u32,
+    },
 }
 
-const DRIVERS: &str = "mmc-legacy, mmc-hsq, mmc-hsq-v6";
+const DRIVERS: &str = "mmc-legacy, mmc-hsq, mmc-hsq-v6, mmc-hsq-dynamic";
 
 impl DriverKind {
     pub fn parse(s: &str) -> Result<Self, String> {
@@ -33,11 +39,22 @@ impl DriverKind {
             "mmc-hsq" => Ok(DriverKind::MmcHsq {
                 depth: 64,
                 max_in_flight: 3,
+                burst_in_flight: 0,
             }),
             // As measured in the published series (v6 cover letter): 32 slots, 2 in flight.
             "mmc-hsq-v6" => Ok(DriverKind::MmcHsq {
                 depth: 32,
                 max_in_flight: 2,
+                burst_in_flight: 0,
+            }),
+            // ~v6.7 ("mmc: hsq: dynamic adjustment of hsq->depth", Unisoc, 2023): hsq_depth
+            // is HSQ_NORMAL_DEPTH 2, or HSQ_PERFORMANCE_DEPTH 5 when the pump finds at
+            // least two 4 KiB writes at the head of the slots; queue_rq refuses when
+            // in_flight > hsq_depth, so 3 or 6 get through.
+            "mmc-hsq-dynamic" => Ok(DriverKind::MmcHsq {
+                depth: 64,
+                max_in_flight: 3,
+                burst_in_flight: 6,
             }),
             "mmc-cqe" | "ufs" | "sd-rtsx" | "sd-rtsx-multiseq" => Err(format!(
                 "driver '{s}' is not modelled yet (available: {DRIVERS})"
@@ -51,6 +68,10 @@ impl DriverKind {
             DriverKind::MmcHsq {
                 max_in_flight: 2, ..
             } => "mmc-hsq-v6",
+            DriverKind::MmcHsq {
+                burst_in_flight: 1..,
+                ..
+            } => "mmc-hsq-dynamic",
             DriverKind::MmcHsq { .. } => "mmc-hsq",
         }
     }

@@ -185,6 +185,8 @@ struct MmcHsq {
     hw: Option<ReqId>,
     /// Requests dispatched to the driver and not yet completed (`mq->in_flight`).
     in_flight: u32,
+    /// The dynamic variant's raised limit is in force (set at each pump).
+    burst: bool,
 }
 
 pub struct Sim {
@@ -880,8 +882,8 @@ impl Sim {
         if self.mmc.dispatcher.is_some() || !self.block.has_queued() {
             return;
         }
-        if let DriverKind::MmcHsq { max_in_flight, .. } = self.cfg.driver {
-            if self.hsq.in_flight >= max_in_flight {
+        if let DriverKind::MmcHsq { .. } = self.cfg.driver {
+            if self.hsq.in_flight >= self.hsq_limit() {
                 return; // queue_rq would answer busy; the next completion reruns it
             }
         }
@@ -900,14 +902,10 @@ impl Sim {
         let Some(core) = self.mmc.dispatcher else {
             return;
         };
-        if let DriverKind::MmcHsq {
-            depth,
-            max_in_flight,
-        } = self.cfg.driver
-        {
+        if let DriverKind::MmcHsq { .. } = self.cfg.driver {
             // mmc_mq_queue_rq answers BLK_STS_RESOURCE past the in-flight limit (or with
             // every slot taken); the request stays queued until a completion reruns us.
-            if self.hsq.in_flight >= max_in_flight.min(depth) {
+            if self.hsq.in_flight >= self.hsq_limit() {
                 self.mmc.dispatcher = None;
                 return;
             }
@@ -1118,8 +1116,44 @@ impl Sim {
         self.disp_next(t);
     }
 
+    /// How many requests queue_rq lets into the driver now.
+    fn hsq_limit(&self) -> u32 {
+        let DriverKind::MmcHsq {
+            depth,
+            max_in_flight,
+            burst_in_flight,
+        } = self.cfg.driver
+        else {
+            unreachable!("hsq limit asked of another driver");
+        };
+        let limit = if self.hsq.burst {
+            burst_in_flight
+        } else {
+            max_in_flight
+        };
+        limit.min(depth)
+    }
+
     /// Starts the next queued request on the hardware from `core` at `at`.
     fn hsq_start(&mut self, core: u32, at: SimTime, in_irq: bool) -> SimTime {
+        if let DriverKind::MmcHsq {
+            burst_in_flight: 1..,
+            ..
+        } = self.cfg.driver
+        {
+            // mmc_hsq_modify_threshold: the slots from the head while they hold 4 KiB
+            // writes; two or more raise the depth (slots taken in dispatch order here).
+            let four_k_writes = self
+                .hsq
+                .queue
+                .iter()
+                .take_while(|&&r| {
+                    let q = self.block.req(r);
+                    q.dir() == Dir::Write && q.bytes() == 4096
+                })
+                .count();
+            self.hsq.burst = four_k_writes >= 2;
+        }
         let next = self.hsq.queue.pop_front().expect("a queued request");
         let cost = self.cfg.host.mmc.start_ns;
         let t = if in_irq {
