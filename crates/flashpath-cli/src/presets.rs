@@ -16,6 +16,14 @@ pub const SHIPPED: &[(&str, &str)] = &[
         "hosts/sprd-sc9863a.toml",
         include_str!("../../../presets/hosts/sprd-sc9863a.toml"),
     ),
+    (
+        "devices/ufs21-64g.toml",
+        include_str!("../../../presets/devices/ufs21-64g.toml"),
+    ),
+    (
+        "hosts/sd835-phone.toml",
+        include_str!("../../../presets/hosts/sd835-phone.toml"),
+    ),
 ];
 
 pub const DEFAULT_DEVICE: &str = "emmc51-hs400-32g";

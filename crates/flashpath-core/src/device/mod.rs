@@ -24,9 +24,18 @@
 //!   `Done { status: OutOfRange }` after the per-command firmware time.
 //! - The device's internal timers (`Input::ProgramDone`, `Input::GcStep`) come back to
 //!   it through the outbox like any timer; the host never sends them.
-//! - Commands are not queued in the device (no eMMC CQ yet): a write arriving before the
-//!   previous write's `Done` is a caller bug (asserted). A read may arrive while the
-//!   background drain and GC are running; it queues behind them on the dies it needs.
+//! - Several commands may be outstanding (interfaces with a command queue: UFS; eMMC
+//!   without CQ sends one at a time). Reads are served concurrently: each books the
+//!   controller, dies and channels it needs, in arrival order, so reads on different
+//!   dies overlap. Writes are accepted one at a time: a write whose data arrives while
+//!   another is still being admitted to the write buffer waits in a FIFO (its firmware
+//!   decode is booked on arrival) and is admitted, in arrival order, once the previous
+//!   one is `Done`. Reads also run alongside the background drain and GC, queueing
+//!   behind them on the dies they need. (The ideal device serves every command in
+//!   arrival order on one resource.)
+//! - HPB hook (not modelled yet): an HPB READ carries the physical address, so the
+//!   page-mapped read would skip `map_lookup` for entries the host holds valid; the
+//!   place is the per-LPN lookup in `page_mapped::PageMappedDevice::read`.
 //! - `Device::precondition(lba, sectors)` maps a range as already written, instantly
 //!   (an aged device without simulating the fill); `harness::Harness` runs a device
 //!   alone at QD1 (tests, benches, probes).

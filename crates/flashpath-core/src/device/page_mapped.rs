@@ -46,6 +46,8 @@
 //!   write or discard superseded it meanwhile; then the programmed copy is stale).
 //! - GC moves are committed to the map when the step is booked; a GC row is programmed
 //!   when it is full. GC and host data use separate open blocks per die.
+//! - Writes are admitted to the buffer one at a time, in arrival order; a write whose
+//!   data arrives during another's admission waits in `write_queue` (UFS queues them).
 //! - No SLC cache, no wear levelling beyond FIFO reuse of erased blocks, no power loss.
 //!
 //! Units: ns, bytes. No randomness.
@@ -100,6 +102,8 @@ pub struct PageMappedDevice {
     gc: Vec<GcState>,
     rr: u32,
     active_write: Option<ActiveWrite>,
+    /// Writes whose data arrived while `active_write` was being admitted, in arrival order.
+    write_queue: std::collections::VecDeque<ActiveWrite>,
     /// A flush waiting for the buffer to drain: (tag, firmware done).
     flush: Option<(u32, SimTime)>,
     buffer_data_ready: SimTime,
@@ -156,6 +160,7 @@ impl PageMappedDevice {
             ],
             rr: 0,
             active_write: None,
+            write_queue: std::collections::VecDeque::new(),
             flush: None,
             buffer_data_ready: 0,
             seg_die: (0..segments).map(|s| (s % dies) as u16).collect(),
@@ -191,6 +196,7 @@ impl PageMappedDevice {
     /// No host command pending, nothing buffered, no GC running.
     pub fn is_quiescent(&self) -> bool {
         self.active_write.is_none()
+            && self.write_queue.is_empty()
             && self.flush.is_none()
             && self.buf.is_clean()
             && self.gc.iter().all(|g| g.victim == NONE && !g.scheduled)
@@ -446,6 +452,8 @@ impl PageMappedDevice {
             let e = self.ftl.get(lpn);
             let in_buffer = e != UNMAPPED && e & BUF_FLAG != 0;
             let seg = self.segment_of(lpn);
+            // HPB (not modelled yet): an HPB READ with a valid host entry would skip this
+            // lookup and use the entry it carries.
             if !in_buffer && seg != last_seg {
                 t_map = self.map_lookup(seg, t_map);
                 last_seg = seg;
@@ -537,11 +545,11 @@ impl PageMappedDevice {
 
     // ------------------------------------------------------------ write
 
+    /// A write whose data is in: the firmware decodes it now; it is admitted to the
+    /// buffer at once if no other write is being admitted, else it waits its turn in
+    /// arrival order (interfaces with a command queue, e.g. UFS, deliver a write while
+    /// the previous one is still being accepted).
     fn write(&mut self, now: SimTime, cmd: DevCommand, out: &mut Outbox<Input, Output>) {
-        assert!(
-            self.active_write.is_none(),
-            "a write arrived before the previous one was done"
-        );
         let (first, end) = Self::lpn_range(&cmd);
         let n = end - first;
         if !cmd.lba.is_multiple_of(SECTORS_PER_LPN)
@@ -551,68 +559,78 @@ impl PageMappedDevice {
         }
         self.stats.host_write_slots += n as u64;
         let (_, t) = self.ctrl.book(now, self.fw_ns(n));
-        self.active_write = Some(ActiveWrite {
+        let w = ActiveWrite {
             tag: cmd.tag,
             next: first,
             end,
             ready: t,
             stalled_since: None,
-        });
+        };
+        if self.active_write.is_some() {
+            self.write_queue.push_back(w);
+            return;
+        }
+        self.active_write = Some(w);
         self.continue_write(now, out);
     }
 
-    /// Admits as much of the active write as the buffer has room for; completes it or
-    /// leaves it stalled until a program frees space.
+    /// Admits as much of the active write as the buffer has room for; completes it and
+    /// goes on with the next queued write, or leaves it stalled until a program frees
+    /// space.
     fn continue_write(&mut self, now: SimTime, out: &mut Outbox<Input, Output>) {
-        let Some(mut aw) = self.active_write else {
-            return;
-        };
-        let mut admitted = 0u64;
-        while aw.next < aw.end {
-            let lpn = aw.next;
-            let e = self.ftl.get(lpn);
-            if self.c.write_buffer_coalesce
-                && e != UNMAPPED
-                && e & BUF_FLAG != 0
-                && self.buf.state(e & !BUF_FLAG) == SlotState::Waiting
-            {
-                // Still waiting for the drain: overwrite the buffered copy in place.
-                self.stats.coalesced_writes += 1;
-            } else {
-                if self.buf.free_slots() == 0 {
-                    break;
+        while let Some(mut aw) = self.active_write {
+            let mut admitted = 0u64;
+            while aw.next < aw.end {
+                let lpn = aw.next;
+                let e = self.ftl.get(lpn);
+                if self.c.write_buffer_coalesce
+                    && e != UNMAPPED
+                    && e & BUF_FLAG != 0
+                    && self.buf.state(e & !BUF_FLAG) == SlotState::Waiting
+                {
+                    // Still waiting for the drain: overwrite the buffered copy in place.
+                    self.stats.coalesced_writes += 1;
+                } else {
+                    if self.buf.free_slots() == 0 {
+                        break;
+                    }
+                    let slot = self.buf.insert(lpn);
+                    self.ftl.supersede(lpn, BUF_FLAG | slot);
                 }
-                let slot = self.buf.insert(lpn);
-                self.ftl.supersede(lpn, BUF_FLAG | slot);
+                admitted += 1;
+                aw.next += 1;
             }
-            admitted += 1;
-            aw.next += 1;
-        }
-        if admitted > 0 {
-            let copy = transfer_ns(admitted * LPN_BYTES, self.c.buffer_copy_bytes_per_s);
-            let (_, e) = self.ctrl.book(aw.ready.max(now), copy);
-            aw.ready = e;
-            self.buffer_data_ready = self.buffer_data_ready.max(e);
-        }
-        if aw.next == aw.end {
-            if let Some(since) = aw.stalled_since {
-                // Waited from when the data could have gone in until the last space freed.
-                self.stats.write_stall_ns += now.saturating_sub(since);
+            if admitted > 0 {
+                let copy = transfer_ns(admitted * LPN_BYTES, self.c.buffer_copy_bytes_per_s);
+                let (_, e) = self.ctrl.book(aw.ready.max(now), copy);
+                aw.ready = e;
+                self.buffer_data_ready = self.buffer_data_ready.max(e);
             }
-            out.emit(
-                aw.ready,
-                Output::Done {
-                    tag: aw.tag,
-                    status: DevStatus::Ok,
-                },
-            );
-            self.active_write = None;
-        } else {
-            if aw.stalled_since.is_none() {
-                self.stats.write_stalls += 1;
-                aw.stalled_since = Some(now.max(aw.ready));
+            if aw.next == aw.end {
+                if let Some(since) = aw.stalled_since {
+                    // Waited from when the data could have gone in until the last space freed.
+                    self.stats.write_stall_ns += now.saturating_sub(since);
+                }
+                out.emit(
+                    aw.ready,
+                    Output::Done {
+                        tag: aw.tag,
+                        status: DevStatus::Ok,
+                    },
+                );
+                // The next write's data goes in after this one's (one buffer DMA stream).
+                self.active_write = self.write_queue.pop_front().map(|mut w| {
+                    w.ready = w.ready.max(aw.ready);
+                    w
+                });
+            } else {
+                if aw.stalled_since.is_none() {
+                    self.stats.write_stalls += 1;
+                    aw.stalled_since = Some(now.max(aw.ready));
+                }
+                self.active_write = Some(aw);
+                break;
             }
-            self.active_write = Some(aw);
         }
         self.try_drain(now, out);
     }

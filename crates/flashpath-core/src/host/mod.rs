@@ -7,6 +7,7 @@
 
 pub mod block;
 pub mod cpu;
+pub mod ufs_config;
 
 use crate::config::{hz_field, ns_field, rate_field, ConfigError};
 use serde::Deserialize;
@@ -26,9 +27,14 @@ pub enum DriverKind {
         max_in_flight: u32,
         burst_in_flight: u32,
     },
+    /// The UFS host controller driver (ufshcd, kernel-behaviour §7): SCSI commands in
+    /// UTP transfer request slots, a doorbell per command, up to `nutrs` outstanding in
+    /// the device, completion from the UTRCS interrupt. Needs the host's `[ufs]` section
+    /// and a device with `interface = "ufs"`.
+    Ufs,
 }
 
-const DRIVERS: &str = "mmc-legacy, mmc-hsq, mmc-hsq-v6, mmc-hsq-dynamic";
+const DRIVERS: &str = "mmc-legacy, mmc-hsq, mmc-hsq-v6, mmc-hsq-dynamic, ufs";
 
 impl DriverKind {
     pub fn parse(s: &str) -> Result<Self, String> {
@@ -56,7 +62,8 @@ impl DriverKind {
                 max_in_flight: 3,
                 burst_in_flight: 6,
             }),
-            "mmc-cqe" | "ufs" | "sd-rtsx" | "sd-rtsx-multiseq" => Err(format!(
+            "ufs" => Ok(DriverKind::Ufs),
+            "mmc-cqe" | "sd-rtsx" | "sd-rtsx-multiseq" => Err(format!(
                 "driver '{s}' is not modelled yet (available: {DRIVERS})"
             )),
             _ => Err(format!("unknown driver '{s}' (available: {DRIVERS})")),
@@ -73,6 +80,16 @@ impl DriverKind {
                 ..
             } => "mmc-hsq-dynamic",
             DriverKind::MmcHsq { .. } => "mmc-hsq",
+            DriverKind::Ufs => "ufs",
+        }
+    }
+    /// The device interface the driver talks to.
+    pub fn interface(self) -> crate::device::config::Interface {
+        match self {
+            DriverKind::MmcLegacy | DriverKind::MmcHsq { .. } => {
+                crate::device::config::Interface::Emmc
+            }
+            DriverKind::Ufs => crate::device::config::Interface::Ufs,
         }
     }
 }
@@ -192,6 +209,9 @@ pub struct HostConfig {
     pub block: BlockConfig,
     pub mmc: MmcHostConfig,
     pub bus: BusConfig,
+    /// The UFS host controller and M-PHY link (the optional `[ufs]` section); required
+    /// by the `ufs` driver only.
+    pub ufs: Option<UfsHostConfig>,
 }
 
 // ---- Raw preset structures (TOML) ----
@@ -209,6 +229,9 @@ pub struct RawHost {
     pub block: RawBlock,
     pub mmc: RawMmc,
     pub bus: RawBus,
+    /// Optional: only hosts with a UFS controller have it.
+    #[serde(default)]
+    pub ufs: Option<RawUfs>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -400,6 +423,10 @@ impl RawHost {
             },
             mmc,
             bus,
+            ufs: match &self.ufs {
+                Some(u) => Some(u.validate()?),
+                None => None,
+            },
         })
     }
 }
@@ -448,6 +475,9 @@ impl HostConfig {
                 ncr_clocks: 0,
                 cmd_overhead_ns: 0,
             },
+            ufs: None,
         }
     }
 }
+
+pub use ufs_config::{RawUfs, UfsHostConfig};

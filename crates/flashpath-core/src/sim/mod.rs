@@ -31,6 +31,8 @@ use crate::trace::{Ctx, Trace, TraceKind};
 use crate::workload::{rate_gate, Dir, IoSource, JobConfig, Submission};
 use flashpath_hist::{batch_bucket, depth_level_bucket};
 
+mod ufs;
+
 /// Everything a run needs.
 #[derive(Clone, Debug)]
 pub struct SimConfig {
@@ -112,6 +114,8 @@ enum Ev {
     ReadReady { req: ReqId, last_ready: SimTime },
     /// An input for the device.
     Dev(device::Input),
+    /// A step of the UFS host driver (`ufs.rs`).
+    Ufs(ufs::UfsEv),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -192,6 +196,7 @@ struct MmcHsq {
 pub struct Sim {
     cfg: SimConfig,
     hsq: MmcHsq,
+    ufs: ufs::UfsState,
     q: EventQueue<Ev>,
     now: SimTime,
     cpu: Cpu,
@@ -246,6 +251,7 @@ impl Sim {
                 ));
             }
         }
+        check_driver(&cfg)?;
         let host = &cfg.host;
         let threads = cfg
             .jobs
@@ -293,6 +299,7 @@ impl Sim {
             prefill,
             trace: None,
             hsq: MmcHsq::default(),
+            ufs: ufs::UfsState::default(),
             cpu: Cpu::new(host.cores),
             bus: FifoResource::new(),
             block: BlockLayer::new(
@@ -429,6 +436,7 @@ impl Sim {
             }
             Ev::ReqEnd(r) => self.req_end(r),
             Ev::Dev(input) => self.device(input),
+            Ev::Ufs(e) => self.ufs_handle(e),
         }
     }
 
@@ -441,6 +449,15 @@ impl Sim {
             self.q.push(at, Ev::Dev(input));
         }
         for (at, out) in emits {
+            if self.cfg.driver == DriverKind::Ufs {
+                match out {
+                    device::Output::ReadReady { tag, last_ready } => {
+                        self.ufs_on_read_ready(tag, at, last_ready)
+                    }
+                    device::Output::Done { tag, .. } => self.ufs_on_done(tag, at),
+                }
+                continue;
+            }
             match out {
                 device::Output::ReadReady { tag, last_ready } => {
                     self.q.push(
@@ -879,6 +896,9 @@ impl Sim {
     /// blk_mq_run_hw_queue(async): if nobody is dispatching, a kblockd worker wakes on
     /// `core` and becomes the dispatcher.
     fn kick(&mut self, core: u32) {
+        if self.cfg.driver == DriverKind::Ufs {
+            return self.ufs_kick(core);
+        }
         if self.mmc.dispatcher.is_some() || !self.block.has_queued() {
             return;
         }
@@ -923,6 +943,7 @@ impl Sim {
                         self.hsq.in_flight += 1;
                         self.q.push(end, Ev::HsqQueued(r));
                     }
+                    DriverKind::Ufs => unreachable!("the ufs driver has its own dispatch"),
                 }
             }
             None => {
@@ -1246,6 +1267,33 @@ impl Sim {
         self.mmc.lock_free_at = t;
         self.q.push(t, Ev::ReqEnd(p));
     }
+}
+
+/// The driver must speak the device's interface and find its host section.
+fn check_driver(cfg: &SimConfig) -> Result<(), String> {
+    use crate::device::config::Interface;
+    let name = |i: Interface| match i {
+        Interface::Emmc => "emmc",
+        Interface::Ufs => "ufs",
+        Interface::Sd => "sd",
+    };
+    let want = cfg.driver.interface();
+    if cfg.device.interface != want {
+        return Err(format!(
+            "driver '{}' needs a device with interface = \"{}\"; device '{}' has interface = \"{}\"",
+            cfg.driver.name(),
+            name(want),
+            cfg.device.name,
+            name(cfg.device.interface)
+        ));
+    }
+    if cfg.driver == DriverKind::Ufs && cfg.host.ufs.is_none() {
+        return Err(format!(
+            "driver 'ufs' needs a [ufs] section in host preset '{}'",
+            cfg.host.name
+        ));
+    }
+    Ok(())
 }
 
 /// Runs a whole simulation.

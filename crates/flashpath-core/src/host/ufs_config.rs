@@ -1,0 +1,266 @@
+//! The optional `[ufs]` section of a host preset: the UFS host controller driver's CPU
+//! costs (ufshcd), interrupt aggregation, and the M-PHY/UniPro link between host
+//! controller and device.
+//!
+//! Link: M-PHY HS-Gear × rate series × lanes, 8b/10b coded (kernel-behaviour §7), full
+//! duplex: each direction is its own resource. Every UPIU carries a 32-byte header
+//! (JEDEC UFS 2.1 §10.6: COMMAND, RESPONSE, DATA IN/OUT and READY_TO_TRANSFER are 32
+//! bytes before any data segment); UniPro then cuts it into L2 frames of at most
+//! `frame_payload` bytes with `frame_overhead` bytes each. Leaves out: the
+//! acknowledgement/flow-control frames flowing back, link power states (hibern8),
+//! clock scaling. Units: ns of CPU time, bytes, bytes/s.
+
+use crate::config::{bytes_field, ns_field, ConfigError};
+use serde::Deserialize;
+
+/// Bytes of every UPIU before its data segment (JEDEC JESD220C, UFS 2.1, §10.6).
+pub const UPIU_HEADER_BYTES: u64 = 32;
+
+/// UFS host controller driver and link, validated.
+#[derive(Clone, Debug, PartialEq)]
+pub struct UfsHostConfig {
+    /// UTP transfer request slots (the controller's NUTRS; the SCSI host's can_queue).
+    pub nutrs: u32,
+    /// `ufshcd_queuecommand` up to the doorbell: tag, UTRD, COMMAND UPIU, PRDT.
+    pub queuecommand_ns: u64,
+    /// DMA map and one PRDT entry per 4 KiB.
+    pub queuecommand_per_4k_ns: u64,
+    /// `ufshcd_send_command`: the MMIO write of the doorbell (UTRLDBR), one per command.
+    pub doorbell_ns: u64,
+    /// Host controller time from the doorbell to the COMMAND UPIU on the link (UTRD and
+    /// command descriptor fetched by DMA); not CPU time.
+    pub hc_fetch_ns: u64,
+    /// Completion of one request in the interrupt handler (`__ufshcd_transfer_req_compl`:
+    /// OCS and response check, `scsi_dma_unmap`, `scsi_done` → block completion).
+    pub completion_ns: u64,
+    pub completion_per_4k_ns: u64,
+    /// Cores per last-level-cache domain (consecutive cores): blk-mq completes a request
+    /// inline on the interrupt's core when the submitting core shares its cache
+    /// (`cpus_share_cache`), else on the submitting core through an IPI.
+    pub llc_cores: u32,
+    /// Interrupt aggregation (UTRIACR): one interrupt per `intr_aggr_counter` completions
+    /// or `intr_aggr_timeout_ns` after the first; `None` = one interrupt per completion.
+    pub intr_aggr: Option<(u32, u64)>,
+    /// Most READY_TO_TRANSFERs outstanding in the device (bMaxNumOfRTT): write data
+    /// phases the device grants at once.
+    pub max_rtt: u32,
+    /// Largest data segment of one DATA IN / DATA OUT UPIU (bMaxDataIn/OutSize).
+    pub max_data_segment_bytes: u64,
+    /// M-PHY HS gear, rate series (A/B) and lanes, for reports.
+    pub gear: u32,
+    pub rate_b: bool,
+    pub lanes: u32,
+    /// Payload bytes per direction per second after 8b/10b coding.
+    pub link_bytes_per_s: u64,
+    /// UniPro L2 frame: most UPIU bytes per frame and the framing bytes per frame.
+    pub frame_payload_bytes: u64,
+    pub frame_overhead_bytes: u64,
+}
+
+impl UfsHostConfig {
+    /// Link time of one UPIU with a data segment of `data` bytes (header + data, cut
+    /// into UniPro frames), rounded up.
+    #[inline]
+    pub fn upiu_ns(&self, data: u64) -> u64 {
+        let bytes = UPIU_HEADER_BYTES + data;
+        let frames = bytes.div_ceil(self.frame_payload_bytes);
+        crate::engine::transfer_ns(
+            bytes + frames * self.frame_overhead_bytes,
+            self.link_bytes_per_s,
+        )
+    }
+
+    /// Line rate of one lane in Mbit/s (M-PHY 3.0 HS gears, rate series A and B).
+    pub fn lane_mbps(gear: u32, rate_b: bool) -> Option<f64> {
+        let base = if rate_b { 1457.6 } else { 1248.0 };
+        match gear {
+            1..=4 => Some(base * (1u32 << (gear - 1)) as f64),
+            _ => None,
+        }
+    }
+
+    /// A zero-cost UFS host (HS-G3B × 2 link, no framing) for analytic tests.
+    pub fn ideal() -> UfsHostConfig {
+        UfsHostConfig {
+            nutrs: 32,
+            queuecommand_ns: 0,
+            queuecommand_per_4k_ns: 0,
+            doorbell_ns: 0,
+            hc_fetch_ns: 0,
+            completion_ns: 0,
+            completion_per_4k_ns: 0,
+            llc_cores: 256,
+            intr_aggr: None,
+            max_rtt: 2,
+            max_data_segment_bytes: 64 * 1024,
+            gear: 3,
+            rate_b: true,
+            lanes: 2,
+            link_bytes_per_s: 1_166_080_000,
+            frame_payload_bytes: u64::MAX / 2,
+            frame_overhead_bytes: 0,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawUfs {
+    pub nutrs: u32,
+    pub queuecommand: String,
+    pub queuecommand_per_4k: String,
+    pub doorbell: String,
+    pub hc_fetch: String,
+    pub completion: String,
+    pub completion_per_4k: String,
+    pub llc_cores: u32,
+    pub intr_aggr: bool,
+    pub intr_aggr_counter: u32,
+    pub intr_aggr_timeout: String,
+    pub max_rtt: u32,
+    pub max_data_segment: String,
+    pub gear: u32,
+    pub rate: String,
+    pub lanes: u32,
+    pub frame_payload: String,
+    pub frame_overhead: String,
+}
+
+fn cost(field: &str, s: &str) -> Result<u64, ConfigError> {
+    let v = ns_field(field, s)?;
+    if v > 1_000_000_000 {
+        return Err(ConfigError::new(
+            field,
+            format!("{s} is absurd for a CPU cost (over 1 s)"),
+        ));
+    }
+    Ok(v)
+}
+
+impl RawUfs {
+    pub fn validate(&self) -> Result<UfsHostConfig, ConfigError> {
+        if !(1..=32).contains(&self.nutrs) {
+            return Err(ConfigError::new(
+                "ufs.nutrs",
+                format!(
+                    "{} is not 1..=32 (UFSHCI NUTRS is a 5-bit field + 1)",
+                    self.nutrs
+                ),
+            ));
+        }
+        if self.llc_cores == 0 {
+            return Err(ConfigError::new("ufs.llc_cores", "must be at least 1"));
+        }
+        let rate_b = match self.rate.as_str() {
+            "A" => false,
+            "B" => true,
+            other => {
+                return Err(ConfigError::new(
+                    "ufs.rate",
+                    format!("'{other}' is not an M-PHY rate series (A, B)"),
+                ))
+            }
+        };
+        let mbps = UfsHostConfig::lane_mbps(self.gear, rate_b).ok_or_else(|| {
+            ConfigError::new(
+                "ufs.gear",
+                format!("HS-G{} does not exist (1..=4)", self.gear),
+            )
+        })?;
+        if !matches!(self.lanes, 1 | 2) {
+            return Err(ConfigError::new(
+                "ufs.lanes",
+                format!("{} lanes: UFS links have 1 or 2", self.lanes),
+            ));
+        }
+        // 8b/10b: 8 payload bits per 10 line bits; Mbit/s × 10^6 / 10 = bytes/s.
+        let link_bytes_per_s = (mbps * 100_000.0).round() as u64 * self.lanes as u64;
+        let intr_aggr = if self.intr_aggr {
+            if !(1..=31).contains(&self.intr_aggr_counter) {
+                return Err(ConfigError::new(
+                    "ufs.intr_aggr_counter",
+                    format!("{} is not 1..=31 (UTRIACR IACTH)", self.intr_aggr_counter),
+                ));
+            }
+            let to = ns_field("ufs.intr_aggr_timeout", &self.intr_aggr_timeout)?;
+            if to == 0 || to > 255 * 40_000 {
+                return Err(ConfigError::new(
+                    "ufs.intr_aggr_timeout",
+                    "must be 40us..10.2ms (UTRIACR IATOVAL: 1..255 units of 40us)",
+                ));
+            }
+            Some((self.intr_aggr_counter, to))
+        } else {
+            ns_field("ufs.intr_aggr_timeout", &self.intr_aggr_timeout)?;
+            None
+        };
+        if self.max_rtt == 0 || self.max_rtt > 32 {
+            return Err(ConfigError::new("ufs.max_rtt", "must be 1..=32"));
+        }
+        let seg = bytes_field("ufs.max_data_segment", &self.max_data_segment)?;
+        if !(512..=65535).contains(&seg) {
+            return Err(ConfigError::new(
+                "ufs.max_data_segment",
+                format!(
+                    "{} must be 512B..65535B (the UPIU data segment length is 16 bits)",
+                    self.max_data_segment
+                ),
+            ));
+        }
+        let payload = bytes_field("ufs.frame_payload", &self.frame_payload)?;
+        if payload == 0 || payload > 65536 {
+            return Err(ConfigError::new("ufs.frame_payload", "must be 1B..64KiB"));
+        }
+        let overhead = bytes_field("ufs.frame_overhead", &self.frame_overhead)?;
+        if overhead > payload {
+            return Err(ConfigError::new(
+                "ufs.frame_overhead",
+                "is larger than the frame payload",
+            ));
+        }
+        Ok(UfsHostConfig {
+            nutrs: self.nutrs,
+            queuecommand_ns: cost("ufs.queuecommand", &self.queuecommand)?,
+            queuecommand_per_4k_ns: cost("ufs.queuecommand_per_4k", &self.queuecommand_per_4k)?,
+            doorbell_ns: cost("ufs.doorbell", &self.doorbell)?,
+            hc_fetch_ns: cost("ufs.hc_fetch", &self.hc_fetch)?,
+            completion_ns: cost("ufs.completion", &self.completion)?,
+            completion_per_4k_ns: cost("ufs.completion_per_4k", &self.completion_per_4k)?,
+            llc_cores: self.llc_cores,
+            intr_aggr,
+            max_rtt: self.max_rtt,
+            max_data_segment_bytes: seg,
+            gear: self.gear,
+            rate_b,
+            lanes: self.lanes,
+            link_bytes_per_s,
+            frame_payload_bytes: payload,
+            frame_overhead_bytes: overhead,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hs_g3b_two_lanes_is_1166_mb_per_s() {
+        // kernel-behaviour §7: 5830.4 Mb/s per lane, 8b/10b, 2 lanes ≈ 1.17 GB/s.
+        let mbps = UfsHostConfig::lane_mbps(3, true).unwrap();
+        assert_eq!((mbps * 100_000.0).round() as u64 * 2, 1_166_080_000);
+        assert_eq!(UfsHostConfig::lane_mbps(4, true).unwrap(), 11660.8);
+        assert_eq!(UfsHostConfig::lane_mbps(5, true), None);
+    }
+
+    #[test]
+    fn upiu_time_counts_header_and_frames() {
+        let mut u = UfsHostConfig::ideal();
+        u.link_bytes_per_s = 1_000_000_000;
+        u.frame_payload_bytes = 100;
+        u.frame_overhead_bytes = 10;
+        // 32 + 4096 = 4128 bytes → 42 frames → 4128 + 420 bytes at 1 B/ns.
+        assert_eq!(u.upiu_ns(4096), 4548);
+        assert_eq!(u.upiu_ns(0), 42);
+    }
+}
