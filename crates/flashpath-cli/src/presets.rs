@@ -16,6 +16,10 @@ pub const SHIPPED: &[(&str, &str)] = &[
         "hosts/sprd-sc9863a.toml",
         include_str!("../../../presets/hosts/sprd-sc9863a.toml"),
     ),
+    (
+        "hosts/sprd-sc9863a-cqe.toml",
+        include_str!("../../../presets/hosts/sprd-sc9863a-cqe.toml"),
+    ),
 ];
 
 pub const DEFAULT_DEVICE: &str = "emmc51-hs400-32g";
