@@ -200,7 +200,10 @@ impl Sim {
         let t = self.cpu.run(core, at, self.cqe.request_ns);
         self.cqe.in_flight += 1;
         self.cqe.pending += 1;
-        assert!(self.cqe.in_flight <= self.cqe.depth, "a task slot per request");
+        assert!(
+            self.cqe.in_flight <= self.cqe.depth,
+            "a task slot per request"
+        );
         self.tr(
             t,
             Some(r),
