@@ -181,6 +181,8 @@ fn never_more_tasks_queued_than_the_queue_depth_and_the_queue_fills() {
         max_device = max_device.max(in_device);
     }
     assert_eq!(max_driver, depth, "the driver fills every task slot");
+    // The blk-mq tag is the task ID: every task ID is a slot below the depth.
+    assert!(tr.commands(44).iter().all(|e| e.req.unwrap() < depth));
     assert!(
         max_device >= 20,
         "the device holds many tasks ({max_device})"
