@@ -24,6 +24,10 @@ pub const SHIPPED: &[(&str, &str)] = &[
         "hosts/sd835-phone.toml",
         include_str!("../../../presets/hosts/sd835-phone.toml"),
     ),
+    (
+        "hosts/sprd-sc9863a-cqe.toml",
+        include_str!("../../../presets/hosts/sprd-sc9863a-cqe.toml"),
+    ),
 ];
 
 pub const DEFAULT_DEVICE: &str = "emmc51-hs400-32g";

@@ -36,6 +36,14 @@
 //! - HPB hook (not modelled yet): an HPB READ carries the physical address, so the
 //!   page-mapped read would skip `map_lookup` for entries the host holds valid; the
 //!   place is the per-LPN lookup in `page_mapped::PageMappedDevice::read`.
+//! - eMMC command queuing (`cq`, the mmc-cqe driver): the task table and the Queue
+//!   Status Register live in `cq::TaskQueue`, held by the engine beside the device. A
+//!   queued read's `Input::Command` is delivered when its CMD45 has arrived (the device
+//!   fetches the data at once, so reads of different dies overlap); its `ReadReady`
+//!   then marks the task ready, and the data waits in the controller until the host's
+//!   CMD46 (the read buffer is not bounded). A write's `Input::Command` is still
+//!   delivered after its data (CMD47) has crossed the bus; the host sends no other data
+//!   before that write's `Done` (DAT0 busy), so one write at a time still holds.
 //! - `Device::precondition(lba, sectors)` maps a range as already written, instantly
 //!   (an aged device without simulating the fill); `harness::Harness` runs a device
 //!   alone at QD1 (tests, benches, probes).
@@ -54,6 +62,7 @@
 //! (L2P segment LRU), `write_buffer` (buffer slots).
 
 pub mod config;
+pub mod cq;
 pub mod ftl;
 pub mod harness;
 pub mod map_cache;

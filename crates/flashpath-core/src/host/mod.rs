@@ -10,6 +10,7 @@ pub mod cpu;
 pub mod ufs_config;
 
 use crate::config::{hz_field, ns_field, rate_field, ConfigError};
+use crate::device::cq::CqPolicy;
 use serde::Deserialize;
 
 /// Which host driver runs the MMC/SD/UFS controller.
@@ -32,9 +33,14 @@ pub enum DriverKind {
     /// the device, completion from the UTRCS interrupt. Needs the host's `[ufs]` section
     /// and a device with `interface = "ufs"`.
     Ufs,
+    /// The eMMC 5.1 command queue engine (CQHCI, kernel-behaviour §3): tasks queued in
+    /// the device with CMD44/45, executed with CMD46/47 in the order the device's
+    /// `policy` chooses; needs the host preset's `[cqe]` section.
+    MmcCqe { policy: CqPolicy },
 }
 
-const DRIVERS: &str = "mmc-legacy, mmc-hsq, mmc-hsq-v6, mmc-hsq-dynamic, ufs";
+const DRIVERS: &str =
+    "mmc-legacy, mmc-hsq, mmc-hsq-v6, mmc-hsq-dynamic, mmc-cqe, mmc-cqe-oldest-first, ufs";
 
 impl DriverKind {
     pub fn parse(s: &str) -> Result<Self, String> {
@@ -63,7 +69,14 @@ impl DriverKind {
                 burst_in_flight: 6,
             }),
             "ufs" => Ok(DriverKind::Ufs),
-            "mmc-cqe" | "sd-rtsx" | "sd-rtsx-multiseq" => Err(format!(
+            // The device reports ready reads before writes (see device::cq::CqPolicy).
+            "mmc-cqe" => Ok(DriverKind::MmcCqe {
+                policy: CqPolicy::ReadsFirst,
+            }),
+            "mmc-cqe-oldest-first" => Ok(DriverKind::MmcCqe {
+                policy: CqPolicy::OldestFirst,
+            }),
+            "sd-rtsx" | "sd-rtsx-multiseq" => Err(format!(
                 "driver '{s}' is not modelled yet (available: {DRIVERS})"
             )),
             _ => Err(format!("unknown driver '{s}' (available: {DRIVERS})")),
@@ -80,13 +93,19 @@ impl DriverKind {
                 ..
             } => "mmc-hsq-dynamic",
             DriverKind::MmcHsq { .. } => "mmc-hsq",
+            DriverKind::MmcCqe {
+                policy: CqPolicy::ReadsFirst,
+            } => "mmc-cqe",
+            DriverKind::MmcCqe {
+                policy: CqPolicy::OldestFirst,
+            } => "mmc-cqe-oldest-first",
             DriverKind::Ufs => "ufs",
         }
     }
     /// The device interface the driver talks to.
     pub fn interface(self) -> crate::device::config::Interface {
         match self {
-            DriverKind::MmcLegacy | DriverKind::MmcHsq { .. } => {
+            DriverKind::MmcLegacy | DriverKind::MmcHsq { .. } | DriverKind::MmcCqe { .. } => {
                 crate::device::config::Interface::Emmc
             }
             DriverKind::Ufs => crate::device::config::Interface::Ufs,
@@ -169,6 +188,35 @@ pub struct MmcHostConfig {
     pub always_defer_done: bool,
 }
 
+/// The eMMC command queue engine of the host controller (CQHCI) and its driver
+/// (cqhci-core.c). Optional in a host preset (`[cqe]`); required by the mmc-cqe driver.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CqeHostConfig {
+    /// MMC_CAP2_CQE_DCMD: task slot 31 is kept for direct commands (flush), so the
+    /// host offers 31 task slots instead of 32.
+    pub dcmd: bool,
+    /// `cqhci_request`: task descriptor, transfer descriptor and doorbell write, after
+    /// the request's prep and DMA map (`mmc.prep`, `mmc.prep_per_4k`).
+    pub request_ns: u64,
+    /// SSC1.CIT in time (× the internal timer clock of CQCAP): how long the CQE waits
+    /// after a queue-status answer with no ready task before it sends the next CMD13.
+    pub sqs_idle_ns: u64,
+    /// SSC1.CBC: during a data transfer the CQE sends CMD13 (SQS) at data block
+    /// BLOCK_CNT − CBC, so it knows the next task when the transfer ends.
+    pub sqs_block_counter: u32,
+}
+
+impl CqeHostConfig {
+    /// Task slots the host offers (`cqe_qdepth`).
+    pub fn slots(&self) -> u32 {
+        if self.dcmd {
+            31
+        } else {
+            32
+        }
+    }
+}
+
 /// The MMC bus between host controller and device.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BusConfig {
@@ -212,6 +260,8 @@ pub struct HostConfig {
     /// The UFS host controller and M-PHY link (the optional `[ufs]` section); required
     /// by the `ufs` driver only.
     pub ufs: Option<UfsHostConfig>,
+    /// The command queue engine, if the preset describes one (`[cqe]`).
+    pub cqe: Option<CqeHostConfig>,
 }
 
 // ---- Raw preset structures (TOML) ----
@@ -232,6 +282,17 @@ pub struct RawHost {
     /// Optional: only hosts with a UFS controller have it.
     #[serde(default)]
     pub ufs: Option<RawUfs>,
+    #[serde(default)]
+    pub cqe: Option<RawCqe>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCqe {
+    pub dcmd: bool,
+    pub request: String,
+    pub sqs_idle: String,
+    pub sqs_block_counter: u32,
 }
 
 #[derive(Debug, Deserialize)]
@@ -409,7 +470,38 @@ impl RawHost {
             ncr_clocks: b.ncr_clocks,
             cmd_overhead_ns: cost("bus.cmd_overhead", &b.cmd_overhead)?,
         };
+        let cqe = match &self.cqe {
+            None => None,
+            Some(c) => {
+                let sqs_idle_ns = cost("cqe.sqs_idle", &c.sqs_idle)?;
+                if sqs_idle_ns == 0 {
+                    return Err(ConfigError::new(
+                        "cqe.sqs_idle",
+                        "must be above 0 (the idle timer counts at least one clock)",
+                    ));
+                }
+                if c.sqs_block_counter > 15 {
+                    return Err(ConfigError::new(
+                        "cqe.sqs_block_counter",
+                        "must be 0..=15 (SSC1.CBC is 4 bits)",
+                    ));
+                }
+                Some(CqeHostConfig {
+                    dcmd: c.dcmd,
+                    request_ns: cost("cqe.request", &c.request)?,
+                    sqs_idle_ns,
+                    sqs_block_counter: c.sqs_block_counter,
+                })
+            }
+        };
+        if matches!(default_driver, DriverKind::MmcCqe { .. }) && cqe.is_none() {
+            return Err(ConfigError::new(
+                "mmc.driver",
+                format!("'{}' needs a [cqe] section", m.driver),
+            ));
+        }
         Ok(HostConfig {
+            cqe,
             name: self.name,
             description: self.description,
             cores: self.cpu.cores,
@@ -476,6 +568,7 @@ impl HostConfig {
                 cmd_overhead_ns: 0,
             },
             ufs: None,
+            cqe: None,
         }
     }
 }

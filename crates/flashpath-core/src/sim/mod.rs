@@ -31,6 +31,7 @@ use crate::trace::{Ctx, Trace, TraceKind};
 use crate::workload::{rate_gate, Dir, IoSource, JobConfig, Submission};
 use flashpath_hist::{batch_bucket, depth_level_bucket};
 
+mod cqe;
 mod ufs;
 
 /// Everything a run needs.
@@ -116,6 +117,8 @@ enum Ev {
     Dev(device::Input),
     /// A step of the UFS host driver (`ufs.rs`).
     Ufs(ufs::UfsEv),
+    /// The eMMC command queue engine (sim/cqe.rs).
+    Cqe(cqe::CqeEv),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -197,6 +200,7 @@ pub struct Sim {
     cfg: SimConfig,
     hsq: MmcHsq,
     ufs: ufs::UfsState,
+    cqe: cqe::MmcCqe,
     q: EventQueue<Ev>,
     now: SimTime,
     cpu: Cpu,
@@ -253,6 +257,7 @@ impl Sim {
         }
         check_driver(&cfg)?;
         let host = &cfg.host;
+        let cqe = cqe::MmcCqe::new(cfg.driver, host)?;
         let threads = cfg
             .jobs
             .iter()
@@ -304,9 +309,11 @@ impl Sim {
             bus: FifoResource::new(),
             block: BlockLayer::new(
                 host.block.scheduler,
-                host.block.nr_requests,
+                // With CQE the blk-mq tags are the task IDs (mmc_init_queue).
+                cqe.tags(host.block.nr_requests),
                 host.block.max_request_bytes,
             ),
+            cqe,
             dev: Device::new(&cfg.device, cfg.jobs[0].seed),
             dev_out: Outbox::new(),
             mmc: MmcLegacy::default(),
@@ -423,7 +430,13 @@ impl Sim {
                 self.disp_next(now);
             }
             Ev::BusIssue(r) => self.bus_issue(r),
-            Ev::ReadReady { req, last_ready } => self.bus_read_data(req, last_ready),
+            Ev::ReadReady { req, last_ready } => {
+                if let DriverKind::MmcCqe { .. } = self.cfg.driver {
+                    self.cqe_read_ready(req, last_ready);
+                } else {
+                    self.bus_read_data(req, last_ready);
+                }
+            }
             Ev::Irq(r) => self.irq(r),
             Ev::WorkerRun => self.worker_run(),
             Ev::HsqQueued(r) => self.hsq_queued(r),
@@ -437,6 +450,7 @@ impl Sim {
             Ev::ReqEnd(r) => self.req_end(r),
             Ev::Dev(input) => self.device(input),
             Ev::Ufs(e) => self.ufs_handle(e),
+            Ev::Cqe(e) => self.cqe_handle(e),
         }
     }
 
@@ -907,6 +921,9 @@ impl Sim {
                 return; // queue_rq would answer busy; the next completion reruns it
             }
         }
+        if self.cqe.full() {
+            return; // every task slot is taken; a completion reruns the queue
+        }
         self.mmc.dispatcher = Some(core);
         let t = self.wake(core, self.now);
         self.q.push(t, Ev::DispStart);
@@ -930,6 +947,11 @@ impl Sim {
                 return;
             }
         }
+        if self.cqe.full() {
+            // MMC_CQE_QUEUE_FULL: BLK_STS_RESOURCE until a task completes.
+            self.mmc.dispatcher = None;
+            return;
+        }
         match self.block.dispatch(at) {
             Some(r) => {
                 let bytes = self.block.req(r).bytes();
@@ -944,6 +966,7 @@ impl Sim {
                         self.q.push(end, Ev::HsqQueued(r));
                     }
                     DriverKind::Ufs => unreachable!("the ufs driver has its own dispatch"),
+                    DriverKind::MmcCqe { .. } => self.cqe_issue(core, end, r),
                 }
             }
             None => {
@@ -1087,6 +1110,9 @@ impl Sim {
     /// The device released busy after a write at `at`.
     fn irq_after_write(&mut self, r: ReqId, at: SimTime) {
         self.tr(at, Some(r), TraceKind::DeviceDone);
+        if let DriverKind::MmcCqe { .. } = self.cfg.driver {
+            return self.q.push(at, Ev::Cqe(cqe::CqeEv::BusyEnd(r)));
+        }
         if self.cfg.host.mmc.busy_detect {
             let t = self.irq_run(at, self.cfg.host.costs.irq_ns, r);
             self.q.push(t, Ev::Irq(r));
@@ -1202,27 +1228,37 @@ impl Sim {
         if h.mmc.always_defer_done {
             t = self.wake(irq_core, t);
         }
-        let h = &self.cfg.host;
         self.hsq.hw = None;
         self.mmc.active = None;
-        let m = &h.mmc;
+        let in_irq = !self.cfg.host.mmc.always_defer_done;
+        let (done, after) = self.complete_on_submitter(r, t, in_irq);
+        self.q.push(done, Ev::HsqDone(r));
+        t = after;
+        if !self.hsq.queue.is_empty() {
+            self.hsq_start(irq_core, t, in_irq);
+        }
+    }
+
+    /// `blk_mq_complete_request` from the completion context on the IRQ core at `at`
+    /// (interrupt context if `in_irq`, else a task there): the block completion (DMA
+    /// unmap, request end) runs in that context if the request was submitted on that
+    /// CPU, else on its submitting CPU after an IPI. Returns (completion end, when the
+    /// IRQ-core context goes on).
+    fn complete_on_submitter(&mut self, r: ReqId, at: SimTime, in_irq: bool) -> (SimTime, SimTime) {
+        let irq_core = self.cfg.host.irq_core;
+        let m = &self.cfg.host.mmc;
         let bytes = self.block.req(r).bytes();
         let cost = m.post_ns + m.post_per_4k_ns * bytes.div_ceil(4096) + self.end_cost(r);
         let req_cpu = self.block.req(r).cpu;
         if req_cpu == irq_core {
-            t = if self.cfg.host.mmc.always_defer_done {
-                self.cpu.run(irq_core, t, cost)
+            let done = if in_irq {
+                self.cpu.run_irq(irq_core, at, cost)
             } else {
-                self.cpu.run_irq(irq_core, t, cost)
+                self.cpu.run(irq_core, at, cost)
             };
-            self.q.push(t, Ev::HsqDone(r));
+            (done, done)
         } else {
-            let done = self.cpu.run(req_cpu, t, cost);
-            self.q.push(done, Ev::HsqDone(r));
-        }
-        if !self.hsq.queue.is_empty() {
-            let in_irq = !self.cfg.host.mmc.always_defer_done;
-            self.hsq_start(irq_core, t, in_irq);
+            (self.cpu.run(req_cpu, at, cost), at)
         }
     }
 

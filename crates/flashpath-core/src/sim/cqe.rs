@@ -1,0 +1,359 @@
+//! The eMMC 5.1 command queue engine driver (`mmc-cqe`): linux drivers/mmc/host/
+//! cqhci-core.c with the CQE paths of drivers/mmc/core/block.c and queue.c
+//! (kernel-behaviour §3).
+//!
+//! ```text
+//!  kblockd: queue_rq ─ prep + DMA map + cqhci_request (descriptors, doorbell) ─▶ returns
+//!     │ doorbell bit (one per task ID = blk-mq tag; tags = min(card 32, host 31|32))
+//!     ▼                                          CQE hardware, CMD line
+//!  CMD44 + CMD45 ─▶ device task table (device::cq) ─ read: NAND fetch starts at once
+//!  CMD13 SQS (idle: every SSC1.CIT; busy: at block BLOCK_CNT−CBC of each transfer)
+//!     │ QSR = the task the device runs next (its policy)           DAT lines
+//!     ▼
+//!  CMD46 + read data ──────────────────────────┐ one transfer at a time; a write
+//!  CMD47 + write data, DAT0 busy until `Done` ─┤ holds DAT0 until the device took it
+//!                                              ▼
+//!  TCN interrupt (IRQ core): cqhci_irq ─▶ mmc_cqe_request_done ─▶ blk_mq_complete_request
+//!     (on the submitting CPU: inline or after an IPI) ─▶ DMA unmap, request end
+//! ```
+//!
+//! The CPU does not wait for the previous request (no `mmc_blk_rw_wait`), polls no
+//! CMD13 (the CQE handles queue status and busy), and has no pre_req overlap of its
+//! own: prep and DMA map run in queue_rq right before the doorbell. The CQE hardware
+//! picks the next task from the QSR as soon as the bus is free, without the CPU.
+//!
+//! Choices and what is left out:
+//! - The CMD line is a resource of its own: CMD44/45/13 go out while data is on the
+//!   DAT lines (eMMC 5.1 allows queue management commands during a transfer; SSC1.CBC
+//!   relies on it). CMD46/47 precede their data. `SystemStats::bus_busy_ns` counts the
+//!   DAT lines only (and no write busy), `SystemStats::cmd13` only software CMD13s.
+//! - After an answer with no ready task the next CMD13 waits the idle timer (SSC1.CIT),
+//!   also when a new task was queued meanwhile.
+//! - Flush (DCMD CMD6 with QBAR) and discard/trim (legacy CMD35/36/38 with the queue
+//!   halted) are not modelled: the simulated block layer carries no flush or discard
+//!   requests (buffered I/O, fsync and trim jobs are refused before a run). Nor are
+//!   task error recovery (halt, CMD48, requeue) and interrupt coalescing.
+//!
+//! Units: ns.
+
+use super::{Ev, Sim};
+use crate::device::cq::{TaskQueue, CMDQ_DEPTH};
+use crate::device::{self, DevCommand, DevOp};
+use crate::engine::{FifoResource, SimTime};
+use crate::host::block::ReqId;
+use crate::host::{DriverKind, HostConfig};
+use crate::trace::{Ctx, TraceKind};
+use crate::workload::Dir;
+
+#[derive(Clone, Copy, Debug)]
+pub(super) enum CqeEv {
+    /// cqhci_request has rung the doorbell for the task (its CPU work is done).
+    Doorbell(ReqId),
+    /// CMD45's response is in: the device holds the task.
+    Queued(ReqId),
+    /// Send CMD13 (SQS): the idle timer expired, or the transfer reached block
+    /// BLOCK_CNT − CBC.
+    Poll,
+    /// A CMD13 (SQS) response is in: the device's Queue Status Register.
+    Status,
+    /// A read's data transfer has ended.
+    ReadEnd(ReqId),
+    /// A write's DAT0 busy was released (the device's `Done`).
+    BusyEnd(ReqId),
+    /// The block completion of the task has run.
+    Done(ReqId),
+}
+
+/// The CQE's (and its driver's) state.
+pub(super) struct MmcCqe {
+    on: bool,
+    /// Queue depth: min(card CMDQ_DEPTH, host slots).
+    depth: u32,
+    request_ns: u64,
+    sqs_idle_ns: u64,
+    sqs_block_counter: u64,
+    /// Tasks handed to the CQE (doorbell) and not completed (`mq->in_flight`).
+    in_flight: u32,
+    /// Tasks with their doorbell rung and not yet executed (CMD46/47).
+    pending: u32,
+    /// The CMD line.
+    cmd: FifoResource,
+    /// The device's task table.
+    dev: TaskQueue,
+    /// The task whose data is on the DAT lines, or whose write holds DAT0 busy.
+    executing: Option<ReqId>,
+    /// The task named by the last QSR answer, to execute when the bus is free.
+    next: Option<ReqId>,
+    /// A CMD13 (SQS) is timed or on the line.
+    poll_pending: bool,
+    /// When the last QSR answer named no task.
+    last_empty: Option<SimTime>,
+    /// When the last byte of each queued read is ready in the device (by request id).
+    last_ready: Vec<SimTime>,
+}
+
+impl MmcCqe {
+    /// The engine for `driver` on `host`: inert unless the driver is mmc-cqe, which
+    /// needs the host's `[cqe]` section.
+    pub(super) fn new(driver: DriverKind, host: &HostConfig) -> Result<MmcCqe, String> {
+        let (on, policy) = match driver {
+            DriverKind::MmcCqe { policy } => (true, policy),
+            _ => (false, crate::device::cq::CqPolicy::OldestFirst),
+        };
+        let c = match (&host.cqe, on) {
+            (Some(c), _) => Some(c.clone()),
+            (None, true) => {
+                return Err(format!(
+                    "driver '{}' needs a [cqe] section in the host preset, which '{}' \
+                     does not have (the shipped sprd-sc9863a-cqe has one)",
+                    driver.name(),
+                    host.name
+                ))
+            }
+            (None, false) => None,
+        };
+        let (depth, request_ns, sqs_idle_ns, cbc) = match c {
+            Some(c) => (
+                CMDQ_DEPTH.min(c.slots()),
+                c.request_ns,
+                c.sqs_idle_ns,
+                c.sqs_block_counter as u64,
+            ),
+            None => (CMDQ_DEPTH, 0, 1, 0),
+        };
+        Ok(MmcCqe {
+            on,
+            depth,
+            request_ns,
+            sqs_idle_ns,
+            sqs_block_counter: cbc,
+            in_flight: 0,
+            pending: 0,
+            cmd: FifoResource::new(),
+            dev: TaskQueue::new(policy),
+            executing: None,
+            next: None,
+            poll_pending: false,
+            last_empty: None,
+            last_ready: Vec::new(),
+        })
+    }
+
+    /// blk-mq tags: the task IDs when the engine runs (mmc_init_queue), else `nr`.
+    pub(super) fn tags(&self, nr: u32) -> u32 {
+        if self.on {
+            nr.min(self.depth)
+        } else {
+            nr
+        }
+    }
+
+    /// Every task slot is taken: queue_rq would answer BLK_STS_RESOURCE.
+    pub(super) fn full(&self) -> bool {
+        self.on && self.in_flight >= self.depth
+    }
+}
+
+impl Sim {
+    pub(super) fn cqe_handle(&mut self, e: CqeEv) {
+        let now = self.now;
+        match e {
+            CqeEv::Doorbell(r) => {
+                let end = self.cqe_cmds(now, &[44, 45], Some(r));
+                self.q.push(end, Ev::Cqe(CqeEv::Queued(r)));
+                // queue_rq returned: the dispatcher takes the next request.
+                self.disp_next(now);
+            }
+            CqeEv::Queued(r) => self.cqe_queued(r),
+            CqeEv::Poll => {
+                let end = self.cqe_cmds(now, &[13], None);
+                self.q.push(end, Ev::Cqe(CqeEv::Status));
+            }
+            CqeEv::Status => {
+                self.cqe.poll_pending = false;
+                debug_assert!(self.cqe.next.is_none());
+                match self.cqe.dev.report() {
+                    Some(t) => self.cqe.next = Some(t),
+                    None => self.cqe.last_empty = Some(now),
+                }
+                self.cqe_pump();
+            }
+            CqeEv::ReadEnd(r) | CqeEv::BusyEnd(r) => {
+                assert_eq!(self.cqe.executing, Some(r), "the bus was this task's");
+                self.cqe.executing = None;
+                self.cqe_complete(r);
+                self.cqe_pump();
+            }
+            CqeEv::Done(r) => {
+                self.cqe.in_flight -= 1;
+                self.req_end(r);
+                // mmc_cqe_request_done reruns the queue that was refused as full.
+                let core = self.cfg.host.irq_core;
+                self.kick(core);
+            }
+        }
+    }
+
+    /// queue_rq (mmc_blk_cqe_issue_rw_rq) on the dispatcher's `core`: prep and DMA map
+    /// ended at `at`; cqhci_request writes the descriptors and rings the doorbell.
+    pub(super) fn cqe_issue(&mut self, core: u32, at: SimTime, r: ReqId) {
+        let t = self.cpu.run(core, at, self.cqe.request_ns);
+        self.cqe.in_flight += 1;
+        self.cqe.pending += 1;
+        assert!(
+            self.cqe.in_flight <= self.cqe.depth,
+            "a task slot per request"
+        );
+        self.tr(
+            t,
+            Some(r),
+            TraceKind::Started {
+                core,
+                ctx: Ctx::Task,
+            },
+        );
+        let (queued, in_flight) = (self.cqe.pending, self.cqe.in_flight);
+        self.tr(t, Some(r), TraceKind::DriverQueued { queued, in_flight });
+        self.q.push(t, Ev::Cqe(CqeEv::Doorbell(r)));
+    }
+
+    /// `n` commands on the CMD line from `at`, traced; returns when the last response
+    /// is in.
+    fn cqe_cmds(&mut self, at: SimTime, opcodes: &[u8], req: Option<ReqId>) -> SimTime {
+        let cmd_ns = self.cfg.host.bus.command_ns();
+        let mut t = at;
+        for &opcode in opcodes {
+            let (s, e) = self.cqe.cmd.book(t, cmd_ns);
+            self.tr(s, req, TraceKind::Command { opcode, end: e });
+            t = e;
+        }
+        t
+    }
+
+    /// The device holds task `r`: a read starts fetching its data now.
+    fn cqe_queued(&mut self, r: ReqId) {
+        let (dir, lba, sectors) = {
+            let q = self.block.req(r);
+            (q.dir(), q.sector, q.sectors)
+        };
+        self.cqe.dev.queue(r, dir == Dir::Write);
+        if dir == Dir::Read {
+            self.sys.device_host_read_bytes += sectors as u64 * 512;
+            self.device(device::Input::Command(DevCommand {
+                tag: r,
+                op: DevOp::Read,
+                lba,
+                sectors,
+            }));
+        }
+        self.cqe_pump();
+    }
+
+    /// The device has the first data of read `r` in its buffer (all of it by
+    /// `last_ready`): the task is ready.
+    pub(super) fn cqe_read_ready(&mut self, r: ReqId, last_ready: SimTime) {
+        self.tr(last_ready, Some(r), TraceKind::DeviceDone);
+        let i = r as usize;
+        if self.cqe.last_ready.len() <= i {
+            self.cqe.last_ready.resize(i + 1, 0);
+        }
+        self.cqe.last_ready[i] = last_ready;
+        self.cqe.dev.data_ready(r);
+        self.cqe_pump();
+    }
+
+    /// The CQE's loop: with the DAT lines free, execute the task the device named, or
+    /// ask the device (CMD13 SQS) once the idle timer allows.
+    fn cqe_pump(&mut self) {
+        let now = self.now;
+        if self.cqe.executing.is_some() {
+            return;
+        }
+        if let Some(t) = self.cqe.next.take() {
+            return self.cqe_execute(t);
+        }
+        if self.cqe.poll_pending || self.cqe.dev.is_empty() {
+            return;
+        }
+        self.cqe.poll_pending = true;
+        let at = match self.cqe.last_empty {
+            Some(t) => now.max(t + self.cqe.sqs_idle_ns),
+            None => now,
+        };
+        self.q.push(at, Ev::Cqe(CqeEv::Poll));
+    }
+
+    /// CMD46/CMD47 for task `r`, then its data; a status poll at block BLOCK_CNT − CBC.
+    fn cqe_execute(&mut self, r: ReqId) {
+        let now = self.now;
+        self.cqe.dev.execute(r);
+        self.cqe.pending -= 1;
+        self.cqe.executing = Some(r);
+        let (dir, lba, sectors) = {
+            let q = self.block.req(r);
+            (q.dir(), q.sector, q.sectors)
+        };
+        let bytes = sectors as u64 * 512;
+        let dur = self.cfg.host.bus.data_ns(bytes);
+        let chunk = self.cfg.host.bus.data_ns(bytes.min(4096));
+        let start = match dir {
+            Dir::Read => {
+                let cmd_end = self.cqe_cmds(now, &[46], Some(r));
+                // The last chunk cannot leave before it is ready.
+                let tail = self.cqe.last_ready[r as usize] + chunk;
+                let (start, mut end) = self.bus.book(cmd_end, dur);
+                if tail > end {
+                    self.bus.book(end, tail - end);
+                    end = tail;
+                }
+                self.tr(
+                    start,
+                    Some(r),
+                    TraceKind::Data {
+                        dir: Dir::Read,
+                        end,
+                    },
+                );
+                self.q.push(end, Ev::Cqe(CqeEv::ReadEnd(r)));
+                start
+            }
+            Dir::Write => {
+                let cmd_end = self.cqe_cmds(now, &[47], Some(r));
+                let (start, end) = self.bus.book(cmd_end, dur);
+                self.tr(
+                    start,
+                    Some(r),
+                    TraceKind::Data {
+                        dir: Dir::Write,
+                        end,
+                    },
+                );
+                self.sys.device_host_write_bytes += bytes;
+                let cmd = DevCommand {
+                    tag: r,
+                    op: DevOp::Write,
+                    lba,
+                    sectors,
+                };
+                // DAT0 stays busy until the device's Done (BusyEnd).
+                self.q.push(end, Ev::Dev(device::Input::Command(cmd)));
+                start
+            }
+        };
+        // SSC1.CBC: CMD13 during block BLOCK_CNT − CBC of this transfer.
+        debug_assert!(!self.cqe.poll_pending);
+        let before = (sectors as u64).saturating_sub(self.cqe.sqs_block_counter);
+        let at = start + self.cfg.host.bus.data_ns(before * 512);
+        self.cqe.poll_pending = true;
+        self.q.push(at, Ev::Cqe(CqeEv::Poll));
+    }
+
+    /// Task completion notification: cqhci_irq on the IRQ core, then the block
+    /// completion on the submitting CPU.
+    fn cqe_complete(&mut self, r: ReqId) {
+        let now = self.now;
+        let t = self.irq_run(now, self.cfg.host.costs.irq_ns, r);
+        let (done, _) = self.complete_on_submitter(r, t, true);
+        self.q.push(done, Ev::Cqe(CqeEv::Done(r)));
+    }
+}
