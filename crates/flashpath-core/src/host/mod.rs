@@ -20,9 +20,16 @@ pub enum DriverKind {
     /// `max_in_flight` requests dispatched to it, the next request started from the
     /// completion interrupt, no CMD13 polling.
     MmcHsq { depth: u32, max_in_flight: u32 },
+    /// The Realtek rtsx PCIe SD host (rtsx_pci_sdmmc) under the legacy MMC block path
+    /// (kernel-behaviour §5): open-ended CMD18/CMD25 closed by CMD12 after every request
+    /// (`multi_seq = false`, mainline), or with the Dec 2021 multi-block sequential patch
+    /// (`multi_seq = true`): sequential same-direction requests continue the open stream
+    /// and CMD12 is sent on a direction change, a non-sequential access, a single-block
+    /// command, or 150 ms after the last request.
+    SdRtsx { multi_seq: bool },
 }
 
-const DRIVERS: &str = "mmc-legacy, mmc-hsq, mmc-hsq-v6";
+const DRIVERS: &str = "mmc-legacy, mmc-hsq, mmc-hsq-v6, sd-rtsx, sd-rtsx-multiseq";
 
 impl DriverKind {
     pub fn parse(s: &str) -> Result<Self, String> {
@@ -39,7 +46,9 @@ impl DriverKind {
                 depth: 32,
                 max_in_flight: 2,
             }),
-            "mmc-cqe" | "ufs" | "sd-rtsx" | "sd-rtsx-multiseq" => Err(format!(
+            "sd-rtsx" => Ok(DriverKind::SdRtsx { multi_seq: false }),
+            "sd-rtsx-multiseq" => Ok(DriverKind::SdRtsx { multi_seq: true }),
+            "mmc-cqe" | "ufs" => Err(format!(
                 "driver '{s}' is not modelled yet (available: {DRIVERS})"
             )),
             _ => Err(format!("unknown driver '{s}' (available: {DRIVERS})")),
@@ -52,6 +61,8 @@ impl DriverKind {
                 max_in_flight: 2, ..
             } => "mmc-hsq-v6",
             DriverKind::MmcHsq { .. } => "mmc-hsq",
+            DriverKind::SdRtsx { multi_seq: false } => "sd-rtsx",
+            DriverKind::SdRtsx { multi_seq: true } => "sd-rtsx-multiseq",
         }
     }
 }
