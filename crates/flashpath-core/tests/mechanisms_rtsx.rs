@@ -283,3 +283,32 @@ fn published_shape_sequential_samples() {
     let gain = rl / rm - 1.0;
     assert!((0.02..0.10).contains(&gain), "read gain {gain}");
 }
+
+/// Single-block transfers (CMD17/CMD24) have no CMD12; the card programs a single-block
+/// write before it leaves busy, so each such write takes at least tPROG; in SEQ_RW a
+/// single-block command stops the stream first.
+#[test]
+fn single_block_writes_hold_busy_and_stop_a_stream() {
+    let (_, dev) = system();
+    let t_prog = dev.nand().unwrap().t_prog_ns as f64;
+    let mut j = JobConfig::simple("s", Pattern::Random, 50, 512, 1 << 20);
+    j.offset = 64 << 20;
+    j.io_limit = 64 * 512;
+    let (tr, res) = run(LEGACY, vec![j.clone()]);
+    assert!(cmds(&tr, 12).is_empty());
+    let writes = res.jobs[0].dirs[Dir::Write.index()].ios;
+    assert!(writes > 10);
+    assert_eq!(cmds(&tr, 24).len() as u64, writes);
+    assert!(clat_mean_ns(&res, Dir::Write) > t_prog);
+
+    // A 512 KiB sequential read opens a stream; the single-block read after it stops it.
+    let mut a = job(Pattern::Sequential, 100, 1);
+    a.stonewall = true;
+    let mut b = JobConfig::simple("b", Pattern::Sequential, 100, 512, 512);
+    b.offset = a.offset + KIB512;
+    b.stonewall = true;
+    let (tr, _) = run(MULTISEQ, vec![a, b]);
+    assert_eq!(cmds(&tr, 17).len(), 1);
+    let stop = cmds(&tr, 12)[0].t;
+    assert!(stop < cmds(&tr, 17)[0].t, "CMD12 before the CMD17");
+}

@@ -105,6 +105,8 @@ pub struct PageMappedDevice {
     buffer_data_ready: SimTime,
     /// When the last read's data was all ready (an SD stream continues reading from there).
     stream_read_ready: SimTime,
+    /// A write arrived since the last SD stop (CMD12 commits only after writes).
+    open_write: bool,
     /// Die holding each map segment's current copy in NAND.
     seg_die: Vec<u16>,
     /// Dirty segments gathered for the next map page program, and its die.
@@ -161,6 +163,7 @@ impl PageMappedDevice {
             flush: None,
             buffer_data_ready: 0,
             stream_read_ready: 0,
+            open_write: false,
             seg_die: (0..segments).map(|s| (s % dies) as u16).collect(),
             map_batch_bytes: 0,
             map_batch_die: 0,
@@ -294,8 +297,9 @@ impl PageMappedDevice {
             Input::ProgramDone { die } => self.program_done(now, die, out),
             Input::GcStep { die } => self.gc_step(now, die, out),
             Input::Continue(cmd) => self.stream_continue(now, cmd, out),
-            Input::Stop { tag } => {
-                // CMD12: commit what the buffer holds, as a flush does.
+            Input::Stop { tag } if self.open_write => {
+                // CMD12 after a write: commit what the buffer holds, as a flush does.
+                self.open_write = false;
                 let cmd = DevCommand {
                     tag,
                     op: DevOp::Flush,
@@ -303,6 +307,17 @@ impl PageMappedDevice {
                     sectors: 0,
                 };
                 self.flush_cmd(now, cmd, out)
+            }
+            Input::Stop { tag } => {
+                // CMD12 after a read: the firmware ends the read-ahead.
+                let (_, t) = self.ctrl.book(now, self.c.fw_per_command_ns);
+                out.emit(
+                    t,
+                    Output::Done {
+                        tag,
+                        status: DevStatus::Ok,
+                    },
+                );
             }
         }
     }
@@ -601,6 +616,7 @@ impl PageMappedDevice {
         cmd: DevCommand,
         out: &mut Outbox<Input, Output>,
     ) {
+        self.open_write = true;
         assert!(
             self.active_write.is_none(),
             "a write arrived before the previous one was done"

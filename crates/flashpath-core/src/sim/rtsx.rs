@@ -21,8 +21,7 @@
 //!
 //! Leaves out: the race of the idle work with a request's work (the model serialises
 //! them: a request that arrives during the idle stop waits for it), tuning, errors and
-//! ACMD22 recovery, a card's busy after a single-block write (CMD24 completes when the
-//! card has accepted the block). Units: ns.
+//! ACMD22 recovery. Units: ns.
 
 use super::{Ev, Sim};
 use crate::device::{self, DevCommand, DevOp};
@@ -322,6 +321,15 @@ impl Sim {
         };
         if multi && !self.rtsx_multi_seq() {
             return self.rtsx_stop(t, core, dir, Then::Finish(r));
+        }
+        if !multi && dir == Dir::Write {
+            // A single-block write ends by itself: the card programs the block and holds
+            // busy (no CMD12 on the bus), which the controller waits out.
+            self.q
+                .push(t, Ev::Dev(device::Input::Stop { tag: STOP_TAG }));
+            self.rtsx.then = Some((Then::Finish(r), core));
+            self.rtsx.stop_wait_busy = true;
+            return;
         }
         if self.rtsx.seq.is_some() {
             self.rtsx.idle_gen += 1;
