@@ -38,7 +38,8 @@ flashpath options (anywhere among the fio arguments):
   --host NAME|FILE.toml     host board preset (default: sprd-sc9863a)
   --driver NAME             host driver (default: the host preset's): mmc-legacy,
                             mmc-hsq, mmc-hsq-v6, mmc-hsq-dynamic, mmc-cqe,
-                            mmc-cqe-oldest-first, ufs
+                            mmc-cqe-oldest-first, ufs, sd-rtsx,
+                            sd-rtsx-multiseq
   --set FIELD=VALUE         override a preset field for this run, e.g.
                             --set device.nand.t_read=60us --set host.costs.wakeup=10us
 ";

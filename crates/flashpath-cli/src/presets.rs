@@ -28,6 +28,14 @@ pub const SHIPPED: &[(&str, &str)] = &[
         "hosts/sprd-sc9863a-cqe.toml",
         include_str!("../../../presets/hosts/sprd-sc9863a-cqe.toml"),
     ),
+    (
+        "devices/sd-samsung-pro-plus-128g.toml",
+        include_str!("../../../presets/devices/sd-samsung-pro-plus-128g.toml"),
+    ),
+    (
+        "hosts/x86-laptop-rtsx.toml",
+        include_str!("../../../presets/hosts/x86-laptop-rtsx.toml"),
+    ),
 ];
 
 pub const DEFAULT_DEVICE: &str = "emmc51-hs400-32g";

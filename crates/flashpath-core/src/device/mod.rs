@@ -12,6 +12,15 @@
 //!   data (busy released on DAT0): after firmware work and, if the write buffer is
 //!   full, after space has been freed by the background drain.
 //! - Flush / Discard: `Output::Done` when finished.
+//! - SD multi-block streams (open-ended CMD18/CMD25 closed by CMD12; `Input::Continue`,
+//!   `Input::Stop`): a read or write `Command` opens a stream; `Continue` carries the
+//!   next data of the same stream at the next address when the host started no new
+//!   command (data only). It costs no command decode (only the per-4 KiB firmware work),
+//!   and a continued read may use the NAND from when the previous part of the stream was
+//!   ready: the card kept reading ahead while the host clock was stopped. `Stop`
+//!   (CMD12) closes the stream: after a write the card programs everything it holds
+//!   (a partial row padded, as a flush) and emits `Done { tag }` when done — the R1b
+//!   busy the host waits out; after a read it emits `Done` after the firmware work.
 //!
 //! The device serves one host command at a time unless the interface queues commands
 //! (eMMC without CQ: one); background work (buffer drain, GC) runs alongside.
@@ -123,6 +132,13 @@ pub enum Input {
     /// The next garbage-collection step on `die` is due.
     GcStep {
         die: u32,
+    },
+    /// SD: the open multi-block stream continues with this read or write, data only (no
+    /// command; see the contract above).
+    Continue(DevCommand),
+    /// SD: CMD12 (STOP_TRANSMISSION) closes the open stream; `Done { tag }` follows.
+    Stop {
+        tag: u32,
     },
 }
 
@@ -266,8 +282,20 @@ struct IdealDevice {
 
 impl IdealDevice {
     fn handle(&mut self, now: SimTime, input: Input, out: &mut Outbox<Input, Output>) {
-        let Input::Command(cmd) = input else {
-            panic!("the ideal device sets no timers");
+        let cmd = match input {
+            // Fixed service times: a continued stream costs what a command does.
+            Input::Command(cmd) | Input::Continue(cmd) => cmd,
+            Input::Stop { tag } => {
+                out.emit(
+                    now,
+                    Output::Done {
+                        tag,
+                        status: DevStatus::Ok,
+                    },
+                );
+                return;
+            }
+            _ => panic!("the ideal device sets no timers"),
         };
         if cmd.lba + cmd.sectors as u64 > self.capacity_sectors {
             out.emit(

@@ -107,6 +107,10 @@ pub struct PageMappedDevice {
     /// A flush waiting for the buffer to drain: (tag, firmware done).
     flush: Option<(u32, SimTime)>,
     buffer_data_ready: SimTime,
+    /// When the last read's data was all ready (an SD stream continues reading from there).
+    stream_read_ready: SimTime,
+    /// A write arrived since the last SD stop (CMD12 commits only after writes).
+    open_write: bool,
     /// Die holding each map segment's current copy in NAND.
     seg_die: Vec<u16>,
     /// Dirty segments gathered for the next map page program, and its die.
@@ -163,6 +167,8 @@ impl PageMappedDevice {
             write_queue: std::collections::VecDeque::new(),
             flush: None,
             buffer_data_ready: 0,
+            stream_read_ready: 0,
+            open_write: false,
             seg_die: (0..segments).map(|s| (s % dies) as u16).collect(),
             map_batch_bytes: 0,
             map_batch_die: 0,
@@ -296,6 +302,29 @@ impl PageMappedDevice {
             Input::Command(cmd) => self.command(now, cmd, out),
             Input::ProgramDone { die } => self.program_done(now, die, out),
             Input::GcStep { die } => self.gc_step(now, die, out),
+            Input::Continue(cmd) => self.stream_continue(now, cmd, out),
+            Input::Stop { tag } if self.open_write => {
+                // CMD12 after a write: commit what the buffer holds, as a flush does.
+                self.open_write = false;
+                let cmd = DevCommand {
+                    tag,
+                    op: DevOp::Flush,
+                    lba: 0,
+                    sectors: 0,
+                };
+                self.flush_cmd(now, cmd, out)
+            }
+            Input::Stop { tag } => {
+                // CMD12 after a read: the firmware ends the read-ahead.
+                let (_, t) = self.ctrl.book(now, self.c.fw_per_command_ns);
+                out.emit(
+                    t,
+                    Output::Done {
+                        tag,
+                        status: DevStatus::Ok,
+                    },
+                );
+            }
         }
     }
 
@@ -432,11 +461,46 @@ impl PageMappedDevice {
 
     // ------------------------------------------------------------ read
 
+    /// SD stream continuation (data only, no command decode). A read continues from
+    /// when the previous part of the stream was ready (read-ahead while the host was
+    /// away); its data is announced no earlier than now.
+    fn stream_continue(&mut self, now: SimTime, cmd: DevCommand, out: &mut Outbox<Input, Output>) {
+        let end = cmd.lba + cmd.sectors as u64;
+        if end > self.capacity_sectors || cmd.sectors == 0 {
+            return self.command(now, cmd, out);
+        }
+        let (first, last) = Self::lpn_range(&cmd);
+        let fw = self.c.fw_per_4kib_ns * (last - first) as u64;
+        match cmd.op {
+            DevOp::Read => {
+                let from = self.stream_read_ready.min(now);
+                self.read_from(now, from, fw, cmd, out)
+            }
+            DevOp::Write => self.write_with(now, fw, cmd, out),
+            _ => panic!("only reads and writes stream"),
+        }
+    }
+
     fn read(&mut self, now: SimTime, cmd: DevCommand, out: &mut Outbox<Input, Output>) {
+        let (first, end) = Self::lpn_range(&cmd);
+        let fw = self.fw_ns(end - first);
+        self.read_from(now, now, fw, cmd, out)
+    }
+
+    /// A read whose firmware work (`fw`) may start at `from` (now, or earlier for a
+    /// read-ahead stream continuation); `ReadReady` is emitted no earlier than `now`.
+    fn read_from(
+        &mut self,
+        now: SimTime,
+        from: SimTime,
+        fw: u64,
+        cmd: DevCommand,
+        out: &mut Outbox<Input, Output>,
+    ) {
         let (first, end) = Self::lpn_range(&cmd);
         let n = end - first;
         self.stats.host_read_slots += n as u64;
-        let (_, t0) = self.ctrl.book(now, self.fw_ns(n));
+        let (_, t0) = self.ctrl.book(from, fw);
         let mut first_ready = None;
         let mut last_ready = t0;
         let mut t_map = t0;
@@ -494,7 +558,8 @@ impl PageMappedDevice {
             first_ready.get_or_insert(r);
             last_ready = last_ready.max(r);
         }
-        let first_ready = first_ready.unwrap_or(t0);
+        let first_ready = first_ready.unwrap_or(t0).max(now);
+        self.stream_read_ready = last_ready;
         out.emit(
             first_ready,
             Output::ReadReady {
@@ -551,6 +616,20 @@ impl PageMappedDevice {
     /// the previous one is still being accepted).
     fn write(&mut self, now: SimTime, cmd: DevCommand, out: &mut Outbox<Input, Output>) {
         let (first, end) = Self::lpn_range(&cmd);
+        let fw = self.fw_ns(end - first);
+        self.write_with(now, fw, cmd, out)
+    }
+
+    /// A write whose firmware work takes `fw` (a command, or a stream continuation).
+    fn write_with(
+        &mut self,
+        now: SimTime,
+        fw: u64,
+        cmd: DevCommand,
+        out: &mut Outbox<Input, Output>,
+    ) {
+        self.open_write = true;
+        let (first, end) = Self::lpn_range(&cmd);
         let n = end - first;
         if !cmd.lba.is_multiple_of(SECTORS_PER_LPN)
             || !(cmd.sectors as u64).is_multiple_of(SECTORS_PER_LPN)
@@ -558,7 +637,7 @@ impl PageMappedDevice {
             self.stats.partial_writes += 1;
         }
         self.stats.host_write_slots += n as u64;
-        let (_, t) = self.ctrl.book(now, self.fw_ns(n));
+        let (_, t) = self.ctrl.book(now, fw);
         let w = ActiveWrite {
             tag: cmd.tag,
             next: first,

@@ -37,10 +37,17 @@ pub enum DriverKind {
     /// the device with CMD44/45, executed with CMD46/47 in the order the device's
     /// `policy` chooses; needs the host preset's `[cqe]` section.
     MmcCqe { policy: CqPolicy },
+    /// The Realtek rtsx PCIe SD host (rtsx_pci_sdmmc) under the legacy MMC block path
+    /// (kernel-behaviour §5): open-ended CMD18/CMD25 closed by CMD12 after every request
+    /// (`multi_seq = false`, mainline), or with the Dec 2021 multi-block sequential patch
+    /// (`multi_seq = true`): sequential same-direction requests continue the open stream
+    /// and CMD12 is sent on a direction change, a non-sequential access, a single-block
+    /// command, or 150 ms after the last request.
+    SdRtsx { multi_seq: bool },
 }
 
 const DRIVERS: &str =
-    "mmc-legacy, mmc-hsq, mmc-hsq-v6, mmc-hsq-dynamic, mmc-cqe, mmc-cqe-oldest-first, ufs";
+    "mmc-legacy, mmc-hsq, mmc-hsq-v6, mmc-hsq-dynamic, mmc-cqe, mmc-cqe-oldest-first, ufs, sd-rtsx, sd-rtsx-multiseq";
 
 impl DriverKind {
     pub fn parse(s: &str) -> Result<Self, String> {
@@ -76,9 +83,8 @@ impl DriverKind {
             "mmc-cqe-oldest-first" => Ok(DriverKind::MmcCqe {
                 policy: CqPolicy::OldestFirst,
             }),
-            "sd-rtsx" | "sd-rtsx-multiseq" => Err(format!(
-                "driver '{s}' is not modelled yet (available: {DRIVERS})"
-            )),
+            "sd-rtsx" => Ok(DriverKind::SdRtsx { multi_seq: false }),
+            "sd-rtsx-multiseq" => Ok(DriverKind::SdRtsx { multi_seq: true }),
             _ => Err(format!("unknown driver '{s}' (available: {DRIVERS})")),
         }
     }
@@ -100,6 +106,8 @@ impl DriverKind {
                 policy: CqPolicy::OldestFirst,
             } => "mmc-cqe-oldest-first",
             DriverKind::Ufs => "ufs",
+            DriverKind::SdRtsx { multi_seq: false } => "sd-rtsx",
+            DriverKind::SdRtsx { multi_seq: true } => "sd-rtsx-multiseq",
         }
     }
     /// The device interface the driver talks to.
@@ -109,6 +117,7 @@ impl DriverKind {
                 crate::device::config::Interface::Emmc
             }
             DriverKind::Ufs => crate::device::config::Interface::Ufs,
+            DriverKind::SdRtsx { .. } => crate::device::config::Interface::Sd,
         }
     }
 }
