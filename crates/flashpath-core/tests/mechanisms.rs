@@ -1,52 +1,27 @@
 //! Mechanism tests on the event trace of small jobs: each host driver does what the
 //! kernel code does, step by step (kernel-behaviour.md §1-§3, §5).
 
-use flashpath_core::config::preset;
+mod common;
+
 use flashpath_core::device::DeviceConfig;
 use flashpath_core::host::block::ReqId;
 use flashpath_core::host::{DriverKind, HostConfig};
-use flashpath_core::sim::{Sim, SimConfig};
 use flashpath_core::trace::{Ctx, Trace, TraceKind};
 use flashpath_core::workload::{Dir, JobConfig, Pattern};
-use std::collections::HashMap;
 
 const DEVICE: &str = include_str!("../../../presets/devices/emmc51-hs400-32g.toml");
 const HOST: &str = include_str!("../../../presets/hosts/sprd-sc9863a.toml");
 
 fn preset_system() -> (HostConfig, DeviceConfig) {
-    let host = preset::load_host(HOST, "host", &[]).unwrap();
-    let dev = preset::load_device(DEVICE, "device", &[]).unwrap();
-    (host, dev)
+    common::system(HOST, DEVICE)
 }
 
-/// `threads` psync threads, each doing `ios` 4 KiB I/Os of `pattern` (read_pct reads),
-/// on its own region (8 MiB apart).
 fn jobs(threads: usize, pattern: Pattern, read_pct: u32, ios: u64) -> Vec<JobConfig> {
-    (0..threads)
-        .map(|i| {
-            let mut j = JobConfig::simple("t", pattern, read_pct, 4096, 4096 * ios);
-            j.offset = i as u64 * (8 << 20);
-            j.seed = 7 + i as u64;
-            j
-        })
-        .collect()
+    common::spread_jobs(threads, pattern, read_pct, ios, 7)
 }
 
 fn traced(driver: DriverKind, jobs: Vec<JobConfig>) -> Trace {
-    let (host, dev) = preset_system();
-    let mut sim = Sim::new(SimConfig {
-        host,
-        device: dev,
-        driver,
-        jobs,
-        precondition: false,
-    })
-    .unwrap();
-    sim.enable_trace();
-    sim.run_until(u64::MAX);
-    let tr = sim.trace().unwrap().clone();
-    sim.finish();
-    tr
+    common::traced(preset_system(), driver, jobs, false).0
 }
 
 /// Data transfers on the bus never overlap each other.
@@ -139,21 +114,15 @@ fn hsq_invariants(depth: u32, max_in_flight: u32) {
     // A request started while another one was on the hardware is started from that
     // one's interrupt, on the IRQ core, with no wake-up (context switch) in between.
     let irq_core = preset_system().0.irq_core;
-    let mut irq_at: HashMap<u64, ()> = HashMap::new();
     let mut from_irq = 0;
     for e in &ev {
-        match e.kind {
-            TraceKind::Irq { .. } => {
-                irq_at.insert(e.t, ());
-            }
-            TraceKind::Started {
-                core,
-                ctx: Ctx::Irq,
-            } => {
-                assert_eq!(core, irq_core);
-                from_irq += 1;
-            }
-            _ => {}
+        if let TraceKind::Started {
+            core,
+            ctx: Ctx::Irq,
+        } = e.kind
+        {
+            assert_eq!(core, irq_core);
+            from_irq += 1;
         }
     }
     assert!(

@@ -3,7 +3,10 @@
 //! device's queue status, CMD46/CMD47 execute the task the device chose, one data
 //! transfer at a time, completion by interrupt with no software CMD13.
 
+mod common;
+
 use flashpath_core::config::preset;
+
 use flashpath_core::device::cq::CqPolicy;
 use flashpath_core::device::DeviceConfig;
 use flashpath_core::host::block::ReqId;
@@ -26,39 +29,16 @@ const OLDEST_FIRST: DriverKind = DriverKind::MmcCqe {
 };
 
 fn system() -> (HostConfig, DeviceConfig) {
-    let host = preset::load_host(HOST_CQE, "host", &[]).unwrap();
-    let dev = preset::load_device(DEVICE, "device", &[]).unwrap();
-    (host, dev)
+    common::system(HOST_CQE, DEVICE)
 }
 
-/// `threads` psync threads, each doing `ios` 4 KiB I/Os of `pattern` (read_pct reads),
-/// on its own region (8 MiB apart).
 fn jobs(threads: usize, pattern: Pattern, read_pct: u32, ios: u64) -> Vec<JobConfig> {
-    (0..threads)
-        .map(|i| {
-            let mut j = JobConfig::simple("t", pattern, read_pct, 4096, 4096 * ios);
-            j.offset = i as u64 * (8 << 20);
-            j.seed = 7 + i as u64;
-            j
-        })
-        .collect()
+    common::spread_jobs(threads, pattern, read_pct, ios, 7)
 }
 
 /// Runs with the trace on; the regions are preconditioned so that reads go to NAND.
 fn traced(driver: DriverKind, jobs: Vec<JobConfig>) -> (Trace, RunResult) {
-    let (host, dev) = system();
-    let mut sim = Sim::new(SimConfig {
-        host,
-        device: dev,
-        driver,
-        jobs,
-        precondition: true,
-    })
-    .unwrap();
-    sim.enable_trace();
-    sim.run_until(u64::MAX);
-    let tr = sim.trace().unwrap().clone();
-    (tr, sim.finish())
+    common::traced(system(), driver, jobs, true)
 }
 
 fn command(e: &TraceEvent) -> Option<(u8, u64)> {

@@ -2,11 +2,12 @@
 //! shipped SD card and laptop presets: which commands go on the bus, when, and what the
 //! card does with CMD12 after a write.
 
-use flashpath_core::config::preset;
+mod common;
+
 use flashpath_core::device::{DevCommand, DevOp, DevStatus, Device, DeviceConfig, Input, Output};
 use flashpath_core::engine::Outbox;
 use flashpath_core::host::{DriverKind, HostConfig};
-use flashpath_core::sim::{Sim, SimConfig, RTSX_IDLE_STOP_NS};
+use flashpath_core::sim::RTSX_IDLE_STOP_NS;
 use flashpath_core::stats::RunResult;
 use flashpath_core::trace::{Trace, TraceEvent, TraceKind};
 use flashpath_core::workload::{Dir, JobConfig, Pattern};
@@ -19,9 +20,7 @@ const MULTISEQ: DriverKind = DriverKind::SdRtsx { multi_seq: true };
 const KIB512: u64 = 512 * 1024;
 
 fn system() -> (HostConfig, DeviceConfig) {
-    let host = preset::load_host(HOST, "host", &[]).unwrap();
-    let dev = preset::load_device(DEVICE, "device", &[]).unwrap();
-    (host, dev)
+    common::system(HOST, DEVICE)
 }
 
 /// One psync thread doing `n` I/Os of 512 KiB (one request each: max_sectors_kb 512).
@@ -32,19 +31,7 @@ fn job(pattern: Pattern, read_pct: u32, n: u64) -> JobConfig {
 }
 
 fn run(driver: DriverKind, jobs: Vec<JobConfig>) -> (Trace, RunResult) {
-    let (host, device) = system();
-    let mut sim = Sim::new(SimConfig {
-        host,
-        device,
-        driver,
-        jobs,
-        precondition: true,
-    })
-    .unwrap();
-    sim.enable_trace();
-    sim.run_until(u64::MAX);
-    let tr = sim.trace().unwrap().clone();
-    (tr, sim.finish())
+    common::traced(system(), driver, jobs, true)
 }
 
 /// Commands with `opcode`, in time order.

@@ -4,7 +4,10 @@
 //! two directions, each direction serves one UPIU at a time), completions out of
 //! submission order; an analytic QD1 read; driver/device compatibility errors.
 
+mod common;
+
 use flashpath_core::config::preset;
+
 use flashpath_core::device::config::Interface;
 use flashpath_core::device::DeviceConfig;
 use flashpath_core::host::ufs_config::UfsHostConfig;
@@ -23,21 +26,11 @@ const RESPONSE: u8 = 0x21;
 const RTT: u8 = 0x31;
 
 fn preset_system() -> (HostConfig, DeviceConfig) {
-    let host = preset::load_host(HOST, "host", &[]).unwrap();
-    let dev = preset::load_device(DEVICE, "device", &[]).unwrap();
-    (host, dev)
+    common::system(HOST, DEVICE)
 }
 
-/// `threads` psync threads, each doing `ios` 4 KiB I/Os on its own 8 MiB region.
 fn jobs(threads: usize, pattern: Pattern, read_pct: u32, ios: u64) -> Vec<JobConfig> {
-    (0..threads)
-        .map(|i| {
-            let mut j = JobConfig::simple("t", pattern, read_pct, 4096, 4096 * ios);
-            j.offset = i as u64 * (8 << 20);
-            j.seed = 11 + i as u64;
-            j
-        })
-        .collect()
+    common::spread_jobs(threads, pattern, read_pct, ios, 11)
 }
 
 fn traced(jobs: Vec<JobConfig>) -> Trace {
@@ -46,20 +39,7 @@ fn traced(jobs: Vec<JobConfig>) -> Trace {
 
 /// With `precondition`, the regions are written first (async, depth 32; traced too).
 fn traced_pre(jobs: Vec<JobConfig>, precondition: bool) -> Trace {
-    let (host, dev) = preset_system();
-    let mut sim = Sim::new(SimConfig {
-        host,
-        device: dev,
-        driver: DriverKind::Ufs,
-        jobs,
-        precondition,
-    })
-    .unwrap();
-    sim.enable_trace();
-    sim.run_until(u64::MAX);
-    let tr = sim.trace().unwrap().clone();
-    sim.finish();
-    tr
+    common::traced(preset_system(), DriverKind::Ufs, jobs, precondition).0
 }
 
 /// Link occupancy of one direction: (start, end, kind) in start order.

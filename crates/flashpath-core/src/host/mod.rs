@@ -362,7 +362,7 @@ pub struct RawBus {
 }
 
 /// A CPU cost must be below a second: anything larger is a unit mistake.
-fn cost(field: &str, s: &str) -> Result<u64, ConfigError> {
+pub(crate) fn cost(field: &str, s: &str) -> Result<u64, ConfigError> {
     let v = ns_field(field, s)?;
     if v > 1_000_000_000 {
         return Err(ConfigError::new(

@@ -10,6 +10,7 @@
 //! acknowledgement/flow-control frames flowing back, link power states (hibern8),
 //! clock scaling. Units: ns of CPU time, bytes, bytes/s.
 
+use super::cost;
 use crate::config::{bytes_field, ns_field, ConfigError};
 use serde::Deserialize;
 
@@ -124,17 +125,6 @@ pub struct RawUfs {
     pub lanes: u32,
     pub frame_payload: String,
     pub frame_overhead: String,
-}
-
-fn cost(field: &str, s: &str) -> Result<u64, ConfigError> {
-    let v = ns_field(field, s)?;
-    if v > 1_000_000_000 {
-        return Err(ConfigError::new(
-            field,
-            format!("{s} is absurd for a CPU cost (over 1 s)"),
-        ));
-    }
-    Ok(v)
 }
 
 impl RawUfs {

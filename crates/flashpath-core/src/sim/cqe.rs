@@ -295,25 +295,11 @@ impl Sim {
         };
         let bytes = sectors as u64 * 512;
         let dur = self.cfg.host.bus.data_ns(bytes);
-        let chunk = self.cfg.host.bus.data_ns(bytes.min(4096));
         let start = match dir {
             Dir::Read => {
                 let cmd_end = self.cqe_cmds(now, &[46], Some(r));
-                // The last chunk cannot leave before it is ready.
-                let tail = self.cqe.last_ready[r as usize] + chunk;
-                let (start, mut end) = self.bus.book(cmd_end, dur);
-                if tail > end {
-                    self.bus.book(end, tail - end);
-                    end = tail;
-                }
-                self.tr(
-                    start,
-                    Some(r),
-                    TraceKind::Data {
-                        dir: Dir::Read,
-                        end,
-                    },
-                );
+                let last_ready = self.cqe.last_ready[r as usize];
+                let (start, end) = self.bus_read_stream(cmd_end, bytes, last_ready, r);
                 self.q.push(end, Ev::Cqe(CqeEv::ReadEnd(r)));
                 start
             }

@@ -917,6 +917,33 @@ impl Sim {
         e
     }
 
+    /// Read data of `bytes` streams out over the bus from `at`; the last 4 KiB cannot
+    /// leave before `last_ready`, when the device has all of it. Returns (start, end).
+    fn bus_read_stream(
+        &mut self,
+        at: SimTime,
+        bytes: u64,
+        last_ready: SimTime,
+        r: ReqId,
+    ) -> (SimTime, SimTime) {
+        let bus = &self.cfg.host.bus;
+        let tail = last_ready + bus.data_ns(bytes.min(4096));
+        let (start, mut end) = self.bus.book(at, bus.data_ns(bytes));
+        if tail > end {
+            self.bus.book(end, tail - end);
+            end = tail;
+        }
+        self.tr(
+            start,
+            Some(r),
+            TraceKind::Data {
+                dir: Dir::Read,
+                end,
+            },
+        );
+        (start, end)
+    }
+
     /// The interrupt handler runs on the IRQ core from `at` for `cost`.
     fn irq_run(&mut self, at: SimTime, cost: u64, req: ReqId) -> SimTime {
         let core = self.cfg.host.irq_core;
@@ -1157,23 +1184,8 @@ impl Sim {
         }
         let now = self.now;
         self.tr(last_ready, Some(r), TraceKind::DeviceDone);
-        let h = &self.cfg.host;
         let bytes = self.block.req(r).bytes();
-        // The last chunk cannot leave before it is ready.
-        let tail = last_ready + h.bus.data_ns(bytes.min(4096));
-        let (start, mut end) = self.bus.book(now, h.bus.data_ns(bytes));
-        if tail > end {
-            self.bus.book(end, tail - end);
-            end = tail;
-        }
-        self.tr(
-            start,
-            Some(r),
-            TraceKind::Data {
-                dir: Dir::Read,
-                end,
-            },
-        );
+        let (_, mut end) = self.bus_read_stream(now, bytes, last_ready, r);
         if self.block.req(r).sectors > 1 && !self.cfg.host.mmc.cmd23 {
             end = self.bus_cmds(end, &[12], Some(r));
         }
@@ -1369,4 +1381,13 @@ fn check_driver(cfg: &SimConfig) -> Result<(), String> {
 /// Runs a whole simulation.
 pub fn run(cfg: SimConfig) -> Result<RunResult, String> {
     Ok(Sim::new(cfg)?.run())
+}
+
+/// Runs a whole simulation with the event trace on.
+pub fn run_traced(cfg: SimConfig) -> Result<(Trace, RunResult), String> {
+    let mut sim = Sim::new(cfg)?;
+    sim.enable_trace();
+    sim.run_until(u64::MAX);
+    let trace = sim.trace.take().expect("the trace was enabled");
+    Ok((trace, sim.finish()))
 }

@@ -268,22 +268,7 @@ impl Sim {
         let now = self.now;
         self.tr(last_ready, Some(r), TraceKind::DeviceDone);
         let bytes = self.block.req(r).bytes();
-        let bus = &self.cfg.host.bus;
-        let (dur, chunk) = (bus.data_ns(bytes), bus.data_ns(bytes.min(4096)));
-        let tail = last_ready + chunk;
-        let (start, mut end) = self.bus.book(now, dur);
-        if tail > end {
-            self.bus.book(end, tail - end);
-            end = tail;
-        }
-        self.tr(
-            start,
-            Some(r),
-            TraceKind::Data {
-                dir: Dir::Read,
-                end,
-            },
-        );
+        let (_, end) = self.bus_read_stream(now, bytes, last_ready, r);
         let t = self.irq_run(end, self.cfg.host.costs.irq_ns, r);
         self.q.push(t, Ev::Rtsx(RtsxEv::DataDone(r)));
     }
