@@ -2,7 +2,7 @@
 //! unchanged (ns), runtimes become ms, bandwidth samples are fio's KiB/s per 500 ms
 //! window (bwavgtime), IOPS samples per window likewise.
 
-use flashpath_core::stats::{JobStats, RunResult, BW_INTERVAL_NS};
+use flashpath_core::stats::{JobStats, RunResult, Span, BW_INTERVAL_NS};
 use flashpath_fio::report::model::{
     Ddir, IoStat, JobHeader, JobReport, LatStat, LatencyBuckets, RunReport, UnifiedRw,
 };
@@ -79,6 +79,10 @@ fn job_report(meta: &JobMeta, s: &JobStats) -> JobReport {
     r.total_submit = s.submit_hist.iter().sum();
     r.iodepth_complete = s.complete_hist;
     r.total_complete = s.complete_hist.iter().sum();
+    r.spans = Span::ALL
+        .iter()
+        .map(|&sp| (sp.name(), s.spans.get(sp).clone()))
+        .collect();
     r
 }
 

@@ -27,6 +27,8 @@ pub struct Bio {
     pub sectors: u32,
     /// CPU that submitted it (its blk-mq software queue).
     pub cpu: u32,
+    /// When it entered the block layer (blktrace's Q).
+    pub queued_at: SimTime,
 }
 
 /// A block request: one or more merged bios, contiguous on the device.
@@ -37,10 +39,19 @@ pub struct Request {
     pub sectors: u32,
     /// fio I/Os carried (one entry per bio), in device order.
     pub bios: Vec<u32>,
-    /// When the request entered the scheduler (deadline and Q2D spans).
+    /// Q of the bio that allocated the request (blktrace's Q2G starts here).
+    pub bio_queued_at: SimTime,
+    /// When the request was allocated (G) — later than Q when the bio waited for a tag.
+    pub got_at: SimTime,
+    /// When the request entered the scheduler (I; deadline expiry counts from here).
     pub queued_at: SimTime,
-    /// When the driver took it.
+    /// When the driver took it (D).
     pub dispatched_at: SimTime,
+    /// When the driver started it on the hardware (queued in the command engine, or
+    /// its command sent); `SimTime::MAX` until then.
+    pub hw_at: SimTime,
+    /// When the hardware raised the interrupt that finished it; `SimTime::MAX` until then.
+    pub irq_at: SimTime,
     /// Software queue (CPU) it was inserted from.
     pub cpu: u32,
 }
@@ -225,9 +236,28 @@ impl BlockLayer {
         r.cpu = bio.cpu;
         r.bios.clear();
         r.bios.push(bio.io);
+        r.bio_queued_at = bio.queued_at;
+        r.got_at = now;
         r.queued_at = now;
         r.dispatched_at = 0;
+        r.hw_at = SimTime::MAX;
+        r.irq_at = SimTime::MAX;
         id
+    }
+
+    /// The driver started `id` on the hardware at `t` (the first start counts).
+    #[inline]
+    pub fn mark_hw_start(&mut self, id: ReqId, t: SimTime) {
+        let r = &mut self.reqs[id as usize];
+        r.hw_at = r.hw_at.min(t);
+    }
+
+    /// The hardware raised the interrupt finishing `id` at `t` (the first one counts:
+    /// status polls after it are the driver's work).
+    #[inline]
+    pub fn mark_irq(&mut self, id: ReqId, t: SimTime) {
+        let r = &mut self.reqs[id as usize];
+        r.irq_at = r.irq_at.min(t);
     }
 
     /// Submits a bio (already split to at most max_sectors). Returns false if it had to
@@ -359,6 +389,7 @@ mod tests {
             sector,
             sectors,
             cpu: 0,
+            queued_at: 0,
         }
     }
 

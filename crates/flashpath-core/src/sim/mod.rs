@@ -26,7 +26,7 @@ use crate::engine::{EventQueue, FifoResource, Outbox, SimTime};
 use crate::host::block::{Bio, BlockLayer, ReqId};
 use crate::host::cpu::Cpu;
 use crate::host::{Cmd13Mode, DriverKind, HostConfig};
-use crate::stats::{DirStats, JobStats, RunResult, SystemStats};
+use crate::stats::{DirStats, JobStats, RunResult, Span, Spans, SystemStats};
 use crate::trace::{Ctx, Trace, TraceKind};
 use crate::workload::{rate_gate, Dir, IoSource, JobConfig, Submission};
 use flashpath_hist::{batch_bucket, depth_level_bucket};
@@ -147,6 +147,10 @@ struct Io {
     t_issued: SimTime,
     /// The block layer finished the I/O.
     t_done: SimTime,
+    /// The first of its requests started on the hardware (`SimTime::MAX`: not yet).
+    t_hw: SimTime,
+    /// The last of its requests' interrupts (0: none yet).
+    t_irq: SimTime,
 }
 
 struct Thread {
@@ -304,6 +308,7 @@ impl Sim {
                         submit_hist: [0; 7],
                         complete_hist: [0; 7],
                         sys_ns: 0,
+                        spans: Spans::default(),
                     },
                     last_change: 0,
                 }
@@ -665,6 +670,8 @@ impl Sim {
                 t_start: now,
                 t_issued: 0,
                 t_done: 0,
+                t_hw: SimTime::MAX,
+                t_irq: 0,
             });
             picked.push(io);
         }
@@ -724,6 +731,7 @@ impl Sim {
                         sector,
                         sectors: n,
                         cpu: core,
+                        queued_at: now,
                     },
                 );
                 sector += n as u64;
@@ -777,6 +785,7 @@ impl Sim {
         let now = self.now;
         let x = &self.ios[io as usize];
         let (dir, len, t_start, t_issued) = (x.dir, x.len, x.t_start, x.t_issued);
+        let (t_hw, t_irq) = (x.t_hw, x.t_irq);
         debug_assert!(x.t_done <= now);
         self.free_ios.push(io);
         let th = &mut self.threads[t as usize];
@@ -793,6 +802,11 @@ impl Sim {
             (Some(t_issued - t_start), now - t_issued)
         };
         th.stats.dirs[dir.index()].record(since, len, slat, clat, now - t_start);
+        if t_hw != SimTime::MAX && t_irq >= t_hw {
+            th.stats
+                .spans
+                .record_io(t_hw - t_start, t_irq - t_hw, now - t_irq);
+        }
     }
 
     fn thread_finish(&mut self, t: u32) {
@@ -836,9 +850,18 @@ impl Sim {
         let mut ios = std::mem::take(&mut self.scratch);
         ios.clear();
         self.tr(now, Some(r), TraceKind::Completed);
+        self.record_request_spans(r);
+        let (hw_at, irq_at) = {
+            let q = self.block.req(r);
+            (q.hw_at, q.irq_at)
+        };
         let admitted = self.block.complete(now, r, &mut ios);
         for &io in &ios {
             let x = &mut self.ios[io as usize];
+            x.t_hw = x.t_hw.min(hw_at);
+            if irq_at != SimTime::MAX {
+                x.t_irq = x.t_irq.max(irq_at);
+            }
             x.parts_left -= 1;
             if x.parts_left > 0 {
                 continue;
@@ -851,6 +874,30 @@ impl Sim {
         if admitted > 0 {
             // Requests that waited for a tag: the completion reruns the queue.
             self.kick(self.cfg.host.irq_core);
+        }
+    }
+
+    /// blktrace's spans of a request that completes now: Q2G, G2I, I2D and D2C go to the
+    /// job of its first bio, Q2C to the job of each bio (btt's per-I/O view).
+    fn record_request_spans(&mut self, r: ReqId) {
+        let now = self.now;
+        let q = self.block.req(r);
+        let Some(&first) = q.bios.first() else {
+            return;
+        };
+        let (bq, g, i, d) = (q.bio_queued_at, q.got_at, q.queued_at, q.dispatched_at);
+        let x = &self.ios[first as usize];
+        let th = &mut self.threads[x.thread as usize];
+        if x.t_start >= th.measure_start {
+            th.stats.spans.record_request(g - bq, i - g, d - i, now - d);
+        }
+        for k in 0..self.block.req(r).bios.len() {
+            let io = self.block.req(r).bios[k];
+            let x = &self.ios[io as usize];
+            let th = &mut self.threads[x.thread as usize];
+            if x.t_start >= th.measure_start {
+                th.stats.spans.record(Span::Q2c, now - x.t_issued);
+            }
         }
     }
 
@@ -882,8 +929,13 @@ impl Sim {
 
     // ---------------------------------------------------------------- shared driver steps
 
+    /// Records a driver event: a request's start on the hardware is stamped for its
+    /// spans (always); the event goes to the trace when tracing is on.
     #[inline]
     fn tr(&mut self, t: SimTime, req: Option<ReqId>, kind: TraceKind) {
+        if let (Some(r), TraceKind::Started { .. }) = (req, kind) {
+            self.block.mark_hw_start(r, t);
+        }
         if let Some(tr) = &mut self.trace {
             tr.push(t, req, kind);
         }
@@ -946,6 +998,7 @@ impl Sim {
 
     /// The interrupt handler runs on the IRQ core from `at` for `cost`.
     fn irq_run(&mut self, at: SimTime, cost: u64, req: ReqId) -> SimTime {
+        self.block.mark_irq(req, at);
         let core = self.cfg.host.irq_core;
         let t = self.cpu.run_irq(core, at, cost);
         self.tr(t, Some(req), TraceKind::Irq { core });

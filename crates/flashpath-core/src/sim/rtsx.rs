@@ -148,6 +148,16 @@ impl Sim {
     /// continuation, a stop first, or a new command.
     fn rtsx_work(&mut self, now: SimTime, r: ReqId) {
         let core = self.rtsx.work_core;
+        // The request owns the card from here: a stop the stream needs first is
+        // hardware time on its critical path.
+        self.tr(
+            now,
+            Some(r),
+            TraceKind::Started {
+                core,
+                ctx: crate::trace::Ctx::Task,
+            },
+        );
         if let Some(s) = self.rtsx.seq {
             let q = self.block.req(r);
             let sequential = q.sectors > 1 && q.dir() == s.dir && q.sector == s.next_sector;

@@ -395,6 +395,7 @@ impl Sim {
         // A new aggregation window starts with the next completion.
         self.ufs.aggr_gen += 1;
         for &r in &done {
+            self.block.mark_irq(r, now);
             self.tr(t, Some(r), TraceKind::Irq { core: irq_core });
         }
         for &r in &done {

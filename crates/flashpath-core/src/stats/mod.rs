@@ -77,6 +77,8 @@ pub struct JobStats {
     pub complete_hist: [u64; 7],
     /// CPU time spent by this thread (system side), ns.
     pub sys_ns: u64,
+    /// Where the time of its requests went (see [`Span`]).
+    pub spans: Spans,
 }
 
 /// Counters of the whole system.
@@ -99,4 +101,107 @@ pub struct SystemStats {
 pub struct RunResult {
     pub jobs: Vec<JobStats>,
     pub system: SystemStats,
+}
+
+/// The spans of a request's life (ARCHITECTURE.md, Spans; seed-results §3), in ns.
+///
+/// The white paper's split of each I/O, from the simulated timestamps:
+/// - `Pre`: system call entry to the start of the I/O's first request on the hardware
+///   (the command sent, or the task queued in the command queue engine): VFS, block
+///   layer, scheduler wait, driver preparation.
+/// - `Hw`: that start to the interrupt that finished its last request: bus, device,
+///   and any wait in the device's queue.
+/// - `Post`: that interrupt to the moment the thread has the result (fio's clat end):
+///   interrupt handling, DMA unmap, request end, wake-up, system call return.
+///
+/// pre + hw + post is fio's total latency (`lat`) of the I/O.
+///
+/// blktrace's spans as `btt` computes them: per block request Q2G (its first bio queued
+/// → request allocated: a wait for a tag), G2I (allocated → inserted), I2D (inserted →
+/// dispatched to the driver), D2C (dispatched → completed); per bio Q2C (queued →
+/// its request completed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Span {
+    Pre,
+    Hw,
+    Post,
+    Q2g,
+    G2i,
+    I2d,
+    D2c,
+    Q2c,
+}
+
+impl Span {
+    pub const ALL: [Span; 8] = [
+        Span::Pre,
+        Span::Hw,
+        Span::Post,
+        Span::Q2g,
+        Span::G2i,
+        Span::I2d,
+        Span::D2c,
+        Span::Q2c,
+    ];
+
+    /// The name in reports (`jobs[i].flashpath.spans.NAME`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Span::Pre => "pre",
+            Span::Hw => "hw",
+            Span::Post => "post",
+            Span::Q2g => "q2g",
+            Span::G2i => "g2i",
+            Span::I2d => "i2d",
+            Span::D2c => "d2c",
+            Span::Q2c => "q2c",
+        }
+    }
+}
+
+/// Distributions of every [`Span`] of one job (measured I/Os only: after ramp_time).
+#[derive(Clone, Debug, Default)]
+pub struct Spans {
+    pub hist: [LatHist; 8],
+}
+
+impl Spans {
+    #[inline]
+    pub fn record(&mut self, span: Span, ns: u64) {
+        self.hist[span as usize].record(ns);
+    }
+
+    #[inline]
+    pub(crate) fn record_io(&mut self, pre: u64, hw: u64, post: u64) {
+        self.record(Span::Pre, pre);
+        self.record(Span::Hw, hw);
+        self.record(Span::Post, post);
+    }
+
+    #[inline]
+    pub(crate) fn record_request(&mut self, q2g: u64, g2i: u64, i2d: u64, d2c: u64) {
+        self.record(Span::Q2g, q2g);
+        self.record(Span::G2i, g2i);
+        self.record(Span::I2d, i2d);
+        self.record(Span::D2c, d2c);
+    }
+
+    pub fn get(&self, span: Span) -> &LatHist {
+        &self.hist[span as usize]
+    }
+
+    pub fn merge(&mut self, other: &Spans) {
+        for (a, b) in self.hist.iter_mut().zip(&other.hist) {
+            a.merge(b);
+        }
+    }
+
+    /// The paper's software share: (pre + post) / (pre + hw + post), from the means;
+    /// None before any I/O was measured.
+    pub fn software_share(&self) -> Option<f64> {
+        let m = |s: Span| self.get(s).mean();
+        let total = m(Span::Pre) + m(Span::Hw) + m(Span::Post);
+        (self.get(Span::Pre).count() > 0 && total > 0.0)
+            .then(|| (m(Span::Pre) + m(Span::Post)) / total)
+    }
 }

@@ -111,6 +111,12 @@ pub fn sum_thread_stats(dst: &mut JobReport, src: &JobReport, mixed: bool) {
     dst.total_submit = dst.total_submit.wrapping_add(src.total_submit);
     dst.total_complete = dst.total_complete.wrapping_add(src.total_complete);
     dst.nr_zone_resets = dst.nr_zone_resets.wrapping_add(src.nr_zone_resets);
+    for (name, h) in &src.spans {
+        match dst.spans.iter_mut().find(|(n, _)| n == name) {
+            Some((_, d)) => d.merge(h),
+            None => dst.spans.push((name, h.clone())),
+        }
+    }
 }
 
 /// The `mixed` view of an entry (fio's `gen_mixed_ddir_stats_from_ts`), used for

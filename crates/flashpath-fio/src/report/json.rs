@@ -349,6 +349,30 @@ fn job_json(e: &Entry, rs: Option<&GroupRunStats>, plus: bool) -> Obj {
         root.int("latency_window", ts.latency_window);
     }
     root.str("desc", &ts.description);
+    if !ts.spans.is_empty() {
+        root.obj("flashpath", spans_json(ts));
+    }
+    root
+}
+
+/// flashpath's extension: `{"spans": {NAME: {count, mean_ns, p50_ns, p99_ns, share}},
+/// "software_share": x}`; shares are fractions of the mean pre + hw + post.
+fn spans_json(ts: &JobReport) -> Obj {
+    let total = ts.span_total().unwrap_or(0.0);
+    let mut spans = Obj::new();
+    for (name, h) in &ts.spans {
+        let p = h.percentiles(&[50.0, 99.0]);
+        let mut o = Obj::new();
+        o.int("count", h.count());
+        o.float("mean_ns", h.mean());
+        o.int("p50_ns", p[0]);
+        o.int("p99_ns", p[1]);
+        o.float("share", if total > 0.0 { h.mean() / total } else { 0.0 });
+        spans.obj(name, o);
+    }
+    let mut root = Obj::new();
+    root.obj("spans", spans);
+    root.float("software_share", ts.software_share().unwrap_or(0.0));
     root
 }
 

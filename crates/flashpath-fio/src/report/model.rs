@@ -499,6 +499,11 @@ pub struct JobReport {
     pub first_error: i32,
     /// Shown as `; N zone resets` on the text write line.
     pub nr_zone_resets: u64,
+    /// Not fio's: the simulator's spans of each I/O (name, distribution in ns), printed
+    /// as `flashpath.spans` in JSON and a `spans` block in normal output when not empty.
+    /// With `pre`, `hw` and `post` among them, the software share
+    /// (pre + post) / (pre + hw + post) of the means is printed too.
+    pub spans: Vec<(&'static str, LatHist)>,
 }
 
 impl JobReport {
@@ -549,7 +554,28 @@ impl JobReport {
             total_err_count: 0,
             first_error: 0,
             nr_zone_resets: 0,
+            spans: Vec::new(),
         }
+    }
+
+    /// Mean of a span (ns), if the job has it.
+    pub fn span_mean(&self, name: &str) -> Option<f64> {
+        self.spans
+            .iter()
+            .find(|(n, h)| *n == name && h.count() > 0)
+            .map(|(_, h)| h.mean())
+    }
+
+    /// Mean of pre + hw + post (ns): the whole of an I/O's life.
+    pub fn span_total(&self) -> Option<f64> {
+        Some(self.span_mean("pre")? + self.span_mean("hw")? + self.span_mean("post")?)
+    }
+
+    /// The white paper's software share: (pre + post) / (pre + hw + post) of the means.
+    pub fn software_share(&self) -> Option<f64> {
+        let total = self.span_total()?;
+        let hw = self.span_mean("hw")?;
+        (total > 0.0).then(|| (total - hw) / total)
     }
 
     pub fn dir(&self, d: Ddir) -> &DirStats {

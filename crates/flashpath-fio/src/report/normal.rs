@@ -429,6 +429,45 @@ fn show_thread_status(s: &mut String, e: &Entry, rs: Option<&GroupRunStats>, tim
             ts.latency_depth
         );
     }
+    show_spans(s, ts);
+}
+
+/// flashpath's extension: where the time of the job's I/Os went (usec), each span's
+/// share of the mean pre + hw + post, and the software share.
+fn show_spans(s: &mut String, ts: &JobReport) {
+    if ts.spans.is_empty() {
+        return;
+    }
+    let total = ts.span_total().unwrap_or(0.0);
+    match ts.software_share() {
+        Some(sw) => {
+            let _ = writeln!(
+                s,
+                "  spans (usec): software share={}% of pre+hw+post",
+                cf(sw * 100.0, 2)
+            );
+        }
+        None => {
+            let _ = writeln!(s, "  spans (usec):");
+        }
+    }
+    for (name, h) in &ts.spans {
+        let p = h.percentiles(&[50.0, 99.0]);
+        let share = if total > 0.0 {
+            h.mean() / total * 100.0
+        } else {
+            0.0
+        };
+        let _ = writeln!(
+            s,
+            "     {:<4}: mean={}, p50={}, p99={}, share={}%",
+            name,
+            cf(h.mean() / 1000.0, 2),
+            cf(p[0] as f64 / 1000.0, 2),
+            cf(p[1] as f64 / 1000.0, 2),
+            cf(share, 2)
+        );
+    }
 }
 
 // Indexes several per-direction arrays at once, as fio's loop does.

@@ -1,0 +1,215 @@
+//! The white paper's pipeline limits (seed-results §3) as analytic tests: a host whose
+//! software costs are fixed spans per request — `pre` (the system call, on the thread's
+//! core) and `post` (the return to the thread, on its core), everything else free — a
+//! bus too fast to matter, and a device of fixed service time `hw` that serves one
+//! request at a time. Queueing arithmetic then gives the throughput:
+//! (a) one thread on one core: size / (pre + hw + post);
+//! (b) many threads on one core: the core is the bottleneck once hw < pre + post, so
+//!     throughput → size / (pre + post), and never more;
+//! (c) N cores, at least N threads: min(N × size / (pre + post), size / hw).
+//! The runs' own spans must also say where the time went: pre, hw and post means equal
+//! the configured costs when nothing waits.
+
+use flashpath_core::device::config::Interface;
+use flashpath_core::device::DeviceConfig;
+use flashpath_core::host::{DriverKind, HostConfig, UfsHostConfig};
+use flashpath_core::sim::{run, SimConfig};
+use flashpath_core::stats::{RunResult, Span};
+use flashpath_core::workload::{JobConfig, Pattern};
+
+const BS: u64 = 4096;
+const RAMP: u64 = 10_000_000;
+const RUNTIME: u64 = 200_000_000;
+
+/// Software costs only in the system call (pre) and its return (post); a bus so fast
+/// its commands and data round to nothing.
+fn host(cores: u32, pre: u64, post: u64) -> HostConfig {
+    let mut h = HostConfig::ideal(cores);
+    h.costs.syscall_ns = pre;
+    h.costs.syscall_return_ns = post;
+    h.bus.data_bytes_per_s = u64::MAX / 4;
+    h.bus.clock_hz = u64::MAX / 4;
+    let mut u = UfsHostConfig::ideal();
+    u.link_bytes_per_s = u64::MAX / 4;
+    h.ufs = Some(u);
+    h
+}
+
+fn drivers() -> [DriverKind; 3] {
+    [
+        DriverKind::parse("mmc-legacy").unwrap(),
+        DriverKind::parse("mmc-hsq-v6").unwrap(),
+        DriverKind::Ufs,
+    ]
+}
+
+/// `threads` psync readers of random 4 KiB blocks, all running for the same
+/// `RUNTIME` after a `RAMP` that is not measured (the steady state, as fio's
+/// time_based + ramp_time give it).
+fn sim(driver: DriverKind, cores: u32, threads: usize, pre: u64, hw: u64, post: u64) -> RunResult {
+    let jobs = (0..threads)
+        .map(|i| {
+            let mut j = JobConfig::simple("t", Pattern::Random, 100, BS, 64 << 20);
+            j.time_based = true;
+            j.runtime_ns = Some(RUNTIME);
+            j.ramp_ns = RAMP;
+            j.seed = 7 + i as u64;
+            j
+        })
+        .collect();
+    let mut device = DeviceConfig::ideal(1 << 30, hw);
+    if driver == DriverKind::Ufs {
+        device.interface = Interface::Ufs;
+    }
+    run(SimConfig {
+        host: host(cores, pre, post),
+        device,
+        driver,
+        jobs,
+        precondition: false,
+    })
+    .unwrap()
+}
+
+/// Bytes per second of all jobs together over the measured window.
+fn throughput(r: &RunResult) -> f64 {
+    let bytes: u64 = r.jobs.iter().map(|j| j.dirs[0].bytes).sum();
+    bytes as f64 / (RUNTIME as f64 / 1e9)
+}
+
+fn rate(bytes: u64, ns: f64) -> f64 {
+    bytes as f64 / (ns / 1e9)
+}
+
+fn mean(r: &RunResult, s: Span) -> f64 {
+    let (sum, n) = r.jobs.iter().fold((0u128, 0u64), |(a, b), j| {
+        let h = j.spans.get(s);
+        (a + h.sum(), b + h.count())
+    });
+    sum as f64 / n as f64
+}
+
+fn within(got: f64, want: f64, pct: f64, what: &str) {
+    assert!(
+        (got - want).abs() <= want * pct / 100.0,
+        "{what}: {got:.0} B/s vs {want:.0} B/s (more than {pct} % apart)"
+    );
+}
+
+/// One I/O per job may straddle the measured window's end.
+fn at_most(got: f64, limit: f64, threads: usize, what: &str) {
+    let edge = rate(BS * threads as u64, RUNTIME as f64);
+    assert!(
+        got <= limit + edge,
+        "{what}: {got:.0} B/s beats the limit {limit:.0} B/s"
+    );
+}
+
+#[test]
+fn a_one_thread_on_one_core_runs_at_size_over_the_sum_of_the_spans() {
+    let (pre, hw, post) = (40_000, 70_000, 25_000);
+    for d in drivers() {
+        let r = sim(d, 1, 1, pre, hw, post);
+        within(
+            throughput(&r),
+            rate(BS, (pre + hw + post) as f64),
+            1.0,
+            d.name(),
+        );
+        // Nothing waits, so the spans are the configured costs (the bus adds a few ns
+        // of rounding to hw).
+        assert_eq!(mean(&r, Span::Pre), pre as f64, "{}", d.name());
+        assert!(
+            (mean(&r, Span::Hw) - hw as f64).abs() < 10.0,
+            "{}",
+            d.name()
+        );
+        assert_eq!(mean(&r, Span::Post), post as f64, "{}", d.name());
+        let j = &r.jobs[0];
+        assert_eq!(
+            j.spans.get(Span::Pre).sum()
+                + j.spans.get(Span::Hw).sum()
+                + j.spans.get(Span::Post).sum(),
+            j.dirs[0].lat.sum(),
+            "pre + hw + post is fio's total latency of every I/O"
+        );
+        let share = j.spans.software_share().unwrap();
+        let (m_pre, m_hw, m_post) = (
+            mean(&r, Span::Pre),
+            mean(&r, Span::Hw),
+            mean(&r, Span::Post),
+        );
+        assert!((share - (m_pre + m_post) / (m_pre + m_hw + m_post)).abs() < 1e-12);
+    }
+}
+
+#[test]
+fn b_many_threads_on_one_core_never_beat_size_over_pre_plus_post() {
+    let (pre, post) = (40_000, 25_000);
+    let limit = rate(BS, (pre + post) as f64);
+    for d in drivers() {
+        // hw < pre + post: the core is the bottleneck.
+        let r = sim(d, 1, 8, pre, 30_000, post);
+        let got = throughput(&r);
+        at_most(got, limit, 8, d.name());
+        if d != DriverKind::parse("mmc-hsq-v6").unwrap() {
+            // The core never idles: it runs the software of one request while the
+            // device serves another. (hsq: see `mmc_kworkers_queue_behind_threads`.)
+            within(got, limit, 3.0, d.name());
+        }
+        // hw > pre + post: the device is the bottleneck, still under the software limit.
+        let r = sim(d, 1, 8, pre, 150_000, post);
+        let got = throughput(&r);
+        at_most(got, limit, 8, d.name());
+        within(got, rate(BS, 150_000.0), 3.0, d.name());
+    }
+}
+
+#[test]
+fn c_several_cores_overlap_the_software_up_to_the_device() {
+    // UFS: the submitting thread issues the command itself (blk-mq's direct issue) and
+    // the completion runs from the interrupt on the submitting core, so the software
+    // of a request is exactly pre on its thread's core and post on the same core.
+    let (pre, post) = (40_000, 25_000);
+    for cores in [2u32, 4] {
+        for hw in [10_000u64, 20_000, 50_000] {
+            let r = sim(DriverKind::Ufs, cores, 4 * cores as usize, pre, hw, post);
+            let want = (cores as f64 * rate(BS, (pre + post) as f64)).min(rate(BS, hw as f64));
+            within(
+                throughput(&r),
+                want,
+                3.0,
+                &format!("ufs cores={cores} hw={hw}"),
+            );
+        }
+    }
+}
+
+/// A known gap, kept visible: the MMC drivers dispatch from kblockd and complete from
+/// the mmc_complete kworker (legacy) or rerun the queue through kblockd (hsq). Linux
+/// runs both workqueues WQ_HIGHPRI (nice -20), so a woken worker preempts the fio
+/// thread on its core at once; the CPU model queues task work first come, first
+/// served, so the worker waits behind the threads' system calls and the device idles.
+/// The MMC drivers therefore stay below the multi-core limit; they must never beat it.
+#[test]
+fn mmc_kworkers_queue_behind_threads() {
+    let (pre, post) = (40_000, 25_000);
+    for d in [
+        DriverKind::parse("mmc-legacy").unwrap(),
+        DriverKind::parse("mmc-hsq-v6").unwrap(),
+    ] {
+        for cores in [2u32, 4] {
+            let hw = 10_000;
+            let r = sim(d, cores, 4 * cores as usize, pre, hw, post);
+            let want = (cores as f64 * rate(BS, (pre + post) as f64)).min(rate(BS, hw as f64));
+            let got = throughput(&r);
+            at_most(got, want, 4 * cores as usize, d.name());
+            assert!(
+                got < 0.97 * want,
+                "{} cores={cores}: {got:.0} B/s reaches the limit {want:.0}: the kworker \
+                 priority gap is closed, fold this case into c_",
+                d.name()
+            );
+        }
+    }
+}
