@@ -3,6 +3,7 @@
 //! Errors in what the user gave (job files, presets, arguments) print one line and exit
 //! with status 1; nothing here panics on input.
 
+mod analyze;
 mod compare;
 mod jobmap;
 mod measure;
@@ -21,6 +22,11 @@ usage:
   flashpath fio [flashpath options] [fio arguments and job files]
       Runs fio jobs on the simulated system and prints fio's output formats
       (--output-format=normal|json|json+|terse, --output=FILE, --parse-only, ...).
+  flashpath analyze [flashpath options] fio-args
+      Runs the job, prints where the time of its I/Os went (mean pre, hw and post
+      spans) and the white paper's limits computed from them: size/(pre+hw+post),
+      size/(pre+post) beside a run with instant storage (--set device.ideal=true),
+      and size/max(span).
   flashpath compare --vary KEY=V1,V2 [--vary ...] [--json FILE|-] [flashpath options] fio-args
       Runs one job across a grid of configurations (KEY: driver, device, host, or a
       preset field such as device.write_buffer.size) and prints bandwidth, IOPS, mean
@@ -41,7 +47,9 @@ flashpath options (anywhere among the fio arguments):
                             mmc-cqe-oldest-first, ufs, sd-rtsx,
                             sd-rtsx-multiseq
   --set FIELD=VALUE         override a preset field for this run, e.g.
-                            --set device.nand.t_read=60us --set host.costs.wakeup=10us
+                            --set device.nand.t_read=60us --set host.costs.wakeup=10us;
+                            --set device.ideal=true makes the storage instant (no
+                            device or bus time: the paper's infinitely fast device)
 ";
 
 fn main() -> ExitCode {
@@ -49,6 +57,7 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("fio") => run::fio_command(&args[1..]),
         Some("compare") => compare::command(&args[1..]),
+        Some("analyze") => analyze::command(&args[1..]),
         Some("validate") => validate::command(&args[1..]),
         Some("presets") => {
             print!("{}", presets::list());
@@ -59,7 +68,7 @@ fn main() -> ExitCode {
             Ok(())
         }
         Some(other) => Err(anyhow::anyhow!(
-            "unknown command '{other}' (commands: fio, compare, validate, presets, help)"
+            "unknown command '{other}' (commands: fio, analyze, compare, validate, presets, help)"
         )),
     };
     match result {

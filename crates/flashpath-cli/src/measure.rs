@@ -14,6 +14,7 @@ use flashpath_fio::report::{write_formats, Format};
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct DirFigures {
     pub ios: u64,
+    pub io_bytes: u64,
     pub bw_bytes: f64,
     pub iops: f64,
     pub clat_mean_ns: f64,
@@ -27,6 +28,24 @@ pub struct JobFigures {
     pub name: String,
     /// read, write
     pub dirs: [DirFigures; 2],
+    /// flashpath's spans: (name, mean ns), in report order.
+    pub spans: Vec<(String, f64)>,
+}
+
+impl JobFigures {
+    /// Mean of a span in ns, if reported.
+    pub fn span(&self, name: &str) -> Option<f64> {
+        self.spans.iter().find(|(n, _)| n == name).map(|(_, v)| *v)
+    }
+    /// Bytes per I/O over both directions.
+    pub fn io_size(&self) -> Option<f64> {
+        let ios = self.dirs[0].ios + self.dirs[1].ios;
+        (ios > 0).then(|| (self.dirs[0].io_bytes + self.dirs[1].io_bytes) as f64 / ios as f64)
+    }
+    /// Bandwidth of both directions, bytes/s.
+    pub fn bw_bytes(&self) -> f64 {
+        self.dirs[0].bw_bytes + self.dirs[1].bw_bytes
+    }
 }
 
 pub const DIRS: [&str; 2] = ["read", "write"];
@@ -67,6 +86,7 @@ pub fn figures_of(v: &serde_json::Value) -> Result<Vec<JobFigures>> {
                 let pct = |p: &str| x["clat_ns"]["percentile"][p].as_f64();
                 DirFigures {
                     ios: x["total_ios"].as_u64().unwrap_or(0),
+                    io_bytes: x["io_bytes"].as_u64().unwrap_or(0),
                     bw_bytes: x["bw_bytes"].as_f64().unwrap_or(0.0),
                     iops: x["iops"].as_f64().unwrap_or(0.0),
                     clat_mean_ns: x["clat_ns"]["mean"].as_f64().unwrap_or(0.0),
@@ -74,9 +94,18 @@ pub fn figures_of(v: &serde_json::Value) -> Result<Vec<JobFigures>> {
                     clat_p99_ns: pct("99.000000"),
                 }
             };
+            let spans = j["flashpath"]["spans"]
+                .as_object()
+                .map(|o| {
+                    o.iter()
+                        .map(|(k, v)| (k.clone(), v["mean_ns"].as_f64().unwrap_or(0.0)))
+                        .collect()
+                })
+                .unwrap_or_default();
             Ok(JobFigures {
                 name: j["jobname"].as_str().unwrap_or("?").to_string(),
                 dirs: [dir("read"), dir("write")],
+                spans,
             })
         })
         .collect()
@@ -85,6 +114,21 @@ pub fn figures_of(v: &serde_json::Value) -> Result<Vec<JobFigures>> {
 /// A named figure of a run (`write_bw_mib`, `read_clat_p95_ms`, ...), over all job rows:
 /// bandwidth and IOPS add up, mean latency is weighted by I/Os, percentiles need one row.
 pub fn metric(rows: &[JobFigures], name: &str) -> Result<f64> {
+    // A span's mean: `pre_us`, `hw_us`, `d2c_us`, ... (one job row).
+    if let Some(span) = name.strip_suffix("_us") {
+        if SPANS.contains(&span) {
+            let [r] = rows else {
+                return Err(anyhow!(
+                    "metric '{name}' needs one job row (use group_reporting), the run has {}",
+                    rows.len()
+                ));
+            };
+            return r
+                .span(span)
+                .map(|ns| ns / 1e3)
+                .ok_or_else(|| anyhow!("metric '{name}': the report has no spans"));
+        }
+    }
     let (dir, what) = name
         .split_once('_')
         .ok_or_else(|| anyhow!("unknown metric '{name}' ({METRICS})"))?;
@@ -168,12 +212,17 @@ pub fn check_metric(name: &str) -> Result<()> {
                 ..DirFigures::default()
             },
         ],
+        spans: SPANS.iter().map(|s| (s.to_string(), 0.0)).collect(),
     }];
     metric(&probe, name).map(|_| ())
 }
 
 pub const METRICS: &str = "DIR_bw_mib, DIR_bw_mb, DIR_iops, DIR_clat_mean_ms, DIR_clat_mean_us, \
-DIR_clat_p95_ms, DIR_clat_p99_ms with DIR read or write";
+DIR_clat_p95_ms, DIR_clat_p99_ms with DIR read or write; SPAN_us with SPAN pre, hw, post, q2g, \
+g2i, i2d, d2c or q2c";
+
+/// The spans the JSON report carries (`jobs[i].flashpath.spans`).
+pub const SPANS: [&str; 8] = ["pre", "hw", "post", "q2g", "g2i", "i2d", "d2c", "q2c"];
 
 #[cfg(test)]
 mod tests {
@@ -182,6 +231,7 @@ mod tests {
     fn rows() -> Vec<JobFigures> {
         let d = |bw: f64, ios: u64, mean: f64| DirFigures {
             ios,
+            io_bytes: ios * 4096,
             bw_bytes: bw,
             iops: ios as f64,
             clat_mean_ns: mean,
@@ -192,10 +242,12 @@ mod tests {
             JobFigures {
                 name: "a".into(),
                 dirs: [d(1048576.0, 100, 1e6), d(0.0, 0, 0.0)],
+                spans: vec![("pre".into(), 141_000.0), ("hw".into(), 1_360_000.0)],
             },
             JobFigures {
                 name: "b".into(),
                 dirs: [d(2097152.0, 300, 2e6), d(0.0, 0, 0.0)],
+                spans: Vec::new(),
             },
         ]
     }
@@ -208,6 +260,11 @@ mod tests {
         assert_eq!(metric(&r, "read_iops").unwrap(), 400.0);
         assert_eq!(metric(&r, "read_clat_mean_ms").unwrap(), 1.75);
         assert_eq!(metric(&r[..1], "read_clat_p95_ms").unwrap(), 2.0);
+        assert_eq!(metric(&r[..1], "pre_us").unwrap(), 141.0);
+        assert_eq!(metric(&r[..1], "hw_us").unwrap(), 1360.0);
+        assert!(metric(&r[..1], "post_us").is_err(), "not reported");
+        assert!(metric(&r, "pre_us").is_err(), "needs one row");
+        assert!(metric(&r[..1], "foo_us").is_err());
         let e = metric(&r, "read_clat_p99_ms").unwrap_err().to_string();
         assert!(e.contains("needs one job row"), "{e}");
         assert!(metric(&r, "write_clat_mean_ms").is_err());

@@ -60,14 +60,6 @@ pub fn split_options(args: &[String]) -> Result<(Options, Vec<String>)> {
     Ok((o, rest))
 }
 
-fn overrides(o: &Options, prefix: &str) -> Vec<(String, String)> {
-    o.sets
-        .iter()
-        .filter(|(f, _)| f.starts_with(prefix))
-        .cloned()
-        .collect()
-}
-
 /// Builds the simulated system for the options given.
 pub fn system(
     o: &Options,
@@ -76,14 +68,38 @@ pub fn system(
     flashpath_core::device::DeviceConfig,
     DriverKind,
 )> {
-    let host = presets::load_host(
+    // `device.ideal` is not a preset field: it replaces the storage with an instant one.
+    let mut ideal = false;
+    let mut sets = o.sets.clone();
+    sets.retain(|(f, v)| {
+        if f != "device.ideal" {
+            return true;
+        }
+        ideal = v == "true" || v == "1";
+        false
+    });
+    if let Some((_, v)) = o.sets.iter().find(|(f, _)| f == "device.ideal") {
+        if !matches!(v.as_str(), "true" | "1" | "false" | "0") {
+            bail!("--set device.ideal={v}: expected true or false");
+        }
+    }
+    let pick = |prefix: &str| -> Vec<(String, String)> {
+        sets.iter()
+            .filter(|(f, _)| f.starts_with(prefix))
+            .cloned()
+            .collect()
+    };
+    let mut host = presets::load_host(
         o.host.as_deref().unwrap_or(presets::DEFAULT_HOST),
-        &overrides(o, "host."),
+        &pick("host."),
     )?;
-    let device = presets::load_device(
+    let mut device = presets::load_device(
         o.device.as_deref().unwrap_or(presets::DEFAULT_DEVICE),
-        &overrides(o, "device."),
+        &pick("device."),
     )?;
+    if ideal {
+        flashpath_core::sim::instant_hardware(&mut host, &mut device);
+    }
     let driver = match &o.driver {
         Some(d) => DriverKind::parse(d).map_err(|e| anyhow!("--driver: {e}"))?,
         None => host.default_driver,

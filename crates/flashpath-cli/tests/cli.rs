@@ -313,3 +313,91 @@ fn compare_prints_a_column_per_configuration_and_json() {
         assert!(stderr(&o).contains(expect), "{expect}: {}", stderr(&o));
     }
 }
+
+/// The JSON report carries the spans of every job row; `analyze` prints the paper's
+/// limits computed from exactly those means, and the instant-storage what-if beats the
+/// real storage.
+#[test]
+fn analyze_prints_the_papers_limits_of_the_reported_spans() {
+    let job = [
+        "--filename=/dev/mmcblk0",
+        "--direct=1",
+        "--rw=write",
+        "--bs=128k",
+        "--size=32m",
+        "--name=w",
+    ];
+    let mut args = vec!["fio", "--output-format=json"];
+    args.extend(job);
+    let o = flashpath(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let j = &v["jobs"][0];
+    let fp = &j["flashpath"];
+    let mean = |s: &str| fp["spans"][s]["mean_ns"].as_f64().unwrap();
+    for s in ["pre", "hw", "post", "q2g", "g2i", "i2d", "d2c", "q2c"] {
+        assert!(
+            fp["spans"][s]["p99_ns"].as_u64().unwrap()
+                >= fp["spans"][s]["p50_ns"].as_u64().unwrap()
+        );
+        assert!(fp["spans"][s]["count"].as_u64().unwrap() > 0, "{s}");
+    }
+    let (pre, hw, post) = (mean("pre"), mean("hw"), mean("post"));
+    let share = fp["software_share"].as_f64().unwrap();
+    assert!((share - (pre + post) / (pre + hw + post)).abs() < 1e-5);
+    // One psync stream: pre + hw + post is the mean total latency.
+    let lat = j["write"]["lat_ns"]["mean"].as_f64().unwrap();
+    assert!(
+        (pre + hw + post - lat).abs() < 1.0,
+        "{pre}+{hw}+{post} vs {lat}"
+    );
+    let mib = |ns: f64| 131072.0 / (ns / 1e9) / 1048576.0;
+    let mut args = vec!["analyze"];
+    args.extend(job);
+    let o = flashpath(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(
+        text.contains(&format!(
+            "size/(pre+hw+post) {:.1} MiB/s",
+            mib(pre + hw + post)
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("size/(pre+post)    {:.1} MiB/s", mib(pre + post))),
+        "{text}"
+    );
+    let what_if: f64 = text
+        .split("instant storage: ")
+        .nth(1)
+        .and_then(|t| t.split(' ').next())
+        .and_then(|x| x.parse().ok())
+        .expect("what-if figure");
+    // One stream on instant storage runs at its software limit.
+    assert!(
+        (what_if - mib(pre + post)).abs() < 0.1 * mib(pre + post),
+        "{what_if} vs {}",
+        mib(pre + post)
+    );
+    let o = flashpath(&[
+        "analyze",
+        "--set",
+        "device.ideal=true",
+        "--name=x",
+        "--size=1m",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let o = flashpath(&[
+        "fio",
+        "--set",
+        "device.ideal=maybe",
+        "--name=x",
+        "--size=1m",
+    ]);
+    assert!(
+        stderr(&o).contains("device.ideal=maybe: expected true or false"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -50,6 +50,28 @@ pub struct SimConfig {
     pub precondition: bool,
 }
 
+/// The what-if of an infinitely fast storage (the white paper's hw = 0): the device
+/// serves every command in no time (an ideal device of the same capacity and interface)
+/// and the bus or link moves commands and data in no time. The host's software stays
+/// as it is, so a run measures what the software alone allows, size / (pre + post)
+/// on one stream.
+pub fn instant_hardware(host: &mut crate::host::HostConfig, device: &mut DeviceConfig) {
+    let mut d = DeviceConfig::ideal(device.capacity_bytes, 0);
+    d.interface = device.interface;
+    d.name = format!("{} (instant)", device.name);
+    *device = d;
+    let fast = u64::MAX / 4;
+    host.bus.data_bytes_per_s = fast;
+    host.bus.clock_hz = fast;
+    host.bus.ncr_clocks = 0;
+    host.bus.cmd_overhead_ns = 0;
+    if let Some(u) = &mut host.ufs {
+        u.link_bytes_per_s = fast;
+        u.frame_overhead_bytes = 0;
+        u.hc_fetch_ns = 0;
+    }
+}
+
 /// Jobs that write the union of the jobs' regions once, in random 4 KiB order (each
 /// block once: the random map), leaving the scattered layout of an aged device.
 fn precondition_jobs(jobs: &[JobConfig]) -> Vec<JobConfig> {
