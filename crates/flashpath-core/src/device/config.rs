@@ -68,6 +68,11 @@ pub struct RawNand {
     pub t_erase: Option<String>,
     /// Channel (ONFI/Toggle) data rate, e.g. "400MB/s" for Toggle DDR 400 MT/s × 8 bit.
     pub channel_rate: Option<String>,
+    /// Cache program (PROGRAM PAGE CACHE, 80h-15h): the die takes the next row's data
+    /// into its cache register while the previous row programs, and starts programming
+    /// it as soon as the previous program ends (within one block). Optional: absent =
+    /// false (every program waits for the die, then transfers its data, then programs).
+    pub cache_program: Option<bool>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -176,6 +181,8 @@ pub struct NandDeviceConfig {
     pub t_prog_ns: u64,
     pub t_erase_ns: u64,
     pub channel_bytes_per_s: u64,
+    /// Cache program (80h-15h): a second row may be sent to a programming die.
+    pub cache_program: bool,
     pub fw_per_command_ns: u64,
     pub fw_per_4kib_ns: u64,
     pub map_entries_per_segment: u32,
@@ -268,6 +275,7 @@ impl DeviceConfig {
             t_prog_ns: 500_000,
             t_erase_ns: 2_000_000,
             channel_bytes_per_s: 400_000_000,
+            cache_program: false,
             fw_per_command_ns: 10_000,
             fw_per_4kib_ns: 1_000,
             map_entries_per_segment: 1024,
@@ -568,6 +576,7 @@ pub fn validate(raw: &RawDeviceConfig) -> Result<DeviceConfig, ConfigError> {
         t_prog_ns,
         t_erase_ns,
         channel_bytes_per_s,
+        cache_program: n.cache_program.unwrap_or(false),
         fw_per_command_ns,
         fw_per_4kib_ns,
         map_entries_per_segment,

@@ -234,6 +234,15 @@ impl PageMap {
             || self.free_blocks(die) > 1
     }
 
+    /// The host open block of `die`, if its next row fits in it (no new block opened):
+    /// a cache program may continue there (cache program works only within a block).
+    pub fn host_row_fits_open_block(&self, die: u32) -> Option<u32> {
+        let ob = &self.open[die as usize][0];
+        (ob.active
+            && ob.next.div_ceil(self.slots_per_row) * self.slots_per_row < self.slots_per_block)
+            .then_some(ob.block)
+    }
+
     /// Allocates the next whole row (program unit) of `die`'s open block for `stream`;
     /// returns the row's first slot. Host rows keep one free block in reserve for GC.
     pub fn alloc_row(&mut self, die: u32, stream: Stream) -> Option<Ppa> {

@@ -30,9 +30,14 @@
 //!   of the same row right after shares that tR (a multi-plane read). The registers
 //!   keep the last page read per plane until a program, erase or map read uses the die.
 //!   No cache read, no program/erase suspend, no read retry.
-//! - Host data is programmed one row per die at a time (no cache program); the drain
-//!   goes to the next die in round-robin order and waits for it if it is busy, skipping
-//!   only a die that has no block to write into until its GC frees one.
+//! - Host data is programmed one row per die at a time; the drain goes to the next die
+//!   in round-robin order and waits for it if it is busy, skipping only a die that has
+//!   no block to write into until its GC frees one. With `cache_program` (ONFI PROGRAM
+//!   PAGE CACHE, 80h-15h) a programming die also takes the next row of the same block:
+//!   its data crosses the channel into the cache register once the running program's
+//!   data has moved to the data register (from the running program's array start; tCBSY
+//!   not modelled), and its array program starts when the running one ends. Without it
+//!   the die is held from the row's data-in to the end of its program.
 //! - Map pages live in a reserved area outside the data blocks: a miss costs tR plus
 //!   the channel transfer of the segment from the die holding it (initially
 //!   `segment % dies`). A dirty segment is written back when evicted, or when more than
@@ -79,10 +84,21 @@ struct GcState {
     scheduled: bool,
 }
 
-/// The host program running on a die: (buffer slot, lpn, ppa) per 4 KiB.
+/// The host program running on a die: (buffer slot, lpn, ppa) per 4 KiB; with cache
+/// program, also the next row, waiting in the cache register for the array.
 struct DieProgram {
     units: Vec<(u32, Lpn, Ppa)>,
     active: bool,
+    /// Cache program: the row sent while `units` programs (it programs next).
+    cached: Vec<(u32, Lpn, Ppa)>,
+    cached_active: bool,
+    /// When the running program's array phase starts: its data has left the cache
+    /// register for the data register, so the next row's data may come in.
+    array_start: SimTime,
+    /// When the cached row's array phase starts (the running program's end).
+    cached_array_start: SimTime,
+    /// Block of the running program's row (cache program stays within a block).
+    block: u32,
 }
 
 pub struct PageMappedDevice {
@@ -152,6 +168,11 @@ impl PageMappedDevice {
                 .map(|_| DieProgram {
                     units: Vec::with_capacity(row),
                     active: false,
+                    cached: Vec::with_capacity(row),
+                    cached_active: false,
+                    array_start: 0,
+                    cached_array_start: 0,
+                    block: NONE,
                 })
                 .collect(),
             gc: vec![
@@ -731,7 +752,7 @@ impl PageMappedDevice {
                 if !self.ftl.can_alloc_host(d) {
                     continue;
                 }
-                if !self.die_prog[d as usize].active {
+                if self.die_accepts(d) {
                     chosen = Some(d);
                 }
                 break;
@@ -752,6 +773,16 @@ impl PageMappedDevice {
         }
     }
 
+    /// Whether `die` takes a row now: it is idle, or (cache program) it is programming a
+    /// row of the block the next row goes to and its cache register is empty.
+    fn die_accepts(&self, die: u32) -> bool {
+        let p = &self.die_prog[die as usize];
+        !p.active
+            || (self.c.cache_program
+                && !p.cached_active
+                && self.ftl.host_row_fits_open_block(die) == Some(p.block))
+    }
+
     /// Programs up to one row of waiting buffer data on `die`. False if every slot
     /// taken was dead (nothing programmed).
     fn issue_program(&mut self, now: SimTime, die: u32, out: &mut Outbox<Input, Output>) -> bool {
@@ -765,14 +796,22 @@ impl PageMappedDevice {
             .ftl
             .alloc_row(die, Stream::Host)
             .expect("can_alloc_host promised a row");
+        let block = self.ftl.block_of(base);
         let prog = &mut self.die_prog[die as usize];
-        assert!(!prog.active && prog.units.is_empty());
+        // A die that is programming takes this row into its cache register (80h-15h).
+        let cached = prog.active;
+        assert!(!prog.cached_active && prog.cached.is_empty());
+        assert!(cached || prog.units.is_empty());
+        let units = if cached {
+            &mut prog.cached
+        } else {
+            &mut prog.units
+        };
         for (i, &(slot, lpn)) in take[..n as usize].iter().enumerate() {
             let ppa = base + i as u32;
             self.ftl.place(ppa, lpn);
-            prog.units.push((slot, lpn, ppa));
+            units.push((slot, lpn, ppa));
         }
-        prog.active = true;
         self.take_scratch = take;
         self.stats.host_slots_programmed += n as u64;
         self.stats.padding_slots += (self.slots_per_row - n) as u64;
@@ -780,9 +819,27 @@ impl PageMappedDevice {
         let ready = now.max(self.buffer_data_ready);
         let d = die as usize;
         let ch = self.channel_of(die);
-        let start = ready.max(self.dies[d].free_at());
-        let (_, xend) = self.channels[ch].book(start, self.c.channel_ns(n as u64 * LPN_BYTES));
-        let (_, end) = self.dies[d].book(start, xend - start + self.c.t_prog_ns);
+        let xfer = self.c.channel_ns(n as u64 * LPN_BYTES);
+        let end = if cached {
+            // The data goes into the cache register once the running program's data
+            // has left it; the array takes it when the running program ends.
+            let (_, xend) = self.channels[ch].book(ready.max(self.die_prog[d].array_start), xfer);
+            let (array_start, end) = self.dies[d].book(xend, self.c.t_prog_ns);
+            let prog = &mut self.die_prog[d];
+            prog.cached_active = true;
+            prog.cached_array_start = array_start;
+            end
+        } else {
+            // The die is held from the data-in to the end of the program.
+            let start = ready.max(self.dies[d].free_at());
+            let (_, xend) = self.channels[ch].book(start, xfer);
+            let (_, end) = self.dies[d].book(start, xend - start + self.c.t_prog_ns);
+            let prog = &mut self.die_prog[d];
+            prog.active = true;
+            prog.array_start = xend;
+            prog.block = block;
+            end
+        };
         self.invalidate_registers(die);
         out.timer(end, Input::ProgramDone { die });
         if self.ftl.needs_gc(die) {
@@ -794,6 +851,7 @@ impl PageMappedDevice {
     fn program_done(&mut self, now: SimTime, die: u32, out: &mut Outbox<Input, Output>) {
         let mut units = std::mem::take(&mut self.die_prog[die as usize].units);
         assert!(self.die_prog[die as usize].active);
+        // The row that finished is the running one (a cached row ends after it).
         let mut last_seg = NONE;
         for &(slot, lpn, ppa) in &units {
             let current = self.ftl.get(lpn) == BUF_FLAG | slot;
@@ -809,8 +867,15 @@ impl PageMappedDevice {
         }
         units.clear();
         let prog = &mut self.die_prog[die as usize];
-        prog.units = units;
-        prog.active = false;
+        if prog.cached_active {
+            // The cached row is programming now; the cache register is free.
+            prog.units = std::mem::replace(&mut prog.cached, units);
+            prog.cached_active = false;
+            prog.array_start = prog.cached_array_start;
+        } else {
+            prog.units = units;
+            prog.active = false;
+        }
         // A GC that found no victim (blocks still being programmed) retries now.
         if self.ftl.needs_gc(die) {
             self.schedule_gc(now, die, out);
@@ -1054,6 +1119,48 @@ mod tests {
             )]
         );
         assert_eq!((d.stats().map_misses, d.stats().map_hits), (1, 1));
+    }
+
+    /// Three rows written at once on the 2-die test device: rows go to die 0, die 1,
+    /// die 0. Returns the ProgramDone timers of die 0 after both of its programs ran.
+    fn die0_program_ends(cache_program: bool) -> Vec<SimTime> {
+        let mut cfg = DeviceConfig::small_test_device();
+        cfg.nand_mut().unwrap().cache_program = cache_program;
+        let mut d = PageMappedDevice::new(cfg.nand().unwrap(), cfg.capacity_bytes);
+        let mut out = Outbox::new();
+        d.handle(0, cmd(1, DevOp::Write, 0, 3 * 64), &mut out);
+        let mut ends = Vec::new();
+        let mut timers: Vec<(SimTime, Input)> = out.timers().to_vec();
+        out.clear();
+        while !timers.is_empty() {
+            timers.sort_by_key(|&(t, _)| t);
+            let (t, input) = timers.remove(0);
+            if input == (Input::ProgramDone { die: 0 }) {
+                ends.push(t);
+            }
+            d.handle(t, input, &mut out);
+            timers.extend_from_slice(out.timers());
+            out.clear();
+        }
+        assert_eq!(d.stats().host_slots_programmed, 24);
+        assert!(d.write_buffer().is_clean());
+        ends
+    }
+
+    #[test]
+    fn cache_program_starts_the_next_row_when_the_previous_program_ends() {
+        let ack = FW + 24 * FW4K + 24 * COPY4K;
+        let first = ack + 8 * X4K + TPROG;
+        // Cache program: the third row crossed the channel into die 0's cache register
+        // while the first programmed; its program follows the first back to back.
+        assert_eq!(die0_program_ends(true), vec![first, first + TPROG]);
+        // Without it, die 0 takes the row's data only once the first program is done,
+        // after the map load (tR + 4 KiB out) that the first program's map update booked
+        // on die 0 at its end.
+        assert_eq!(
+            die0_program_ends(false),
+            vec![first, first + TR + X4K + 8 * X4K + TPROG]
+        );
     }
 
     #[test]
