@@ -2,7 +2,7 @@
 //!
 //! Every option a job sets must be one flashpath models; anything else is an error
 //! naming the option and where it was set. Options that are modelled only for some
-//! values (direct=0, trims, normal/zoned distributions, ...) are errors for the others.
+//! values (trims, normal/zoned distributions, ...) are errors for the others.
 
 use crate::report::JobMeta;
 use anyhow::{bail, Result};

@@ -39,7 +39,11 @@ fn traced(jobs: Vec<JobConfig>) -> (Trace, RunResult) {
     common::traced(system(), DriverKind::MmcLegacy, jobs, false)
 }
 
-fn try_run(driver: DriverKind, jobs: Vec<JobConfig>, host: HostConfig) -> Result<RunResult, String> {
+fn try_run(
+    driver: DriverKind,
+    jobs: Vec<JobConfig>,
+    host: HostConfig,
+) -> Result<RunResult, String> {
     run(SimConfig {
         host,
         device: system().1,
@@ -71,13 +75,20 @@ fn a_sequential_write_with_end_fsync_writes_every_byte_once() {
     // Every page was dirtied, and only writeback cleans a page: all clean at the end with
     // exactly the file's bytes written at the device means each byte was written once.
     assert_eq!(c.dirty_left_bytes, 0);
-    assert_eq!(c.device_write_slots * 4096, 96 * MIB, "counted at the device");
+    assert_eq!(
+        c.device_write_slots * 4096,
+        96 * MIB,
+        "counted at the device"
+    );
     assert_eq!(r.system.device_host_write_bytes, 96 * MIB);
     assert_eq!(c.writeback_bytes, 96 * MIB);
     assert!(c.evictions > 0, "the file is larger than the cache");
     assert_eq!(c.flushes, 1);
     assert_eq!(tr.commands(6).len(), 1, "one CMD6 FLUSH_CACHE");
-    assert_eq!(r.system.device_host_read_bytes, 0, "whole-page writes read nothing");
+    assert_eq!(
+        r.system.device_host_read_bytes, 0,
+        "whole-page writes read nothing"
+    );
     // The writes reached the device as large requests (writeback, not 128 KiB writes).
     assert!(r.system.requests < 96 * MIB / (128 * KIB));
 }
@@ -101,7 +112,10 @@ fn a_reread_that_fits_in_the_cache_issues_no_device_reads() {
     again.stonewall = true;
     let twice = traced(vec![buffered(100, 64 * KIB, size), again]).1;
     let read1 = once.system.device_host_read_bytes;
-    assert!(read1 >= size && read1 <= size + 256 * KIB, "readahead past the end: {read1}");
+    assert!(
+        read1 >= size && read1 <= size + 256 * KIB,
+        "readahead past the end: {read1}"
+    );
     assert_eq!(twice.system.device_host_read_bytes, read1);
 }
 
@@ -110,7 +124,17 @@ fn readahead_windows_ramp_up_per_the_kernel_rules() {
     // 4 KiB reads: get_init_ra_size(1, 32) = 4 pages, then ×2 (get_next_ra_size) to 32.
     let r = traced(vec![buffered(100, 4 * KIB, 2 * MIB)]).1;
     let w = &r.system.cache.readahead_bytes;
-    assert_eq!(&w[..6], &[16 * KIB, 32 * KIB, 64 * KIB, 128 * KIB, 128 * KIB, 128 * KIB]);
+    assert_eq!(
+        &w[..6],
+        &[
+            16 * KIB,
+            32 * KIB,
+            64 * KIB,
+            128 * KIB,
+            128 * KIB,
+            128 * KIB
+        ]
+    );
     assert!(w[3..].iter().all(|&b| b == 128 * KIB));
     // 16+32+64 KiB, then 128 KiB windows whose mark is their first page: the 16th
     // (at 2032 KiB) is reached inside the 2 MiB and starts the 17th, so 2288 KiB in all.
@@ -120,7 +144,12 @@ fn readahead_windows_ramp_up_per_the_kernel_rules() {
 
     // 128 KiB reads: initial window = max (32 pages), its mark at page 16 (async 16).
     let r = traced(vec![buffered(100, 128 * KIB, 2 * MIB)]).1;
-    assert!(r.system.cache.readahead_bytes.iter().all(|&b| b == 128 * KIB));
+    assert!(r
+        .system
+        .cache
+        .readahead_bytes
+        .iter()
+        .all(|&b| b == 128 * KIB));
     // The async readahead overlaps the device with the copy: once the window runs ahead,
     // reads find their pages uptodate.
     assert!(r.system.cache.hit_pages > r.system.cache.miss_pages);
@@ -132,7 +161,10 @@ fn readahead_windows_ramp_up_per_the_kernel_rules() {
     let r = traced(vec![j]).1;
     let w = &r.system.cache.readahead_bytes;
     let single = w.iter().filter(|&&b| b == 4 * KIB).count();
-    assert!(single * 10 >= w.len() * 9, "random reads read one page: {w:?}");
+    assert!(
+        single * 10 >= w.len() * 9,
+        "random reads read one page: {w:?}"
+    );
 }
 
 #[test]
@@ -143,14 +175,23 @@ fn writers_are_throttled_at_the_dirty_limit() {
     let limit = cache * 20 / 100 * 4096;
     let bg = cache * 10 / 100 * 4096;
     let max = r.system.cache.max_dirty_bytes;
-    assert!(max <= limit + bs, "dirty {max} past the limit {limit} by more than one write");
-    assert!(max > bg, "the writer ran past the background threshold ({max})");
+    assert!(
+        max <= limit + bs,
+        "dirty {max} past the limit {limit} by more than one write"
+    );
+    assert!(
+        max > bg,
+        "the writer ran past the background threshold ({max})"
+    );
     // Throttled: the job could not finish faster than the device took the data beyond
     // what the cache may hold dirty.
     let wrote = r.system.device_host_write_bytes;
     assert!(wrote >= 48 * MIB - limit - bs, "wrote {wrote}");
     let rate = 48.0 * MIB as f64 / (r.jobs[0].runtime_ns as f64 / 1e9);
-    assert!(rate < 400e6, "throttled to the device's pace, not the copy rate: {rate}");
+    assert!(
+        rate < 400e6,
+        "throttled to the device's pace, not the copy rate: {rate}"
+    );
 }
 
 #[test]
@@ -173,7 +214,10 @@ fn fsync_waits_for_all_dirty_data_and_issues_one_flush() {
     assert!(r.jobs[0].end_ns > flush[0].t);
     let fsync = r.jobs[0].sync_lat_ns[0];
     let first_data = writes.iter().map(|x| x.0).min().unwrap();
-    assert!(fsync > flush[0].t - first_data, "fsync {fsync} spans the writeback");
+    assert!(
+        fsync > flush[0].t - first_data,
+        "fsync {fsync} spans the writeback"
+    );
 }
 
 #[test]
@@ -239,7 +283,9 @@ fn buffered_runs_are_deterministic() {
 #[test]
 fn unsupported_combinations_are_errors_naming_them() {
     let (host, _) = common::system(HOST, DEVICE);
-    let e = try_run(DriverKind::MmcLegacy, vec![buffered(0, 4096, MIB)], host).unwrap_err();
+    let e = try_run(DriverKind::MmcLegacy, vec![buffered(0, 4096, MIB)], host)
+        .map(|_| ())
+        .expect_err("an error");
     assert!(e.contains("[memory]"), "{e}");
     let mut j = buffered(0, 4096, MIB);
     j.submission = Submission::Async {
@@ -247,12 +293,36 @@ fn unsupported_combinations_are_errors_naming_them() {
         batch_submit: 1,
         batch_complete_min: 1,
     };
-    let e = try_run(DriverKind::MmcLegacy, vec![j], system().0).unwrap_err();
+    let e = try_run(DriverKind::MmcLegacy, vec![j], system().0)
+        .map(|_| ())
+        .expect_err("an error");
     assert!(e.contains("asynchronous"), "{e}");
     let mut j = JobConfig::simple("d", Pattern::Sequential, 0, 4096, MIB);
     j.o_sync = true;
-    let e = try_run(DriverKind::MmcLegacy, vec![j], system().0).unwrap_err();
+    let e = try_run(DriverKind::MmcLegacy, vec![j], system().0)
+        .map(|_| ())
+        .expect_err("an error");
     assert!(e.contains("sync=1"), "{e}");
+    let (cqe, _) = common::system(
+        include_str!("../../../presets/hosts/sprd-sc9863a-cqe.toml"),
+        DEVICE,
+    );
+    let mut j = JobConfig::simple("d", Pattern::Sequential, 0, 4096, MIB);
+    j.end_fsync = true;
+    let drv = DriverKind::parse("mmc-cqe").unwrap();
+    let e = try_run(drv, vec![j], cqe)
+        .map(|_| ())
+        .expect_err("an error");
+    assert!(e.contains("mmc-cqe") && e.contains("DCMD"), "{e}");
+    // A bad [memory] value is a one-line error naming the field.
+    let bad = format!(
+        "{HOST}{}",
+        MEMORY.replace("page_op", "dirty_ratio = 5\npage_op")
+    );
+    let e = flashpath_core::config::preset::load_host(&bad, "host", &[])
+        .map(|_| ())
+        .expect_err("an error");
+    assert!(e.to_string().contains("memory.dirty_ratio"), "{e}");
 }
 
 #[test]
@@ -264,7 +334,11 @@ fn dirty_data_below_the_background_threshold_waits_for_dirty_expire() {
     let (tr, r) = traced(vec![j]);
     let w = transfers(&tr, Dir::Write);
     assert_eq!(w.len(), 1, "the second page is still dirty at the end");
-    assert!(w[0].0 >= 30_000_000_000 && w[0].0 < 36_000_000_000, "written at {}", w[0].0);
+    assert!(
+        w[0].0 >= 30_000_000_000 && w[0].0 < 36_000_000_000,
+        "written at {}",
+        w[0].0
+    );
     assert_eq!(r.system.cache.dirty_left_bytes, 4 * KIB);
 }
 
@@ -290,4 +364,34 @@ fn hsq_and_sd_drivers_carry_buffered_io() {
     assert_eq!(r.system.cache.flushes, 0);
     assert_eq!(r.system.cache.dirty_left_bytes, 0);
     assert_eq!(r.system.device_host_write_bytes, 8 * MIB);
+}
+
+#[test]
+fn concurrent_fsyncs_flush_one_at_a_time_on_ufs_and_mmc() {
+    // Four writers with fsync=64 on their own regions: their flushes queue behind each
+    // other (one flush in flight), every one completes.
+    let jobs = || {
+        (0..4)
+            .map(|i| {
+                let mut j = buffered(0, 4 * KIB, MIB);
+                j.offset = i * 16 * MIB;
+                j.fsync_every = 64;
+                j
+            })
+            .collect::<Vec<_>>()
+    };
+    let ufs = common::system(
+        &format!(
+            "{}{MEMORY}",
+            include_str!("../../../presets/hosts/sd835-phone.toml")
+        ),
+        include_str!("../../../presets/devices/ufs21-64g.toml"),
+    );
+    let (_, r) = common::traced(ufs, DriverKind::Ufs, jobs(), false);
+    assert_eq!(r.system.cache.flushes, 16);
+    assert!(r.jobs.iter().all(|j| j.sync_lat_ns.len() == 4));
+    assert_eq!(r.system.cache.device_write_slots * 4096, 4 * MIB);
+    let (tr, r) = traced(jobs());
+    assert_eq!(tr.commands(6).len(), 16);
+    assert!(r.jobs.iter().all(|j| j.sync_lat_ns.len() == 4));
 }

@@ -11,7 +11,9 @@
 //! Flush requests (REQ_OP_FLUSH, from fsync's blkdev_issue_flush on a queue with a
 //! volatile write cache) carry no data, never merge, and bypass the scheduler: the
 //! flush machinery inserts them at the head of the dispatch list
-//! (blk_mq_add_to_requeue_list(rq, add_front)), so they are dispatched first.
+//! (blk_mq_add_to_requeue_list(rq, add_front)), so they are dispatched first, one at a
+//! time (blk-flush has one flush request per queue in flight; flushes that arrive
+//! meanwhile wait for it; their coalescing into one flush is left out).
 //! Leaves out: I/O priorities, zoned write locking, multiple hardware queues.
 //! Units: 512-byte sectors, nanoseconds.
 
@@ -80,6 +82,7 @@ pub struct BlockLayer {
     queued: Vec<ReqId>,
     /// Flush requests, dispatched before the scheduler's requests.
     flushes: std::collections::VecDeque<ReqId>,
+    flush_in_flight: bool,
     /// Bios waiting for a tag, in arrival order.
     tag_wait: std::collections::VecDeque<Bio>,
     tags_used: u32,
@@ -103,6 +106,7 @@ impl BlockLayer {
             free: Vec::new(),
             queued: Vec::with_capacity(nr_requests as usize),
             flushes: std::collections::VecDeque::new(),
+            flush_in_flight: false,
             tag_wait: std::collections::VecDeque::new(),
             tags_used: 0,
             last_start: [0, 0],
@@ -131,7 +135,7 @@ impl BlockLayer {
         self.tag_wait.len()
     }
     pub fn has_queued(&self) -> bool {
-        !self.queued.is_empty() || !self.flushes.is_empty()
+        !self.queued.is_empty() || (!self.flushes.is_empty() && !self.flush_in_flight)
     }
 
     /// Tries to merge `bio` into a queued request; true if it did. With an elevator
@@ -280,7 +284,9 @@ impl BlockLayer {
 
     /// The next request for the driver, chosen by the scheduler, or None.
     pub fn dispatch(&mut self, now: SimTime) -> Option<ReqId> {
-        if let Some(id) = self.flushes.pop_front() {
+        if !self.flush_in_flight && !self.flushes.is_empty() {
+            let id = self.flushes.pop_front().expect("a flush waits");
+            self.flush_in_flight = true;
             self.reqs[id as usize].dispatched_at = now;
             self.requests_dispatched += 1;
             return Some(id);
@@ -367,6 +373,9 @@ impl BlockLayer {
     /// The driver finished `id`: frees its tag and returns its I/Os. Bios that waited
     /// for a tag are admitted; `admitted` receives how many were.
     pub fn complete(&mut self, now: SimTime, id: ReqId, ios: &mut Vec<u32>) -> usize {
+        if self.reqs[id as usize].flush {
+            self.flush_in_flight = false;
+        }
         let bios = std::mem::take(&mut self.reqs[id as usize].bios);
         ios.extend_from_slice(&bios);
         self.release(id, bios);
@@ -477,6 +486,15 @@ mod tests {
         let w = b.dispatch(1).unwrap();
         assert!(!b.req(w).flush);
         assert_eq!(b.req(w).sectors, 16);
+        // One flush in flight at a time.
+        b.submit_flush(2, 4, 0);
+        assert!(!b.has_queued());
+        assert_eq!(b.dispatch(2), None);
+        let mut ios = Vec::new();
+        b.complete(3, f, &mut ios);
+        assert!(b.has_queued());
+        let f2 = b.dispatch(3).unwrap();
+        assert!(b.req(f2).flush);
     }
 
     #[test]

@@ -386,8 +386,10 @@ impl RawMemory {
             ));
         }
         let dirty_expire_ns = ns_field("memory.dirty_expire", &self.dirty_expire)?;
-        let dirty_writeback_interval_ns =
-            ns_field("memory.dirty_writeback_interval", &self.dirty_writeback_interval)?;
+        let dirty_writeback_interval_ns = ns_field(
+            "memory.dirty_writeback_interval",
+            &self.dirty_writeback_interval,
+        )?;
         if dirty_writeback_interval_ns == 0 {
             return Err(ConfigError::new(
                 "memory.dirty_writeback_interval",

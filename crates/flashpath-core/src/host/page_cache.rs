@@ -240,7 +240,11 @@ impl PageCache {
     /// page's owner.
     pub fn start_writeback(&mut self, idx: u64) -> u32 {
         let p = self.pages.get_mut(&idx).expect("dirty page is cached");
-        assert_eq!(p.state, PageState::Dirty, "only a dirty page is written back");
+        assert_eq!(
+            p.state,
+            PageState::Dirty,
+            "only a dirty page is written back"
+        );
         p.state = PageState::Writeback { redirty: false };
         self.dirty_set.remove(&idx);
         self.writeback += 1;
@@ -252,7 +256,10 @@ impl PageCache {
 
     /// end_page_writeback: Writeback → Clean, or Dirty if it was written meanwhile.
     pub fn end_writeback(&mut self, idx: u64, now: SimTime) {
-        let p = self.pages.get_mut(&idx).expect("page under writeback is cached");
+        let p = self
+            .pages
+            .get_mut(&idx)
+            .expect("page under writeback is cached");
         let PageState::Writeback { redirty } = p.state else {
             panic!("end of writeback of a page not under writeback");
         };

@@ -61,8 +61,13 @@
 //! blkdev_issue_flush; datasync makes no difference on a block device): the caller writes
 //! the dirty pages of the range (one pass, as bios from its own core), waits until every
 //! writeback bio submitted up to then has ended, then, if the device has a volatile write
-//! cache, sends a flush request (REQ_OP_FLUSH) and waits for it. An eMMC with a write
-//! buffer has one (the kernel enables the eMMC cache when CACHE_SIZE > 0); an SD card has
+//! cache, sends a flush request (REQ_OP_FLUSH) and waits for it: on eMMC (mmc-legacy,
+//! mmc-hsq) CMD6 SWITCH FLUSH_CACHE with an R1b busy, polled like a write's (the kernel's
+//! mmc_blk_issue_flush runs it synchronously in the dispatcher after waiting for the
+//! request in flight; here it goes through the driver's normal start/IRQ/CMD13 path,
+//! which also starts it only once the previous request is off the card); on UFS a
+//! SYNCHRONIZE CACHE command UPIU without data. The mmc-cqe flush (a DCMD) is not
+//! modelled (an error). An eMMC or UFS device with a write buffer has one (the kernel enables the eMMC cache when CACHE_SIZE > 0); an SD card has
 //! none here (blk_queue_write_cache only when the card reports a cache, which the modelled
 //! kernels' SD path does not) so the flush is dropped as generic_make_request_checks does.
 //! fio's fsync=N issues it after every N writes once the writes in flight have completed;
@@ -274,18 +279,15 @@ pub(super) fn check(cfg: &super::SimConfig) -> Result<(), String> {
         let syncs = j.fsync_every > 0 || j.end_fsync || j.o_sync;
         if syncs && volatile_cache(cfg) {
             match cfg.driver {
-                DriverKind::MmcLegacy | DriverKind::MmcHsq { .. } | DriverKind::SdRtsx { .. } => {}
+                DriverKind::MmcLegacy
+                | DriverKind::MmcHsq { .. }
+                | DriverKind::SdRtsx { .. }
+                | DriverKind::Ufs => {}
                 DriverKind::MmcCqe { .. } => {
                     return Err(format!(
                         "job '{}': fsync/fdatasync/end_fsync/sync need a cache flush, which is not modelled for driver '{}' (a CQE DCMD)",
                         j.name,
                         cfg.driver.name()
-                    ))
-                }
-                DriverKind::Ufs => {
-                    return Err(format!(
-                        "job '{}': fsync/fdatasync/end_fsync/sync need a cache flush, which is not modelled for driver 'ufs' (SYNCHRONIZE CACHE)",
-                        j.name
                     ))
                 }
             }
@@ -330,7 +332,10 @@ fn next_ra_size(cur: u64, max: u64) -> u64 {
 
 impl Sim {
     fn cache(&mut self) -> &mut PageCache {
-        self.buf.cache.as_mut().expect("buffered jobs have a page cache")
+        self.buf
+            .cache
+            .as_mut()
+            .expect("buffered jobs have a page cache")
     }
 
     fn mem(&self) -> &crate::host::MemoryConfig {
@@ -571,7 +576,9 @@ impl Sim {
     fn ra_submit(&mut self, t: u32, start: u64, size: u64, async_size: u64) {
         let cap = self.cfg.device.capacity_bytes / PAGE;
         let end = (start + size).min(cap);
-        let mark = (start + size).checked_sub(async_size).filter(|_| async_size > 0);
+        let mark = (start + size)
+            .checked_sub(async_size)
+            .filter(|_| async_size > 0);
         let mut run: Option<(u64, u64)> = None;
         let mut pages = 0u64;
         let mut bios = 0u64;
@@ -757,10 +764,7 @@ impl Sim {
                 After::Resume { record } => {
                     if record && start >= self.threads[t as usize].measure_start {
                         let end = now + ret;
-                        self.threads[t as usize]
-                            .stats
-                            .sync_lat_ns
-                            .push(end - start);
+                        self.threads[t as usize].stats.sync_lat_ns.push(end - start);
                     }
                     None
                 }
@@ -864,8 +868,7 @@ impl Sim {
                         }
                         pages += b - a;
                         let core = self.threads[t as usize].core;
-                        bios +=
-                            self.cache_bios(owner, a, b, Dir::Write, CacheIo::Writeback, core);
+                        bios += self.cache_bios(owner, a, b, Dir::Write, CacheIo::Writeback, core);
                         from = b;
                     }
                 }
@@ -873,8 +876,8 @@ impl Sim {
                 set(self, seq_hi, FsyncPhase::Wait);
                 if pages > 0 {
                     let core = self.threads[t as usize].core;
-                    let cost = self.mem().page_op_ns * pages
-                        + self.cfg.host.costs.block_submit_ns * bios;
+                    let cost =
+                        self.mem().page_op_ns * pages + self.cfg.host.costs.block_submit_ns * bios;
                     self.threads[t as usize].stats.sys_ns += cost;
                     let end = self.cpu.run(core, self.now, cost);
                     self.kick(core);
@@ -975,18 +978,29 @@ impl Sim {
                         self.buf_wake(w as u32);
                     }
                 }
-                if self.buf.flusher_busy && self.block_tags_waiting() == 0 {
-                    // The flusher blocked on tags goes on.
-                    self.flusher_continue();
+            }
+            CacheIo::Flush => {
+                self.buf_wake(t);
+                // flush_end_io runs the queue: a flush that waited for this one goes.
+                if self.block.has_queued() {
+                    self.kick(self.cfg.host.irq_core);
                 }
             }
-            CacheIo::Flush => self.buf_wake(t),
             CacheIo::None => unreachable!("a fio I/O is not a cache I/O"),
         }
     }
 
     fn block_tags_waiting(&self) -> usize {
         self.block.tag_waiters()
+    }
+
+    /// Hook of `req_end`: a request ended; a flusher asleep for a tag goes on once no
+    /// bio waits for one.
+    #[inline]
+    pub(super) fn buf_tags_freed(&mut self) {
+        if self.buf.flusher_blocked && self.block_tags_waiting() == 0 {
+            self.flusher_continue();
+        }
     }
 
     /// Wakes the flusher kworker if it is idle.
@@ -1097,7 +1111,8 @@ impl Sim {
             lba: 0,
             sectors: 0,
         };
-        self.q.push(end, Ev::Dev(crate::device::Input::Command(cmd)));
+        self.q
+            .push(end, Ev::Dev(crate::device::Input::Command(cmd)));
         if !self.cfg.host.mmc.busy_detect {
             // Command-complete interrupt at the response; the busy is polled (CMD13).
             let t = self.irq_run(end, self.cfg.host.costs.irq_ns, r);

@@ -876,6 +876,7 @@ impl Sim {
             self.io_done(t, io);
         }
         self.scratch = ios;
+        self.buf_tags_freed();
         if admitted > 0 {
             // Requests that waited for a tag: the completion reruns the queue.
             self.kick(self.cfg.host.irq_core);
