@@ -304,7 +304,8 @@ fn unsupported_combinations_are_errors_naming_them() {
         .expect_err("an error");
     assert!(e.contains("sync=1"), "{e}");
     let (cqe, _) = common::system(
-        include_str!("../../../presets/hosts/sprd-sc9863a-cqe.toml"),
+        &include_str!("../../../presets/hosts/sprd-sc9863a-cqe.toml")
+            .replace("dcmd = true", "dcmd = false"),
         DEVICE,
     );
     let mut j = JobConfig::simple("d", Pattern::Sequential, 0, 4096, MIB);
@@ -313,7 +314,7 @@ fn unsupported_combinations_are_errors_naming_them() {
     let e = try_run(drv, vec![j], cqe)
         .map(|_| ())
         .expect_err("an error");
-    assert!(e.contains("mmc-cqe") && e.contains("DCMD"), "{e}");
+    assert!(e.contains("mmc-cqe") && e.contains("cqe.dcmd"), "{e}");
     // A bad [memory] value is a one-line error naming the field.
     let bad = format!(
         "{HOST}{}",
@@ -394,4 +395,63 @@ fn concurrent_fsyncs_flush_one_at_a_time_on_ufs_and_mmc() {
     let (tr, r) = traced(jobs());
     assert_eq!(tr.commands(6).len(), 16);
     assert!(r.jobs.iter().all(|j| j.sync_lat_ns.len() == 4));
+}
+
+#[test]
+fn cqe_flushes_with_a_dcmd_behind_a_queue_barrier() {
+    // Two writers with fsync=64 and a reader: each flush is a CMD6 DCMD sent when the
+    // tasks queued before it have completed; DAT0 is busy meanwhile (no data moves).
+    let cqe = common::system(
+        &format!(
+            "{}{MEMORY}",
+            include_str!("../../../presets/hosts/sprd-sc9863a-cqe.toml")
+        ),
+        DEVICE,
+    );
+    let mut jobs: Vec<JobConfig> = (0..2)
+        .map(|i| {
+            let mut j = buffered(0, 4 * KIB, MIB);
+            j.offset = i * 16 * MIB;
+            j.fsync_every = 64;
+            j
+        })
+        .collect();
+    let mut rd = JobConfig::simple("r", Pattern::Random, 100, 4 * KIB, 8 * MIB);
+    rd.offset = 64 * MIB;
+    rd.io_limit = 400 * 4 * KIB;
+    jobs.push(rd);
+    let drv = DriverKind::parse("mmc-cqe").unwrap();
+    let (tr, r) = common::traced(cqe, drv, jobs, false);
+    assert_eq!(r.system.cache.flushes, 8);
+    assert!(r.jobs[..2].iter().all(|j| j.sync_lat_ns.len() == 4));
+    assert_eq!(r.system.cache.device_write_slots * 4096, 2 * MIB);
+    let flushes = tr.commands(6);
+    assert_eq!(flushes.len(), 8);
+    let ev = tr.sorted();
+    for f in &flushes {
+        let done = ev
+            .iter()
+            .find(|e| e.req == f.req && e.t >= f.t && e.kind == TraceKind::DeviceDone)
+            .expect("the flush ends")
+            .t;
+        let busy = transfers(&tr, Dir::Read)
+            .into_iter()
+            .chain(transfers(&tr, Dir::Write))
+            .any(|(s, e)| s < done && e > f.t);
+        assert!(!busy, "data moved during the flush {}..{done}", f.t);
+        // The barrier: every task queued (CMD45) before the DCMD completed before it.
+        for q in ev
+            .iter()
+            .filter(|e| e.t < f.t && matches!(e.kind, TraceKind::Command { opcode: 45, .. }))
+        {
+            let completed = ev.iter().any(|e| {
+                e.req == q.req && e.kind == TraceKind::Completed && e.t >= q.t && e.t <= f.t
+            });
+            assert!(
+                completed,
+                "a task queued at {} was still open at the DCMD",
+                q.t
+            );
+        }
+    }
 }
