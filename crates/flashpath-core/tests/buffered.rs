@@ -455,3 +455,27 @@ fn cqe_flushes_with_a_dcmd_behind_a_queue_barrier() {
         }
     }
 }
+
+#[test]
+fn a_cache_of_a_few_windows_still_makes_progress() {
+    // 256 KiB of cache (64 pages, two 128 KiB readahead windows) for a reader, a writer
+    // and a read-modify-writer: pages are reclaimed as reads end and writeback cleans.
+    let tiny = MEMORY.replace("cache = \"64MiB\"", "cache = \"256KiB\"");
+    let sys = common::system(&format!("{HOST}{tiny}"), DEVICE);
+    let rd = buffered(100, 128 * KIB, 4 * MIB);
+    let mut w = buffered(0, 64 * KIB, 4 * MIB);
+    w.offset = 16 * MIB;
+    w.end_fsync = true;
+    let mut rmw = buffered(0, 2 * KIB, 256 * KIB);
+    rmw.offset = 32 * MIB;
+    rmw.end_fsync = true;
+    let (_, r) = common::traced(sys, DriverKind::MmcLegacy, vec![rd, w, rmw], false);
+    assert_eq!(r.jobs[0].dirs[0].bytes, 4 * MIB);
+    assert!(r.system.cache.evictions > 0);
+    assert_eq!(r.system.cache.dirty_left_bytes, 0);
+    // Every page of the 2 KiB writer was read before its first half was written. With
+    // 6 pages of background threshold, a page may be written back between its two
+    // halves and written again: at least every byte once.
+    assert!(r.system.device_host_read_bytes >= 4 * MIB + 256 * KIB);
+    assert!(r.system.cache.device_write_slots * 4096 >= 4 * MIB + 256 * KIB);
+}

@@ -943,10 +943,14 @@ impl Sim {
                     self.cache().fill_done(i);
                 }
                 for w in 0..self.buf.threads.len() {
-                    if self.buf.threads[w]
-                        .waiting_page
-                        .is_some_and(|p| p >= lo && p < hi)
-                    {
+                    let bt = &self.buf.threads[w];
+                    // Waiting for one of these pages, or for a page to reclaim (these
+                    // are clean now).
+                    let wake = match bt.waiting_page {
+                        Some(p) => p >= lo && p < hi,
+                        None => matches!(bt.op, Op::Read { .. } | Op::Write { .. }),
+                    };
+                    if wake {
                         self.buf.threads[w].waiting_page = None;
                         self.buf_wake(w as u32);
                     }
