@@ -74,7 +74,8 @@
 //! kernels' SD path does not) so the flush is dropped as generic_make_request_checks does.
 //! fio's fsync=N issues it after every N writes once the writes in flight have completed;
 //! its latency goes to the job's sync statistics (fio's JSON `sync`). end_fsync is one
-//! fsync at the end, not counted there. sync=1 (O_SYNC): each write is followed by the
+//! fsync at the end, not counted there (fio runs it in TD_FSYNCING; io_u.c should_account
+//! counts only TD_RUNNING and TD_VERIFYING). sync=1 (O_SYNC): each write is followed by the
 //! fsync of its range (generic_write_sync) before the system call returns.
 //! Limitation: a page rewritten while under writeback before an fsync is not waited for
 //! by that fsync (Linux's WB_SYNC_ALL waits for it and writes it again).
