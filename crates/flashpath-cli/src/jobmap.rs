@@ -2,7 +2,7 @@
 //!
 //! Every option a job sets must be one flashpath models; anything else is an error
 //! naming the option and where it was set. Options that are modelled only for some
-//! values (direct=0, trims, normal/zoned distributions, ...) are errors for the others.
+//! values (trims, normal/zoned distributions, ...) are errors for the others.
 
 use crate::report::JobMeta;
 use anyhow::{bail, Result};
@@ -60,8 +60,13 @@ const MODELLED: &[&str] = &[
     "slat_percentiles",
     "unified_rw_reporting",
     "kb_base",
-    // O_DIRECT I/O bypasses the page cache, so dropping it before the run changes nothing.
+    // The simulated page cache starts empty, as after fio's invalidate.
     "invalidate",
+    // The sync family (sim/buffered.rs): fsync after N writes, at the end, O_SYNC.
+    "fsync",
+    "fdatasync",
+    "end_fsync",
+    "sync",
     // Only controls whether fio prints disk statistics; flashpath prints none.
     "disk_util",
 ];
@@ -140,13 +145,6 @@ fn check_modelled(job: &Job) -> Result<()> {
             e.as_fio(),
             at("ioengine")
         ),
-    }
-    if !o.direct {
-        bail!(
-            "job '{}': buffered I/O (direct=0{}) is not modelled by flashpath yet; use --direct=1",
-            job.name,
-            at("direct")
-        );
     }
     if o.rw.mode.trims() {
         bail!(
@@ -247,6 +245,15 @@ fn job_config(job: &Job, dev: &DeviceConfig) -> Result<JobConfig> {
         norandommap: o.norandommap,
         submission,
         direct: o.direct,
+        // On a block device fdatasync is fsync (blkdev_fsync ignores datasync).
+        fsync_every: if o.fsync_every > 0 {
+            o.fsync_every
+        } else {
+            o.fdatasync_every
+        },
+        end_fsync: o.end_fsync,
+        // O_DSYNC and O_SYNC differ only in metadata, which a block device has none of.
+        o_sync: o.sync != flashpath_fio::parse::SyncMode::None,
         runtime_ns: if o.runtime_ns > 0 {
             Some(o.runtime_ns)
         } else {

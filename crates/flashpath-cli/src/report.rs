@@ -71,6 +71,9 @@ fn job_report(meta: &JobMeta, s: &JobStats) -> JobReport {
         buckets.merge(&LatencyBuckets::from_hist(&src.clat));
     }
     r.latency_buckets = buckets;
+    for &l in &s.sync_lat_ns {
+        r.record_sync(l);
+    }
     r.job_runtime_ms = runtime_ms;
     r.sys_time_ms = s.sys_ns / 1_000_000;
     r.ctx = s.ctx;

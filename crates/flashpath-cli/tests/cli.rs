@@ -126,7 +126,7 @@ fn bad_command_lines_are_one_line_errors() {
     rejects(&with(&["--zonemode=zbd"]), "zonemode");
     rejects(
         &["fio", "--name=t", "--rw=read", "--size=1m", "--direct=0"],
-        "buffered I/O",
+        "needs a [memory] section",
     );
     rejects(&with(&["--ioengine=mmap"]), "ioengine=mmap");
     rejects(

@@ -8,6 +8,12 @@
 //! writes (unless writes were passed over `writes_starved` times), in sector order from
 //! the last dispatch in batches of `fifo_batch`, and the oldest request first once its
 //! deadline (read 500 ms, write 5 s) has expired.
+//! Flush requests (REQ_OP_FLUSH, from fsync's blkdev_issue_flush on a queue with a
+//! volatile write cache) carry no data, never merge, and bypass the scheduler: the
+//! flush machinery inserts them at the head of the dispatch list
+//! (blk_mq_add_to_requeue_list(rq, add_front)), so they are dispatched first, one at a
+//! time (blk-flush has one flush request per queue in flight; flushes that arrive
+//! meanwhile wait for it; their coalescing into one flush is left out).
 //! Leaves out: I/O priorities, zoned write locking, multiple hardware queues.
 //! Units: 512-byte sectors, nanoseconds.
 
@@ -54,6 +60,8 @@ pub struct Request {
     pub irq_at: SimTime,
     /// Software queue (CPU) it was inserted from.
     pub cpu: u32,
+    /// A cache flush (REQ_OP_FLUSH): no data; `dir` is Write, `sectors` 0.
+    pub flush: bool,
 }
 
 impl Request {
@@ -83,6 +91,9 @@ pub struct BlockLayer {
     free: Vec<ReqId>,
     /// Requests in the scheduler, in arrival order.
     queued: Vec<ReqId>,
+    /// Flush requests, dispatched before the scheduler's requests.
+    flushes: std::collections::VecDeque<ReqId>,
+    flush_in_flight: bool,
     /// Bios waiting for a tag, in arrival order.
     tag_wait: std::collections::VecDeque<Bio>,
     tags_used: u32,
@@ -105,6 +116,8 @@ impl BlockLayer {
             reqs: Vec::with_capacity(nr_requests as usize),
             free: Vec::new(),
             queued: Vec::with_capacity(nr_requests as usize),
+            flushes: std::collections::VecDeque::new(),
+            flush_in_flight: false,
             tag_wait: std::collections::VecDeque::new(),
             tags_used: 0,
             last_start: [0, 0],
@@ -126,10 +139,14 @@ impl BlockLayer {
 
     /// Requests waiting in the scheduler.
     pub fn queued_len(&self) -> usize {
-        self.queued.len()
+        self.queued.len() + self.flushes.len()
+    }
+    /// Bios waiting for a tag.
+    pub fn tag_waiters(&self) -> usize {
+        self.tag_wait.len()
     }
     pub fn has_queued(&self) -> bool {
-        !self.queued.is_empty()
+        !self.queued.is_empty() || (!self.flushes.is_empty() && !self.flush_in_flight)
     }
 
     /// Tries to merge `bio` into a queued request; true if it did. With an elevator
@@ -216,6 +233,7 @@ impl BlockLayer {
         bios.clear();
         self.reqs[id as usize].bios = bios;
         self.reqs[id as usize].dir = None;
+        self.reqs[id as usize].flush = false;
         self.free.push(id);
         self.tags_used -= 1;
     }
@@ -242,6 +260,7 @@ impl BlockLayer {
         r.dispatched_at = 0;
         r.hw_at = SimTime::MAX;
         r.irq_at = SimTime::MAX;
+        r.flush = false;
         id
     }
 
@@ -258,6 +277,24 @@ impl BlockLayer {
     pub fn mark_irq(&mut self, id: ReqId, t: SimTime) {
         let r = &mut self.reqs[id as usize];
         r.irq_at = r.irq_at.min(t);
+    }
+
+    /// Submits a cache flush for fio I/O `io` from `cpu` (the flush request borrows
+    /// the tag of the request that carries it, so it does not wait for one).
+    pub fn submit_flush(&mut self, now: SimTime, io: u32, cpu: u32) {
+        let id = self.new_request(
+            now,
+            &Bio {
+                io,
+                dir: Dir::Write,
+                sector: 0,
+                sectors: 0,
+                cpu,
+                queued_at: now,
+            },
+        );
+        self.reqs[id as usize].flush = true;
+        self.flushes.push_back(id);
     }
 
     /// Submits a bio (already split to at most max_sectors). Returns false if it had to
@@ -278,6 +315,13 @@ impl BlockLayer {
 
     /// The next request for the driver, chosen by the scheduler, or None.
     pub fn dispatch(&mut self, now: SimTime) -> Option<ReqId> {
+        if !self.flush_in_flight && !self.flushes.is_empty() {
+            let id = self.flushes.pop_front().expect("a flush waits");
+            self.flush_in_flight = true;
+            self.reqs[id as usize].dispatched_at = now;
+            self.requests_dispatched += 1;
+            return Some(id);
+        }
         if self.queued.is_empty() {
             return None;
         }
@@ -360,6 +404,9 @@ impl BlockLayer {
     /// The driver finished `id`: frees its tag and returns its I/Os. Bios that waited
     /// for a tag are admitted; `admitted` receives how many were.
     pub fn complete(&mut self, now: SimTime, id: ReqId, ios: &mut Vec<u32>) -> usize {
+        if self.reqs[id as usize].flush {
+            self.flush_in_flight = false;
+        }
         let bios = std::mem::take(&mut self.reqs[id as usize].bios);
         ios.extend_from_slice(&bios);
         self.release(id, bios);
@@ -456,6 +503,30 @@ mod tests {
         assert_eq!(b.complete(1, id, &mut ios), 1);
         assert_eq!(ios, vec![1]);
         assert_eq!(b.queued_len(), 2);
+    }
+
+    #[test]
+    fn a_flush_bypasses_the_queue_and_never_merges() {
+        let mut b = BlockLayer::new(Scheduler::MqDeadline, 16, 512 * 1024);
+        b.submit(0, bio(1, Dir::Write, 0, 8));
+        b.submit_flush(0, 2, 0);
+        b.submit(0, bio(3, Dir::Write, 8, 8)); // merges with the write, not the flush
+        assert_eq!(b.queued_len(), 2);
+        let f = b.dispatch(1).unwrap();
+        assert!(b.req(f).flush);
+        assert_eq!((b.req(f).sectors, b.req(f).bios.clone()), (0, vec![2]));
+        let w = b.dispatch(1).unwrap();
+        assert!(!b.req(w).flush);
+        assert_eq!(b.req(w).sectors, 16);
+        // One flush in flight at a time.
+        b.submit_flush(2, 4, 0);
+        assert!(!b.has_queued());
+        assert_eq!(b.dispatch(2), None);
+        let mut ios = Vec::new();
+        b.complete(3, f, &mut ios);
+        assert!(b.has_queued());
+        let f2 = b.dispatch(3).unwrap();
+        assert!(b.req(f2).flush);
     }
 
     #[test]

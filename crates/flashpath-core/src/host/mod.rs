@@ -7,9 +7,10 @@
 
 pub mod block;
 pub mod cpu;
+pub mod page_cache;
 pub mod ufs_config;
 
-use crate::config::{hz_field, ns_field, rate_field, ConfigError};
+use crate::config::{bytes_field, hz_field, ns_field, rate_field, ConfigError};
 use crate::device::cq::CqPolicy;
 use serde::Deserialize;
 
@@ -271,6 +272,32 @@ pub struct HostConfig {
     pub ufs: Option<UfsHostConfig>,
     /// The command queue engine, if the preset describes one (`[cqe]`).
     pub cqe: Option<CqeHostConfig>,
+    /// Memory, page cache and writeback (the optional `[memory]` section); required by
+    /// buffered jobs (direct=0) only.
+    pub memory: Option<MemoryConfig>,
+}
+
+/// Host memory for the page cache and the writeback tunables (`[memory]`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct MemoryConfig {
+    /// RAM of the board.
+    pub size_bytes: u64,
+    /// Memory the page cache may use for the run (dirtyable memory: free + file pages).
+    pub cache_bytes: u64,
+    /// vm.dirty_background_ratio, percent of `cache_bytes`.
+    pub dirty_background_ratio: u32,
+    /// vm.dirty_ratio, percent of `cache_bytes`.
+    pub dirty_ratio: u32,
+    /// vm.dirty_expire_centisecs, in ns.
+    pub dirty_expire_ns: u64,
+    /// vm.dirty_writeback_centisecs, in ns.
+    pub dirty_writeback_interval_ns: u64,
+    /// memcpy rate of one core (copy_to_user / copy_from_user), bytes per second.
+    pub copy_bytes_per_s: u64,
+    /// Page cache work per 4 KiB page: lookup or allocation and LRU insertion.
+    pub page_op_ns: u64,
+    /// The block device's read_ahead_kb.
+    pub read_ahead_kb: u64,
 }
 
 // ---- Raw preset structures (TOML) ----
@@ -293,6 +320,107 @@ pub struct RawHost {
     pub ufs: Option<RawUfs>,
     #[serde(default)]
     pub cqe: Option<RawCqe>,
+    /// Optional: needed by buffered (direct=0) jobs only.
+    #[serde(default)]
+    pub memory: Option<RawMemory>,
+}
+
+fn default_bg_ratio() -> u32 {
+    10
+}
+fn default_dirty_ratio() -> u32 {
+    20
+}
+fn default_expire() -> String {
+    "30s".into()
+}
+fn default_wb_interval() -> String {
+    "5s".into()
+}
+fn default_ra_kb() -> u64 {
+    128
+}
+
+/// `[memory]`: the writeback tunables default to Linux's (Documentation/admin-guide/
+/// sysctl/vm.rst: dirty_background_ratio 10, dirty_ratio 20, dirty_expire_centisecs
+/// 3000, dirty_writeback_centisecs 500); read_ahead_kb to VM_READAHEAD_PAGES (128 KiB).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawMemory {
+    pub size: String,
+    pub cache: String,
+    #[serde(default = "default_bg_ratio")]
+    pub dirty_background_ratio: u32,
+    #[serde(default = "default_dirty_ratio")]
+    pub dirty_ratio: u32,
+    #[serde(default = "default_expire")]
+    pub dirty_expire: String,
+    #[serde(default = "default_wb_interval")]
+    pub dirty_writeback_interval: String,
+    pub copy_rate: String,
+    pub page_op: String,
+    #[serde(default = "default_ra_kb")]
+    pub read_ahead_kb: u64,
+}
+
+impl RawMemory {
+    fn validate(&self) -> Result<MemoryConfig, ConfigError> {
+        let size_bytes = bytes_field("memory.size", &self.size)?;
+        let cache_bytes = bytes_field("memory.cache", &self.cache)?;
+        if cache_bytes < 64 * 4096 || cache_bytes > size_bytes {
+            return Err(ConfigError::new(
+                "memory.cache",
+                "must be at least 256KiB and at most memory.size",
+            ));
+        }
+        if self.dirty_background_ratio == 0 || self.dirty_background_ratio >= 100 {
+            return Err(ConfigError::new(
+                "memory.dirty_background_ratio",
+                "must be 1..=99",
+            ));
+        }
+        if self.dirty_ratio <= self.dirty_background_ratio || self.dirty_ratio > 100 {
+            return Err(ConfigError::new(
+                "memory.dirty_ratio",
+                "must be above dirty_background_ratio and at most 100",
+            ));
+        }
+        let dirty_expire_ns = ns_field("memory.dirty_expire", &self.dirty_expire)?;
+        let dirty_writeback_interval_ns = ns_field(
+            "memory.dirty_writeback_interval",
+            &self.dirty_writeback_interval,
+        )?;
+        if dirty_writeback_interval_ns == 0 {
+            return Err(ConfigError::new(
+                "memory.dirty_writeback_interval",
+                "0 (periodic writeback off) is not modelled",
+            ));
+        }
+        let copy_bytes_per_s = rate_field("memory.copy_rate", &self.copy_rate)?;
+        if !(1_000_000..=1_000_000_000_000).contains(&copy_bytes_per_s) {
+            return Err(ConfigError::new(
+                "memory.copy_rate",
+                "must be between 1MB/s and 1TB/s",
+            ));
+        }
+        if !(4..=65536).contains(&self.read_ahead_kb) || !self.read_ahead_kb.is_multiple_of(4) {
+            return Err(ConfigError::new(
+                "memory.read_ahead_kb",
+                "must be a multiple of 4 in 4..=65536 (0, readahead off, is not modelled)",
+            ));
+        }
+        Ok(MemoryConfig {
+            size_bytes,
+            cache_bytes,
+            dirty_background_ratio: self.dirty_background_ratio,
+            dirty_ratio: self.dirty_ratio,
+            dirty_expire_ns,
+            dirty_writeback_interval_ns,
+            copy_bytes_per_s,
+            page_op_ns: cost("memory.page_op", &self.page_op)?,
+            read_ahead_kb: self.read_ahead_kb,
+        })
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -528,6 +656,10 @@ impl RawHost {
                 Some(u) => Some(u.validate()?),
                 None => None,
             },
+            memory: match &self.memory {
+                Some(m) => Some(m.validate()?),
+                None => None,
+            },
         })
     }
 }
@@ -578,6 +710,7 @@ impl HostConfig {
             },
             ufs: None,
             cqe: None,
+            memory: None,
         }
     }
 }

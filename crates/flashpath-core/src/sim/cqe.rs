@@ -29,9 +29,14 @@
 //!   DAT lines only (and no write busy), `SystemStats::cmd13` only software CMD13s.
 //! - After an answer with no ready task the next CMD13 waits the idle timer (SSC1.CIT),
 //!   also when a new task was queued meanwhile.
-//! - Flush (DCMD CMD6 with QBAR) and discard/trim (legacy CMD35/36/38 with the queue
-//!   halted) are not modelled: the simulated block layer carries no flush or discard
-//!   requests (buffered I/O, fsync and trim jobs are refused before a run). Nor are
+//! - Flush: with MMC_CAP2_CQE_DCMD (`cqe.dcmd`) a flush is a direct command in slot 31
+//!   (mmc_cqe_issue_type → MMC_ISSUE_DCMD; cqhci_prep_dcmd_desc sets QBAR, the queue
+//!   barrier): the CQE sends no task queued after it (their CMD44/45 wait) and sends
+//!   the DCMD — CMD6 FLUSH_CACHE, R1b — once every earlier task has completed; DAT0 is
+//!   busy until the device has flushed; then its completion interrupt, and the waiting
+//!   tasks are queued. Without DCMD the flush would halt the queue (not modelled: an
+//!   error before the run). Discard/trim (legacy CMD35/36/38 with the queue halted) is
+//!   not modelled (trim jobs are refused before a run). Nor are
 //!   task error recovery (halt, CMD48, requeue) and interrupt coalescing.
 //!
 //! Units: ns.
@@ -90,6 +95,12 @@ pub(super) struct MmcCqe {
     last_empty: Option<SimTime>,
     /// When the last byte of each queued read is ready in the device (by request id).
     last_ready: Vec<SimTime>,
+    /// A flush DCMD whose doorbell rang, not yet completed.
+    dcmd: Option<ReqId>,
+    /// Tasks queued before the DCMD that have not completed (its queue barrier).
+    dcmd_before: u32,
+    /// Tasks whose doorbell rang after the DCMD: their CMD44/45 wait for it.
+    after_barrier: Vec<ReqId>,
 }
 
 impl MmcCqe {
@@ -136,6 +147,9 @@ impl MmcCqe {
             poll_pending: false,
             last_empty: None,
             last_ready: Vec::new(),
+            dcmd: None,
+            dcmd_before: 0,
+            after_barrier: Vec::new(),
         })
     }
 
@@ -158,6 +172,17 @@ impl Sim {
     pub(super) fn cqe_handle(&mut self, e: CqeEv) {
         let now = self.now;
         match e {
+            CqeEv::Doorbell(r) if self.block.req(r).flush => {
+                self.cqe.dcmd = Some(r);
+                self.cqe.dcmd_before = self.cqe.in_flight;
+                self.cqe_pump();
+                self.disp_next(now);
+            }
+            CqeEv::Doorbell(r) if self.cqe.dcmd.is_some() => {
+                // Behind the queue barrier.
+                self.cqe.after_barrier.push(r);
+                self.disp_next(now);
+            }
             CqeEv::Doorbell(r) => {
                 let end = self.cqe_cmds(now, &[44, 45], Some(r));
                 self.q.push(end, Ev::Cqe(CqeEv::Queued(r)));
@@ -182,10 +207,23 @@ impl Sim {
                 assert_eq!(self.cqe.executing, Some(r), "the bus was this task's");
                 self.cqe.executing = None;
                 self.cqe_complete(r);
+                if self.cqe.dcmd == Some(r) {
+                    // The barrier is lifted: the tasks behind it are queued.
+                    self.cqe.dcmd = None;
+                    for w in std::mem::take(&mut self.cqe.after_barrier) {
+                        let end = self.cqe_cmds(now, &[44, 45], Some(w));
+                        self.q.push(end, Ev::Cqe(CqeEv::Queued(w)));
+                    }
+                }
                 self.cqe_pump();
             }
+            CqeEv::Done(r) if self.block.req(r).flush => self.req_end(r),
             CqeEv::Done(r) => {
                 self.cqe.in_flight -= 1;
+                if self.cqe.dcmd.is_some() {
+                    self.cqe.dcmd_before -= 1;
+                    self.cqe_pump();
+                }
                 self.req_end(r);
                 // mmc_cqe_request_done reruns the queue that was refused as full.
                 let core = self.cfg.host.irq_core;
@@ -198,6 +236,19 @@ impl Sim {
     /// ended at `at`; cqhci_request writes the descriptors and rings the doorbell.
     pub(super) fn cqe_issue(&mut self, core: u32, at: SimTime, r: ReqId) {
         let t = self.cpu.run(core, at, self.cqe.request_ns);
+        if self.block.req(r).flush {
+            // The DCMD slot (31) is not one of the task slots.
+            self.tr(
+                t,
+                Some(r),
+                TraceKind::Started {
+                    core,
+                    ctx: Ctx::Task,
+                },
+            );
+            self.q.push(t, Ev::Cqe(CqeEv::Doorbell(r)));
+            return;
+        }
         self.cqe.in_flight += 1;
         self.cqe.pending += 1;
         assert!(
@@ -269,6 +320,11 @@ impl Sim {
         if self.cqe.executing.is_some() {
             return;
         }
+        if let Some(d) = self.cqe.dcmd {
+            if self.cqe.dcmd_before == 0 {
+                return self.cqe_dcmd(d);
+            }
+        }
         if let Some(t) = self.cqe.next.take() {
             return self.cqe_execute(t);
         }
@@ -332,6 +388,21 @@ impl Sim {
         let at = start + self.cfg.host.bus.data_ns(before * 512);
         self.cqe.poll_pending = true;
         self.q.push(at, Ev::Cqe(CqeEv::Poll));
+    }
+
+    /// The flush DCMD: CMD6 (FLUSH_CACHE) on the CMD line; DAT0 busy until the device has
+    /// flushed (its `Done` comes back as `BusyEnd`).
+    fn cqe_dcmd(&mut self, r: ReqId) {
+        let now = self.now;
+        self.cqe.executing = Some(r);
+        let end = self.cqe_cmds(now, &[6], Some(r));
+        let cmd = DevCommand {
+            tag: r,
+            op: DevOp::Flush,
+            lba: 0,
+            sectors: 0,
+        };
+        self.q.push(end, Ev::Dev(device::Input::Command(cmd)));
     }
 
     /// Task completion notification: cqhci_irq on the IRQ core, then the block

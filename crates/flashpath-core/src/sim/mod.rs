@@ -31,9 +31,11 @@ use crate::trace::{Ctx, Trace, TraceKind};
 use crate::workload::{rate_gate, Dir, IoSource, JobConfig, Submission};
 use flashpath_hist::{batch_bucket, depth_level_bucket};
 
+mod buffered;
 mod cqe;
 mod rtsx;
 mod ufs;
+pub use buffered::CacheStats;
 pub use rtsx::IDLE_STOP_NS as RTSX_IDLE_STOP_NS;
 
 /// Everything a run needs.
@@ -145,6 +147,8 @@ enum Ev {
     Cqe(cqe::CqeEv),
     /// The rtsx SD host driver's own events (`sim/rtsx.rs`).
     Rtsx(rtsx::RtsxEv),
+    /// Buffered I/O: page cache, writeback, fsync (`sim/buffered.rs`).
+    Buf(buffered::BufEv),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -173,6 +177,9 @@ struct Io {
     t_hw: SimTime,
     /// The last of its requests' interrupts (0: none yet).
     t_irq: SimTime,
+    /// Not a fio I/O but a page cache read, a writeback or a flush (`thread` is the job
+    /// it is done for: the reader, the job that dirtied the pages, the fsync caller).
+    cache: buffered::CacheIo,
 }
 
 struct Thread {
@@ -253,6 +260,8 @@ pub struct Sim {
     trace: Option<Trace>,
     /// The rtsx SD host driver's state.
     rtsx: rtsx::Rtsx,
+    /// Page cache and writeback state (`sim/buffered.rs`).
+    buf: buffered::Buffered,
 }
 
 impl Sim {
@@ -274,12 +283,6 @@ impl Sim {
         }
         for j in &cfg.jobs {
             j.validate()?;
-            if !j.direct {
-                return Err(format!(
-                    "job '{}': buffered I/O (direct=0) is not modelled yet; use direct=1",
-                    j.name
-                ));
-            }
             let cap = cfg.device.capacity_bytes;
             if j.offset + j.size > cap {
                 return Err(format!(
@@ -292,6 +295,7 @@ impl Sim {
             }
         }
         check_driver(&cfg)?;
+        buffered::check(&cfg)?;
         let host = &cfg.host;
         let cqe = cqe::MmcCqe::new(cfg.driver, host)?;
         let threads = cfg
@@ -331,6 +335,7 @@ impl Sim {
                         complete_hist: [0; 7],
                         sys_ns: 0,
                         spans: Spans::default(),
+                        sync_lat_ns: Vec::new(),
                     },
                     last_change: 0,
                 }
@@ -341,6 +346,7 @@ impl Sim {
             prefill,
             trace: None,
             rtsx: rtsx::Rtsx::default(),
+            buf: buffered::Buffered::new(&cfg),
             hsq: MmcHsq::default(),
             ufs: ufs::UfsState::default(),
             cpu: Cpu::new(host.cores),
@@ -434,6 +440,8 @@ impl Sim {
         self.sys.bus_busy_ns = self.bus.busy_ns();
         self.sys.requests = self.block.requests_dispatched;
         self.sys.merges = self.block.merges;
+        self.buf_finish();
+        self.sys.cache = std::mem::take(&mut self.buf.stats);
         let prefill = self.prefill;
         RunResult {
             jobs: self
@@ -495,6 +503,7 @@ impl Sim {
             Ev::Ufs(e) => self.ufs_handle(e),
             Ev::Cqe(e) => self.cqe_handle(e),
             Ev::Rtsx(e) => self.rtsx_event(e),
+            Ev::Buf(e) => self.buf_handle(e),
         }
     }
 
@@ -606,9 +615,15 @@ impl Sim {
         }
         done.clear();
         self.threads[t as usize].completed = done;
+        if self.buf_sync_due(t) {
+            return;
+        }
 
         if self.job_done_issuing(t) {
             if self.threads[t as usize].inflight == 0 {
+                if self.buf_end_fsync(t) {
+                    return;
+                }
                 self.thread_finish(t);
             } else {
                 self.threads[t as usize].state = ThreadState::Sleeping;
@@ -669,6 +684,7 @@ impl Sim {
             Submission::Async { .. } => c_aio,
         };
         let max_bytes = self.cfg.host.block.max_request_bytes;
+        let direct = cfg.direct;
         let mut picked = std::mem::take(&mut self.threads[t as usize].submitting);
         for _ in 0..batch {
             let th = &mut self.threads[t as usize];
@@ -682,7 +698,10 @@ impl Sim {
             if let Submission::Async { .. } = submission {
                 cost += c_syscall;
             }
-            cost += c_pin * spec.len.div_ceil(4096) + c_block * nbios as u64;
+            if direct {
+                // Buffered I/O books its page cache work in sim/buffered.rs.
+                cost += c_pin * spec.len.div_ceil(4096) + c_block * nbios as u64;
+            }
             let io = self.alloc_io(Io {
                 thread: t,
                 dir: spec.dir,
@@ -694,6 +713,7 @@ impl Sim {
                 t_done: 0,
                 t_hw: SimTime::MAX,
                 t_irq: 0,
+                cache: buffered::CacheIo::None,
             });
             picked.push(io);
         }
@@ -725,6 +745,9 @@ impl Sim {
     /// The system call's work is done: the bios enter the block layer (one plug: they
     /// are inserted together and the queue is run once).
     fn submitted(&mut self, t: u32) {
+        if !self.cfg.jobs[self.threads[t as usize].cfg].direct {
+            return self.buf_submitted(t);
+        }
         let now = self.now;
         self.account_outstanding(t);
         let picked = std::mem::take(&mut self.threads[t as usize].submitting);
@@ -810,6 +833,7 @@ impl Sim {
         let (t_hw, t_irq) = (x.t_hw, x.t_irq);
         debug_assert!(x.t_done <= now);
         self.free_ios.push(io);
+        self.buf.note_done(t, dir);
         let th = &mut self.threads[t as usize];
         th.inflight -= 1;
         th.outstanding -= 1;
@@ -890,9 +914,26 @@ impl Sim {
             }
             x.t_done = now;
             let t = x.thread;
+            if x.cache != buffered::CacheIo::None {
+                if matches!(x.cache, buffered::CacheIo::Fill | buffered::CacheIo::Writeback) {
+                    // A page cache request's own life: made by the reader or the
+                    // flusher (pre), on the hardware, then its pages unlocked or out
+                    // of writeback (post), for the job it was done for.
+                    let (t_start, t_hw, t_irq) = (x.t_start, x.t_hw, x.t_irq);
+                    let th = &mut self.threads[t as usize];
+                    if t_start >= th.measure_start && t_hw != SimTime::MAX && t_irq >= t_hw {
+                        th.stats
+                            .spans
+                            .record_io(t_hw - t_start, t_irq - t_hw, now - t_irq);
+                    }
+                }
+                self.buf_io_done(io);
+                continue;
+            }
             self.io_done(t, io);
         }
         self.scratch = ios;
+        self.buf_tags_freed();
         if admitted > 0 {
             // Requests that waited for a tag: the completion reruns the queue.
             self.kick(self.cfg.host.irq_core);
@@ -1184,6 +1225,9 @@ impl Sim {
     fn bus_issue(&mut self, r: ReqId) {
         if let DriverKind::SdRtsx { .. } = self.cfg.driver {
             return self.rtsx_issue(r);
+        }
+        if self.block.req(r).flush {
+            return self.mmc_flush_issue(r);
         }
         let now = self.now;
         let (dir, sector, sectors) = {

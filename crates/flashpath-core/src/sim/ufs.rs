@@ -223,6 +223,8 @@ impl Sim {
         DevCommand {
             tag: r,
             op: match q.dir() {
+                // SYNCHRONIZE CACHE (sd_setup_flush_cmnd): no data.
+                _ if q.flush => DevOp::Flush,
                 Dir::Read => DevOp::Read,
                 Dir::Write => DevOp::Write,
             },
@@ -242,6 +244,8 @@ impl Sim {
                 self.sys.device_host_read_bytes += bytes;
                 self.device(device::Input::Command(cmd));
             }
+            // A flush carries no data: no READY_TO_TRANSFER.
+            DevOp::Flush => self.device(device::Input::Command(cmd)),
             _ => {
                 self.sys.device_host_write_bytes += bytes;
                 if self.ufs.rtt < self.ufs_cfg().max_rtt {
@@ -342,7 +346,7 @@ impl Sim {
     fn ufs_write_accepted(&mut self, r: ReqId) {
         let now = self.now;
         self.tr(now, Some(r), TraceKind::DeviceDone);
-        if self.block.req(r).dir() == Dir::Write {
+        if self.block.req(r).dir() == Dir::Write && !self.block.req(r).flush {
             self.ufs.rtt -= 1;
             if let Some(w) = self.ufs.rtt_wait.pop_front() {
                 self.ufs_grant_rtt(w, now);

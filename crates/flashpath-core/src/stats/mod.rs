@@ -79,6 +79,9 @@ pub struct JobStats {
     pub sys_ns: u64,
     /// Where the time of its requests went (see [`Span`]).
     pub spans: Spans,
+    /// Latency of each fsync/fdatasync fio issued (fsync=N, fdatasync=N), for fio's
+    /// `sync` statistics.
+    pub sync_lat_ns: Vec<u64>,
 }
 
 /// Counters of the whole system.
@@ -94,6 +97,8 @@ pub struct SystemStats {
     /// Bytes the device was asked to write by the host.
     pub device_host_write_bytes: u64,
     pub device_host_read_bytes: u64,
+    /// The page cache, writeback and flushes (buffered jobs and the sync family).
+    pub cache: crate::sim::CacheStats,
 }
 
 /// Everything a run produced.

@@ -119,8 +119,15 @@ pub struct JobConfig {
     /// Allow repeated blocks within a pass (fio's norandommap).
     pub norandommap: bool,
     pub submission: Submission,
-    /// O_DIRECT. Buffered I/O is not modelled yet; the CLI rejects direct=0.
+    /// O_DIRECT; false: buffered I/O through the page cache (sim/buffered.rs).
     pub direct: bool,
+    /// fio's fsync=N / fdatasync=N: an fsync after every N writes (0 = never). On the
+    /// block device both do the same (blkdev_fsync ignores datasync).
+    pub fsync_every: u32,
+    /// fio's end_fsync: one fsync when the job's I/O is done.
+    pub end_fsync: bool,
+    /// fio's sync=1: the file is opened with O_SYNC.
+    pub o_sync: bool,
     /// Stop after this much simulated time (fio's runtime), if set.
     pub runtime_ns: Option<u64>,
     /// Keep going until runtime even after io_limit is reached.
@@ -161,6 +168,9 @@ impl JobConfig {
             norandommap: false,
             submission: Submission::Sync,
             direct: true,
+            fsync_every: 0,
+            end_fsync: false,
+            o_sync: false,
             runtime_ns: None,
             time_based: false,
             ramp_ns: 0,

@@ -1,0 +1,1146 @@
+//! Buffered I/O (fio direct=0) through the page cache, background writeback, and the sync
+//! family (fsync=N, fdatasync=N, end_fsync, sync=1 / O_SYNC) with cache flushes.
+//!
+//! The jobs do I/O on the block device itself: one inode, its pages keyed by device page
+//! index (host/page_cache.rs). No filesystem is modelled. Buffered jobs need a sync ioengine
+//! (psync, sync, ...): buffered libaio/io_uring submissions are not modelled.
+//!
+//! **Reads** (generic_file_buffered_read, 5.x): page by page from the request's first page.
+//! A page found uptodate is copied to user memory (`memory.copy_rate` on the thread's core,
+//! plus `memory.page_op` for the lookup). An absent page calls the sync readahead with the
+//! request's remaining pages; a page carrying the PG_readahead mark calls the async
+//! readahead first; a locked page (its read in flight) puts the thread to sleep until the
+//! read bio ends (wait_on_page_locked), then the copy continues. Readahead bios are `Io`s of
+//! the reading thread whose completion unlocks pages instead of completing a fio I/O.
+//!
+//! **On-demand readahead** (mm/readahead.c, 5.4, `ondemand_readahead`), in pages, with
+//! `ra_pages = read_ahead_kb / 4` and `io_pages = max_sectors_kb / 4`:
+//! - max = ra_pages, or min(req, io_pages) if the request is larger than ra_pages and
+//!   io_pages is larger than ra_pages;
+//! - offset 0 → initial window; offset == start+size-async_size or start+size (the
+//!   expected one) → start += size, size = next(size), async_size = size;
+//! - a marked page hit without that state → start = first absent page after offset
+//!   (within max, else no readahead), size = next(start - offset + req), async = size;
+//! - req > max → initial; the previous read ended on this page or the one before → initial;
+//! - else context readahead: h = cached pages just before offset (up to max); if h > req:
+//!   h doubled if h >= offset, start = offset, size = min(h + req, max), async = 1;
+//!   otherwise a plain read of req pages that leaves the state alone.
+//! - initial: start = offset, size = get_init_ra_size(req, max) (roundup_pow_of_two(req),
+//!   ×4 if ≤ max/32, ×2 if ≤ max/4, else max), async = size - req if size > req else size;
+//! - then, if offset == start and size == async (the read would hit its own mark at
+//!   once), the next window is merged in: add = next(size); size+add ≤ max → size += add,
+//!   async = add; else size = max, async = max/2;
+//! - next(cur) = get_next_ra_size: 4·cur if cur < max/16, 2·cur if cur ≤ max/2, else max;
+//! - submission (__do_page_cache_readahead): pages start..start+size that are absent are
+//!   allocated locked and read, contiguous runs as one bio (split at max_sectors); the page
+//!   at start+size-async gets PG_readahead. With 4 KiB sequential reads and
+//!   read_ahead_kb 128: windows of 4, 8, 16, 32, 32... pages (16, 32, 64, 128 KiB).
+//!
+//! **Writes** (generic_perform_write): page by page; a partial page that is not uptodate is
+//! read first (block_write_begin reads the 4 KiB block); the data is copied in and the page
+//! marked dirty. After the write, balance_dirty_pages: with dirtyable memory = `memory.cache`,
+//! bg = cache × dirty_background_ratio, limit = cache × dirty_ratio, the flusher is woken
+//! once dirty pages pass bg; if dirty + writeback pages pass the limit the writer sleeps
+//! until they are back at the freerun ceiling (bg + limit) / 2. Simplification: Linux
+//! pauses writers in proportion between the ceiling and the limit (the position ratio and
+//! the bandwidth estimate); here a writer runs free below the limit and, at it, sleeps until
+//! writeback brings the total to the ceiling — the same bound on dirty memory and the same
+//! steady state (writers at the device's write rate), without the rate estimator.
+//!
+//! **Writeback** (the flusher kworker, fs-writeback.c): it runs on the IRQ core, woken when
+//! dirty pages pass bg and every dirty_writeback_interval, when it writes everything if
+//! the inode has been dirty longer than dirty_expire (kupdate: the inode's dirtied_when).
+//! It writes dirty pages in offset order from where it stopped (writeback_index, cyclic),
+//! chunks of MAX_WRITEBACK_PAGES (1024), contiguous pages as one bio of up to
+//! max_sectors_kb, and stops while the block layer has bios waiting for tags (the real
+//! kworker sleeps in blk_mq_get_tag), until background writeback is below bg again.
+//! Each writeback `Io` is attributed to the job thread that dirtied its first page
+//! (`Io::thread`), so spans of writeback requests can be charged to that job.
+//!
+//! **fsync / fdatasync** (blkdev_fsync: filemap_write_and_wait_range, then
+//! blkdev_issue_flush; datasync makes no difference on a block device): the caller writes
+//! the dirty pages of the range (one pass, as bios from its own core), waits until every
+//! writeback bio submitted up to then has ended, then, if the device has a volatile write
+//! cache, sends a flush request (REQ_OP_FLUSH) and waits for it: on eMMC (mmc-legacy,
+//! mmc-hsq) CMD6 SWITCH FLUSH_CACHE with an R1b busy, polled like a write's (the kernel's
+//! mmc_blk_issue_flush runs it synchronously in the dispatcher after waiting for the
+//! request in flight; here it goes through the driver's normal start/IRQ/CMD13 path,
+//! which also starts it only once the previous request is off the card); on UFS a
+//! SYNCHRONIZE CACHE command UPIU without data; on mmc-cqe a DCMD behind a queue
+//! barrier (sim/cqe.rs; hosts without a DCMD slot: an error). An eMMC or UFS device
+//! with a write buffer has one (the kernel enables the eMMC cache when CACHE_SIZE > 0);
+//! an SD card has
+//! none here (blk_queue_write_cache only when the card reports a cache, which the modelled
+//! kernels' SD path does not) so the flush is dropped as generic_make_request_checks does.
+//! fio's fsync=N issues it after every N writes once the writes in flight have completed;
+//! its latency goes to the job's sync statistics (fio's JSON `sync`). end_fsync is one
+//! fsync at the end, not counted there (fio runs it in TD_FSYNCING; io_u.c should_account
+//! counts only TD_RUNNING and TD_VERIFYING). sync=1 (O_SYNC): each write is followed by the
+//! fsync of its range (generic_write_sync) before the system call returns.
+//! Limitation: a page rewritten while under writeback before an fsync is not waited for
+//! by that fsync (Linux's WB_SYNC_ALL waits for it and writes it again).
+
+use super::{Ev, Io, Sim, ThreadState};
+use crate::device::config::{DeviceModel, Interface};
+use crate::engine::SimTime;
+use crate::host::page_cache::{PageCache, PageState, PAGE};
+use crate::host::DriverKind;
+use crate::workload::{Dir, Submission};
+use std::collections::{BTreeSet, HashMap};
+
+/// MAX_WRITEBACK_PAGES (fs/fs-writeback.c): pages written per writeback chunk.
+const MAX_WRITEBACK_PAGES: u64 = 1024;
+
+/// What an `Io` that is not a fio I/O does when it ends.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) enum CacheIo {
+    /// A fio I/O (direct).
+    #[default]
+    None,
+    /// A read bio filling locked pages (readahead or a read before a partial write).
+    Fill,
+    /// A writeback bio; its pages end writeback.
+    Writeback,
+    /// A cache flush request for an fsync.
+    Flush,
+}
+
+#[derive(Debug)]
+pub(super) enum BufEv {
+    /// The thread goes on with its buffered operation.
+    Step(u32),
+    /// The operation's CPU work ended: the system call returns.
+    OpDone(u32),
+    /// The flusher kworker runs.
+    Flusher,
+    /// The dirty_writeback_interval timer.
+    Periodic,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Ra {
+    start: u64,
+    size: u64,
+    async_size: u64,
+    prev_page: Option<u64>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum After {
+    /// Back to fio's loop (fsync=N: record the sync latency).
+    Resume { record: bool },
+    /// An O_SYNC write: complete the write I/O.
+    Write(u32),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum FsyncPhase {
+    /// The system call entry is booked; the pass over dirty pages comes next.
+    Start,
+    /// Waiting for writeback bios up to `seq_hi`.
+    Wait,
+    /// The flush request is in flight.
+    Flush,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Op {
+    Idle,
+    Read {
+        io: u32,
+        pos: u64,
+        end: u64,
+    },
+    Write {
+        io: u32,
+        pos: u64,
+        end: u64,
+    },
+    /// A writer asleep in balance_dirty_pages.
+    Throttled {
+        io: u32,
+    },
+    Fsync {
+        start: SimTime,
+        lo: u64,
+        hi: u64,
+        seq_hi: u64,
+        phase: FsyncPhase,
+        after: After,
+    },
+}
+
+#[derive(Clone, Copy, Debug)]
+struct BufThread {
+    ra: Ra,
+    op: Op,
+    /// Writes completed since the last fsync (fio's fsync_blocks counter).
+    writes: u32,
+    end_fsync_done: bool,
+    /// Asleep on a locked page.
+    waiting_page: Option<u64>,
+}
+
+/// Counters of the buffered path (in `SystemStats::cache`).
+#[derive(Clone, Debug, Default)]
+pub struct CacheStats {
+    /// Pages copied from the cache without waiting for a read.
+    pub hit_pages: u64,
+    /// Pages a read had to wait for (absent or locked when reached).
+    pub miss_pages: u64,
+    /// Pages each readahead call submitted, in order (bytes).
+    pub readahead_bytes: Vec<u64>,
+    /// Most dirty + writeback bytes at any time.
+    pub max_dirty_bytes: u64,
+    /// Dirty bytes left in the cache at the end of the run.
+    pub dirty_left_bytes: u64,
+    /// Bytes written back (flusher and fsync).
+    pub writeback_bytes: u64,
+    /// Flush requests sent to the device.
+    pub flushes: u64,
+    pub evictions: u64,
+    /// Host-data 4 KiB slots the device was asked to write (its own counter).
+    pub device_write_slots: u64,
+}
+
+pub(super) struct Buffered {
+    cache: Option<PageCache>,
+    threads: Vec<BufThread>,
+    flusher_busy: bool,
+    /// The flusher sleeps for a tag (bios wait in the block layer).
+    flusher_blocked: bool,
+    wb_index: u64,
+    periodic_armed: bool,
+    wb_seq: u64,
+    wb_inflight: BTreeSet<u64>,
+    wb_seq_of: HashMap<u32, u64>,
+    pub stats: CacheStats,
+}
+
+impl Buffered {
+    pub(super) fn new(cfg: &super::SimConfig) -> Self {
+        let any = cfg.jobs.iter().any(|j| !j.direct);
+        let cache = match (&cfg.host.memory, any) {
+            (Some(m), true) => Some(PageCache::new((m.cache_bytes / PAGE).max(1))),
+            _ => None,
+        };
+        Buffered {
+            cache,
+            threads: vec![
+                BufThread {
+                    ra: Ra::default(),
+                    op: Op::Idle,
+                    writes: 0,
+                    end_fsync_done: false,
+                    waiting_page: None,
+                };
+                cfg.jobs.len()
+            ],
+            flusher_busy: false,
+            flusher_blocked: false,
+            wb_index: 0,
+            periodic_armed: false,
+            wb_seq: 0,
+            wb_inflight: BTreeSet::new(),
+            wb_seq_of: HashMap::new(),
+            stats: CacheStats::default(),
+        }
+    }
+
+    /// Counts a completed write for fio's fsync=N.
+    pub(super) fn note_done(&mut self, t: u32, dir: Dir) {
+        if dir == Dir::Write {
+            self.threads[t as usize].writes += 1;
+        }
+    }
+}
+
+/// What `Sim::new` refuses: buffered jobs without `[memory]` or with an async engine;
+/// the sync family on drivers whose flush is not modelled.
+pub(super) fn check(cfg: &super::SimConfig) -> Result<(), String> {
+    for j in &cfg.jobs {
+        if !j.direct {
+            if cfg.host.memory.is_none() {
+                return Err(format!(
+                    "job '{}': buffered I/O (direct=0) needs a [memory] section in host preset '{}'",
+                    j.name, cfg.host.name
+                ));
+            }
+            if !matches!(j.submission, Submission::Sync) {
+                return Err(format!(
+                    "job '{}': buffered I/O (direct=0) with an asynchronous ioengine is not modelled; use psync or sync",
+                    j.name
+                ));
+            }
+        }
+        if j.direct && j.o_sync {
+            return Err(format!(
+                "job '{}': sync=1 with direct=1 (O_DIRECT|O_SYNC: REQ_FUA writes) is not modelled",
+                j.name
+            ));
+        }
+        let syncs = j.fsync_every > 0 || j.end_fsync || j.o_sync;
+        if syncs && volatile_cache(cfg) {
+            match cfg.driver {
+                DriverKind::MmcLegacy
+                | DriverKind::MmcHsq { .. }
+                | DriverKind::SdRtsx { .. }
+                | DriverKind::Ufs => {}
+                DriverKind::MmcCqe { .. } => {
+                    if !cfg.host.cqe.as_ref().is_some_and(|c| c.dcmd) {
+                        return Err(format!(
+                            "job '{}': fsync/fdatasync/end_fsync/sync need a cache flush, which driver '{}' sends as a DCMD: host '{}' has no DCMD slot (cqe.dcmd = false; the halted-queue flush is not modelled)",
+                            j.name,
+                            cfg.driver.name(),
+                            cfg.host.name
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The device has a volatile write cache the kernel flushes: an eMMC (or UFS) with a write
+/// buffer, or the ideal device.
+fn volatile_cache(cfg: &super::SimConfig) -> bool {
+    match cfg.device.interface {
+        Interface::Emmc | Interface::Ufs => match &cfg.device.model {
+            DeviceModel::PageMapped(n) => n.write_buffer_bytes > 0,
+            // The ideal device answers a flush after its fixed `other` time.
+            DeviceModel::Ideal(_) => true,
+        },
+        Interface::Sd => false,
+    }
+}
+
+fn init_ra_size(req: u64, max: u64) -> u64 {
+    let n = req.max(1).next_power_of_two();
+    if n <= max / 32 {
+        n * 4
+    } else if n <= max / 4 {
+        n * 2
+    } else {
+        max
+    }
+}
+
+fn next_ra_size(cur: u64, max: u64) -> u64 {
+    if cur < max / 16 {
+        4 * cur
+    } else if cur <= max / 2 {
+        2 * cur
+    } else {
+        max
+    }
+}
+
+impl Sim {
+    fn cache(&mut self) -> &mut PageCache {
+        self.buf
+            .cache
+            .as_mut()
+            .expect("buffered jobs have a page cache")
+    }
+
+    fn mem(&self) -> &crate::host::MemoryConfig {
+        self.cfg.host.memory.as_ref().expect("checked in Sim::new")
+    }
+
+    fn copy_ns(&self, bytes: u64) -> u64 {
+        crate::engine::transfer_ns(bytes, self.mem().copy_bytes_per_s)
+    }
+
+    fn thresholds(&self) -> (u64, u64) {
+        let m = self.mem();
+        let pages = m.cache_bytes / PAGE;
+        (
+            pages * m.dirty_background_ratio as u64 / 100,
+            pages * m.dirty_ratio as u64 / 100,
+        )
+    }
+
+    pub(super) fn buf_handle(&mut self, e: BufEv) {
+        match e {
+            BufEv::Step(t) => self.buf_step(t),
+            BufEv::OpDone(t) => self.buf_op_done(t),
+            BufEv::Flusher => self.flusher_run(),
+            BufEv::Periodic => self.periodic(),
+        }
+    }
+
+    /// Hook of `submitted` for a buffered job's read or write.
+    pub(super) fn buf_submitted(&mut self, t: u32) {
+        let now = self.now;
+        self.account_outstanding(t);
+        let mut picked = std::mem::take(&mut self.threads[t as usize].submitting);
+        debug_assert_eq!(picked.len(), 1, "buffered jobs use a sync engine");
+        let io = picked[0];
+        picked.clear();
+        self.threads[t as usize].submitting = picked;
+        let (dir, offset, len) = {
+            let x = &mut self.ios[io as usize];
+            x.t_issued = now;
+            (x.dir, x.offset, x.len)
+        };
+        let th = &mut self.threads[t as usize];
+        th.inflight += 1;
+        th.ios_since_think += 1;
+        th.stats.depth_hist[flashpath_hist::depth_level_bucket(th.inflight)] += 1;
+        th.state = ThreadState::Running;
+        if !self.buf.periodic_armed {
+            self.buf.periodic_armed = true;
+            let at = now + self.mem().dirty_writeback_interval_ns;
+            self.q.push(at, Ev::Buf(BufEv::Periodic));
+        }
+        let end = offset + len;
+        self.buf.threads[t as usize].op = match dir {
+            Dir::Read => Op::Read {
+                io,
+                pos: offset,
+                end,
+            },
+            Dir::Write => Op::Write {
+                io,
+                pos: offset,
+                end,
+            },
+        };
+        self.buf_step(t);
+    }
+
+    /// Books `cost` on the thread's core from now and continues with `ev` at its end.
+    fn buf_book(&mut self, t: u32, cost: u64, ev: BufEv) {
+        let core = self.threads[t as usize].core;
+        self.threads[t as usize].stats.sys_ns += cost;
+        let end = self.cpu.run(core, self.now, cost);
+        self.q.push(end, Ev::Buf(ev));
+    }
+
+    /// The thread sleeps (its op stays as it is) until something wakes it.
+    fn buf_sleep(&mut self, t: u32) {
+        self.threads[t as usize].state = ThreadState::Sleeping;
+    }
+
+    /// A sleeping thread wakes and steps on.
+    fn buf_wake(&mut self, t: u32) {
+        if self.threads[t as usize].state != ThreadState::Sleeping {
+            return;
+        }
+        let core = self.threads[t as usize].core;
+        let th = &mut self.threads[t as usize];
+        th.state = ThreadState::Running;
+        th.stats.ctx += 1;
+        let at = self.wake(core, self.now);
+        self.q.push(at, Ev::Buf(BufEv::Step(t)));
+    }
+
+    fn buf_step(&mut self, t: u32) {
+        match self.buf.threads[t as usize].op {
+            Op::Read { .. } => self.read_step(t),
+            Op::Write { .. } => self.write_step(t),
+            Op::Throttled { io } => self.throttle_check(t, io),
+            Op::Fsync { .. } => self.fsync_step(t),
+            Op::Idle => unreachable!("a step without an operation"),
+        }
+    }
+
+    fn read_step(&mut self, t: u32) {
+        let Op::Read { io, mut pos, end } = self.buf.threads[t as usize].op else {
+            unreachable!()
+        };
+        let page_op = self.mem().page_op_ns;
+        let mut acc = 0u64;
+        let last = end.div_ceil(PAGE);
+        loop {
+            if pos >= end {
+                self.buf.threads[t as usize].op = Op::Read { io, pos, end };
+                return self.buf_book(t, acc, BufEv::OpDone(t));
+            }
+            let idx = pos / PAGE;
+            let state = self.cache().state(idx);
+            let marked = state.is_some() && self.cache().has_readahead(idx);
+            let must_break = match state {
+                None | Some(PageState::Locked) => true,
+                Some(_) => marked,
+            };
+            if must_break && acc > 0 {
+                self.buf.threads[t as usize].op = Op::Read { io, pos, end };
+                return self.buf_book(t, acc, BufEv::Step(t));
+            }
+            match state {
+                None => {
+                    self.buf.stats.miss_pages += 1;
+                    self.readahead(t, idx, last - idx, false);
+                    if self.cache().state(idx).is_none() {
+                        // No clean page to reclaim: wait for writeback to free one.
+                        self.buf.threads[t as usize].op = Op::Read { io, pos, end };
+                        self.buf.threads[t as usize].waiting_page = None;
+                        self.flusher_wake();
+                        return self.buf_sleep(t);
+                    }
+                    self.buf.threads[t as usize].op = Op::Read { io, pos, end };
+                    self.buf.threads[t as usize].waiting_page = Some(idx);
+                    return self.buf_sleep(t);
+                }
+                Some(PageState::Locked) => {
+                    if self.cache().take_readahead(idx) {
+                        self.readahead(t, idx, last - idx, true);
+                    }
+                    self.buf.stats.miss_pages += 1;
+                    self.buf.threads[t as usize].op = Op::Read { io, pos, end };
+                    self.buf.threads[t as usize].waiting_page = Some(idx);
+                    return self.buf_sleep(t);
+                }
+                Some(s) => {
+                    if marked {
+                        self.cache().take_readahead(idx);
+                        if !matches!(s, PageState::Writeback { .. }) {
+                            self.readahead(t, idx, last - idx, true);
+                        }
+                    }
+                    let n = end.min((idx + 1) * PAGE) - pos;
+                    acc += self.copy_ns(n) + page_op;
+                    self.cache().touch(idx);
+                    self.buf.stats.hit_pages += 1;
+                    self.buf.threads[t as usize].ra.prev_page = Some(idx);
+                    pos += n;
+                }
+            }
+        }
+    }
+
+    /// ondemand_readahead (see the module doc) for a read at page `idx` of `req` pages.
+    fn readahead(&mut self, t: u32, idx: u64, req: u64, hit_marker: bool) {
+        let ra_pages = self.mem().read_ahead_kb / 4;
+        let io_pages = self.cfg.host.block.max_request_bytes / PAGE;
+        let mut max = ra_pages;
+        if req > max && io_pages > max {
+            max = req.min(io_pages);
+        }
+        let mut ra = self.buf.threads[t as usize].ra;
+        let initial = |ra: &mut Ra| {
+            ra.start = idx;
+            ra.size = init_ra_size(req, max);
+            ra.async_size = if ra.size > req {
+                ra.size - req
+            } else {
+                ra.size
+            };
+        };
+        if idx == 0 {
+            initial(&mut ra);
+        } else if idx == ra.start + ra.size - ra.async_size || idx == ra.start + ra.size {
+            ra.start += ra.size;
+            ra.size = next_ra_size(ra.size, max);
+            ra.async_size = ra.size;
+        } else if hit_marker {
+            let start = (idx + 1..=idx + max).find(|&i| self.cache().state(i).is_none());
+            let Some(start) = start else {
+                return;
+            };
+            ra.start = start;
+            ra.size = next_ra_size(start - idx + req, max);
+            ra.async_size = ra.size;
+        } else if req > max || ra.prev_page.is_some_and(|p| idx >= p && idx - p <= 1) {
+            initial(&mut ra);
+        } else {
+            // try_context_readahead: the pages cached just before `idx`.
+            let mut h = 0;
+            while h < max && idx > h && self.cache().state(idx - 1 - h).is_some() {
+                h += 1;
+            }
+            if h <= req {
+                // A standalone small read: read as is, the state stays.
+                return self.ra_submit(t, idx, req, 0);
+            }
+            if h >= idx {
+                h *= 2;
+            }
+            ra.start = idx;
+            ra.size = (h + req).min(max);
+            ra.async_size = 1;
+        }
+        // readit: a read that would hit its own mark at once merges the next window.
+        if idx == ra.start && ra.size == ra.async_size {
+            let add = next_ra_size(ra.size, max);
+            if ra.size + add <= max {
+                ra.async_size = add;
+                ra.size += add;
+            } else {
+                ra.size = max;
+                ra.async_size = max >> 1;
+            }
+        }
+        self.buf.threads[t as usize].ra = ra;
+        self.ra_submit(t, ra.start, ra.size, ra.async_size);
+    }
+
+    /// __do_page_cache_readahead: absent pages of start..start+size are allocated locked
+    /// and read, contiguous runs as bios; the page at start+size-async is marked.
+    fn ra_submit(&mut self, t: u32, start: u64, size: u64, async_size: u64) {
+        let cap = self.cfg.device.capacity_bytes / PAGE;
+        let end = (start + size).min(cap);
+        let mark = (start + size)
+            .checked_sub(async_size)
+            .filter(|_| async_size > 0);
+        let mut run: Option<(u64, u64)> = None;
+        let mut pages = 0u64;
+        let mut bios = 0u64;
+        for i in start..end {
+            let absent = self.cache().state(i).is_none();
+            if absent && self.cache().insert_locked(i).is_ok() {
+                if Some(i) == mark {
+                    self.cache().set_readahead(i);
+                }
+                pages += 1;
+                run = match run {
+                    Some((a, b)) if b == i => Some((a, i + 1)),
+                    Some((a, b)) => {
+                        bios += self.fill_bios(t, a, b);
+                        Some((i, i + 1))
+                    }
+                    None => Some((i, i + 1)),
+                };
+            } else if let Some((a, b)) = run.take() {
+                bios += self.fill_bios(t, a, b);
+                if absent {
+                    break; // no page to allocate
+                }
+            }
+        }
+        if let Some((a, b)) = run {
+            bios += self.fill_bios(t, a, b);
+        }
+        if pages == 0 {
+            return;
+        }
+        self.buf.stats.readahead_bytes.push(pages * PAGE);
+        let cost = self.mem().page_op_ns * pages + self.cfg.host.costs.block_submit_ns * bios;
+        let core = self.threads[t as usize].core;
+        self.threads[t as usize].stats.sys_ns += cost;
+        self.cpu.run(core, self.now, cost);
+        self.kick(core);
+    }
+
+    /// Read bios for pages a..b (already locked) of thread `t`; returns how many.
+    fn fill_bios(&mut self, t: u32, a: u64, b: u64) -> u64 {
+        let core = self.threads[t as usize].core;
+        self.cache_bios(t, a, b, Dir::Read, CacheIo::Fill, core)
+    }
+
+    /// Bios of `kind` for pages a..b, split at max_sectors, each its own `Io` attributed
+    /// to thread `t`, submitted from `core`.
+    fn cache_bios(&mut self, t: u32, a: u64, b: u64, dir: Dir, kind: CacheIo, core: u32) -> u64 {
+        let max = self.block.max_sectors() as u64 * 512;
+        let now = self.now;
+        let mut off = a * PAGE;
+        let end = b * PAGE;
+        let mut n = 0;
+        while off < end {
+            let len = (end - off).min(max);
+            let io = self.alloc_io(Io {
+                thread: t,
+                dir,
+                offset: off,
+                len,
+                parts_left: 1,
+                t_start: now,
+                t_issued: now,
+                t_done: 0,
+                t_hw: SimTime::MAX,
+                t_irq: 0,
+                cache: kind,
+            });
+            if kind == CacheIo::Writeback {
+                self.buf.wb_seq += 1;
+                self.buf.wb_inflight.insert(self.buf.wb_seq);
+                self.buf.wb_seq_of.insert(io, self.buf.wb_seq);
+                self.buf.stats.writeback_bytes += len;
+            }
+            self.block.submit(
+                now,
+                crate::host::block::Bio {
+                    io,
+                    dir,
+                    sector: off / 512,
+                    sectors: (len / 512) as u32,
+                    cpu: core,
+                    queued_at: now,
+                },
+            );
+            off += len;
+            n += 1;
+        }
+        n
+    }
+
+    fn write_step(&mut self, t: u32) {
+        let Op::Write { io, mut pos, end } = self.buf.threads[t as usize].op else {
+            unreachable!()
+        };
+        let page_op = self.mem().page_op_ns;
+        let now = self.now;
+        let mut acc = 0u64;
+        loop {
+            if pos >= end {
+                self.buf.threads[t as usize].op = Op::Throttled { io };
+                return self.buf_book(t, acc, BufEv::Step(t));
+            }
+            let idx = pos / PAGE;
+            let n = end.min((idx + 1) * PAGE) - pos;
+            let state = self.cache().state(idx);
+            let partial = n < PAGE;
+            let wait = state == Some(PageState::Locked) || (state.is_none() && partial);
+            if wait && acc > 0 {
+                self.buf.threads[t as usize].op = Op::Write { io, pos, end };
+                return self.buf_book(t, acc, BufEv::Step(t));
+            }
+            if wait {
+                self.buf.threads[t as usize].op = Op::Write { io, pos, end };
+                if state.is_none() {
+                    // Read-modify-write: the block is read first.
+                    if self.cache().insert_locked(idx).is_err() {
+                        self.flusher_wake();
+                        self.buf.threads[t as usize].waiting_page = None;
+                        return self.buf_sleep(t);
+                    }
+                    let bios = self.fill_bios(t, idx, idx + 1);
+                    let cost = page_op + self.cfg.host.costs.block_submit_ns * bios;
+                    let core = self.threads[t as usize].core;
+                    self.cpu.run(core, now, cost);
+                    self.kick(core);
+                }
+                self.buf.threads[t as usize].waiting_page = Some(idx);
+                return self.buf_sleep(t);
+            }
+            match self.cache().write(idx, t, now) {
+                Ok(_) => {}
+                Err(_) => {
+                    // No clean page to reclaim: wait for writeback to free one.
+                    self.buf.threads[t as usize].op = Op::Write { io, pos, end };
+                    self.buf.threads[t as usize].waiting_page = None;
+                    if acc > 0 {
+                        return self.buf_book(t, acc, BufEv::Step(t));
+                    }
+                    self.flusher_wake();
+                    return self.buf_sleep(t);
+                }
+            }
+            let c = self.cache();
+            let total = (c.dirty() + c.writeback()) * PAGE;
+            self.buf.stats.max_dirty_bytes = self.buf.stats.max_dirty_bytes.max(total);
+            acc += self.copy_ns(n) + page_op;
+            pos += n;
+        }
+    }
+
+    /// balance_dirty_pages after a write's copy (see the module doc).
+    fn throttle_check(&mut self, t: u32, io: u32) {
+        let (bg, limit) = self.thresholds();
+        let (dirty, wb) = {
+            let c = self.cache();
+            (c.dirty(), c.writeback())
+        };
+        if dirty > bg {
+            self.flusher_wake();
+        }
+        if dirty + wb > limit {
+            self.buf.threads[t as usize].op = Op::Throttled { io };
+            return self.buf_sleep(t);
+        }
+        let job = &self.cfg.jobs[self.threads[t as usize].cfg];
+        if job.o_sync {
+            let x = &self.ios[io as usize];
+            let (lo, hi) = (x.offset / PAGE, (x.offset + x.len).div_ceil(PAGE));
+            let start = x.t_start;
+            return self.fsync_start(t, start, lo, hi, After::Write(io), false);
+        }
+        self.buf.threads[t as usize].op = Op::Throttled { io };
+        self.buf_op_done(t);
+    }
+
+    /// The read or write system call returns; or an fsync ends.
+    fn buf_op_done(&mut self, t: u32) {
+        let now = self.now;
+        let ret = self.cfg.host.costs.syscall_return_ns;
+        let op = std::mem::replace(&mut self.buf.threads[t as usize].op, Op::Idle);
+        let io = match op {
+            Op::Read { io, .. } | Op::Write { io, .. } | Op::Throttled { io } => Some(io),
+            Op::Fsync { start, after, .. } => match after {
+                After::Write(io) => Some(io),
+                After::Resume { record } => {
+                    if record && start >= self.threads[t as usize].measure_start {
+                        let end = now + ret;
+                        self.threads[t as usize].stats.sync_lat_ns.push(end - start);
+                    }
+                    None
+                }
+            },
+            Op::Idle => unreachable!("no operation to end"),
+        };
+        if let Some(io) = io {
+            self.ios[io as usize].t_done = now;
+            self.threads[t as usize].completed.push(io);
+        }
+        self.threads[t as usize].state = ThreadState::Running;
+        let core = self.threads[t as usize].core;
+        let end = self.cpu.run(core, now, ret);
+        self.q.push(end, Ev::ThreadRun(t));
+    }
+
+    /// Hook of `thread_run` after reaping: fio's fsync=N. True if the thread is busy with
+    /// it (or waits for its I/Os to drain first).
+    pub(super) fn buf_sync_due(&mut self, t: u32) -> bool {
+        let n = self.cfg.jobs[self.threads[t as usize].cfg].fsync_every;
+        if n == 0 || self.buf.threads[t as usize].writes < n {
+            return false;
+        }
+        if self.threads[t as usize].inflight > 0 {
+            self.threads[t as usize].state = ThreadState::Sleeping;
+            return true;
+        }
+        self.buf.threads[t as usize].writes = 0;
+        let now = self.now;
+        self.fsync_start(t, now, 0, u64::MAX, After::Resume { record: true }, true);
+        true
+    }
+
+    /// Hook of `thread_run` when the job is done issuing and drained: end_fsync.
+    pub(super) fn buf_end_fsync(&mut self, t: u32) -> bool {
+        let job = &self.cfg.jobs[self.threads[t as usize].cfg];
+        if !job.end_fsync || self.buf.threads[t as usize].end_fsync_done {
+            return false;
+        }
+        self.buf.threads[t as usize].end_fsync_done = true;
+        let now = self.now;
+        self.fsync_start(t, now, 0, u64::MAX, After::Resume { record: false }, true);
+        true
+    }
+
+    fn fsync_start(&mut self, t: u32, start: SimTime, lo: u64, hi: u64, after: After, entry: bool) {
+        self.threads[t as usize].state = ThreadState::Running;
+        self.buf.threads[t as usize].op = Op::Fsync {
+            start,
+            lo,
+            hi,
+            seq_hi: 0,
+            phase: FsyncPhase::Start,
+            after,
+        };
+        let cost = if entry {
+            self.cfg.host.costs.syscall_ns
+        } else {
+            0
+        };
+        self.buf_book(t, cost, BufEv::Step(t));
+    }
+
+    fn fsync_step(&mut self, t: u32) {
+        let Op::Fsync {
+            start,
+            lo,
+            hi,
+            seq_hi,
+            phase,
+            after,
+        } = self.buf.threads[t as usize].op
+        else {
+            unreachable!()
+        };
+        let set = |sim: &mut Sim, seq_hi, phase| {
+            sim.buf.threads[t as usize].op = Op::Fsync {
+                start,
+                lo,
+                hi,
+                seq_hi,
+                phase,
+                after,
+            }
+        };
+        match phase {
+            FsyncPhase::Start => {
+                // filemap_fdatawrite_range: the dirty pages of the range, from this core.
+                let mut pages = 0;
+                let mut bios = 0;
+                if self.buf.cache.is_some() {
+                    let mut from = lo;
+                    while let Some(a) = self.cache().next_dirty(from).filter(|&a| a < hi) {
+                        let mut b = a;
+                        while b < hi && self.cache().state(b) == Some(PageState::Dirty) {
+                            b += 1;
+                        }
+                        let owner = self.cache().owner(a).unwrap_or(t);
+                        for i in a..b {
+                            self.cache().start_writeback(i);
+                        }
+                        pages += b - a;
+                        let core = self.threads[t as usize].core;
+                        bios += self.cache_bios(owner, a, b, Dir::Write, CacheIo::Writeback, core);
+                        from = b;
+                    }
+                }
+                let seq_hi = self.buf.wb_seq;
+                set(self, seq_hi, FsyncPhase::Wait);
+                if pages > 0 {
+                    let core = self.threads[t as usize].core;
+                    let cost =
+                        self.mem().page_op_ns * pages + self.cfg.host.costs.block_submit_ns * bios;
+                    self.threads[t as usize].stats.sys_ns += cost;
+                    let end = self.cpu.run(core, self.now, cost);
+                    self.kick(core);
+                    self.q.push(end, Ev::Buf(BufEv::Step(t)));
+                    return;
+                }
+                self.fsync_step(t)
+            }
+            FsyncPhase::Wait => {
+                let waiting = self.buf.wb_inflight.first().is_some_and(|&s| s <= seq_hi);
+                if waiting {
+                    return self.buf_sleep(t);
+                }
+                if !volatile_cache(&self.cfg) {
+                    return self.buf_op_done(t);
+                }
+                // blkdev_issue_flush: an empty REQ_PREFLUSH bio, a flush request.
+                set(self, seq_hi, FsyncPhase::Flush);
+                let now = self.now;
+                let core = self.threads[t as usize].core;
+                let io = self.alloc_io(Io {
+                    thread: t,
+                    dir: Dir::Write,
+                    offset: 0,
+                    len: 0,
+                    parts_left: 1,
+                    t_start: now,
+                    t_issued: now,
+                    t_done: 0,
+                    t_hw: SimTime::MAX,
+                    t_irq: 0,
+                    cache: CacheIo::Flush,
+                });
+                self.block.submit_flush(now, io, core);
+                self.buf.stats.flushes += 1;
+                let cost = self.cfg.host.costs.block_submit_ns;
+                self.threads[t as usize].stats.sys_ns += cost;
+                self.cpu.run(core, now, cost);
+                self.kick(core);
+                self.buf_sleep(t);
+            }
+            FsyncPhase::Flush => self.buf_op_done(t),
+        }
+    }
+
+    /// Hook of `req_end`: a cache `Io` ended (all its parts).
+    pub(super) fn buf_io_done(&mut self, io: u32) {
+        let now = self.now;
+        let x = &self.ios[io as usize];
+        let (kind, t, lo, hi) = (
+            x.cache,
+            x.thread,
+            x.offset / PAGE,
+            (x.offset + x.len).div_ceil(PAGE),
+        );
+        self.free_ios.push(io);
+        match kind {
+            CacheIo::Fill => {
+                for i in lo..hi {
+                    self.cache().fill_done(i);
+                }
+                for w in 0..self.buf.threads.len() {
+                    let bt = &self.buf.threads[w];
+                    // Waiting for one of these pages, or for a page to reclaim (these
+                    // are clean now).
+                    let wake = match bt.waiting_page {
+                        Some(p) => p >= lo && p < hi,
+                        None => matches!(bt.op, Op::Read { .. } | Op::Write { .. }),
+                    };
+                    if wake {
+                        self.buf.threads[w].waiting_page = None;
+                        self.buf_wake(w as u32);
+                    }
+                }
+            }
+            CacheIo::Writeback => {
+                for i in lo..hi {
+                    self.cache().end_writeback(i, now);
+                }
+                if let Some(s) = self.buf.wb_seq_of.remove(&io) {
+                    self.buf.wb_inflight.remove(&s);
+                }
+                let (bg, limit) = self.thresholds();
+                let freerun = (bg + limit) / 2;
+                let total = {
+                    let c = self.cache();
+                    c.dirty() + c.writeback()
+                };
+                let first = self.buf.wb_inflight.first().copied();
+                for w in 0..self.buf.threads.len() {
+                    let wake = match self.buf.threads[w].op {
+                        Op::Throttled { .. } => total <= freerun,
+                        Op::Fsync {
+                            phase: FsyncPhase::Wait,
+                            seq_hi,
+                            ..
+                        } => first.is_none_or(|s| s > seq_hi),
+                        Op::Read { .. } | Op::Write { .. } => {
+                            self.buf.threads[w].waiting_page.is_none()
+                        }
+                        _ => false,
+                    };
+                    if wake {
+                        self.buf_wake(w as u32);
+                    }
+                }
+            }
+            CacheIo::Flush => {
+                self.buf_wake(t);
+                // flush_end_io runs the queue: a flush that waited for this one goes.
+                if self.block.has_queued() {
+                    self.kick(self.cfg.host.irq_core);
+                }
+            }
+            CacheIo::None => unreachable!("a fio I/O is not a cache I/O"),
+        }
+    }
+
+    fn block_tags_waiting(&self) -> usize {
+        self.block.tag_waiters()
+    }
+
+    /// Hook of `req_end`: a request ended; a flusher asleep for a tag goes on once no
+    /// bio waits for one.
+    #[inline]
+    pub(super) fn buf_tags_freed(&mut self) {
+        if self.buf.flusher_blocked && self.block_tags_waiting() == 0 {
+            self.flusher_continue();
+        }
+    }
+
+    /// Wakes the flusher kworker if it is idle.
+    fn flusher_wake(&mut self) {
+        if self.buf.flusher_busy {
+            return;
+        }
+        self.buf.flusher_busy = true;
+        self.buf.flusher_blocked = false;
+        let core = self.cfg.host.irq_core;
+        let at = self.wake(core, self.now);
+        self.q.push(at, Ev::Buf(BufEv::Flusher));
+    }
+
+    fn flusher_continue(&mut self) {
+        if self.buf.flusher_blocked {
+            self.buf.flusher_blocked = false;
+            let core = self.cfg.host.irq_core;
+            let at = self.wake(core, self.now);
+            self.q.push(at, Ev::Buf(BufEv::Flusher));
+        }
+    }
+
+    /// wb_writeback: one chunk of dirty pages in offset order from writeback_index.
+    fn flusher_run(&mut self) {
+        let now = self.now;
+        let (bg, _) = self.thresholds();
+        let expire = self.mem().dirty_expire_ns;
+        let (dirty, since) = {
+            let c = self.cache();
+            (c.dirty(), c.dirtied_when())
+        };
+        let background = dirty > bg;
+        let kupdate = since.is_some_and(|s| now >= s + expire);
+        if dirty == 0 || !(background || kupdate) {
+            self.buf.flusher_busy = false;
+            return;
+        }
+        if self.block_tags_waiting() > 0 {
+            // Asleep in blk_mq_get_tag until a request completes.
+            self.buf.flusher_blocked = true;
+            return;
+        }
+        let mut budget = MAX_WRITEBACK_PAGES;
+        let mut pages = 0;
+        let mut bios = 0;
+        let mut from = self.buf.wb_index;
+        while budget > 0 {
+            let a = match self.cache().next_dirty(from) {
+                Some(a) => a,
+                None => match self.cache().next_dirty(0) {
+                    Some(a) => a, // cyclic: wrap to the start of the file
+                    None => break,
+                },
+            };
+            let mut b = a;
+            while b - a < budget && self.cache().state(b) == Some(PageState::Dirty) {
+                b += 1;
+            }
+            let owner = self.cache().owner(a).unwrap_or(0);
+            for i in a..b {
+                self.cache().start_writeback(i);
+            }
+            let core = self.cfg.host.irq_core;
+            bios += self.cache_bios(owner, a, b, Dir::Write, CacheIo::Writeback, core);
+            pages += b - a;
+            budget -= b - a;
+            from = b;
+            if background && self.cache().dirty() <= bg {
+                break;
+            }
+        }
+        self.buf.wb_index = from;
+        let core = self.cfg.host.irq_core;
+        let cost = self.mem().page_op_ns * pages + self.cfg.host.costs.block_submit_ns * bios;
+        let end = self.cpu.run(core, now, cost);
+        self.kick(core);
+        self.q.push(end, Ev::Buf(BufEv::Flusher));
+    }
+
+    /// The periodic writeback timer (wb_workfn every dirty_writeback_interval).
+    fn periodic(&mut self) {
+        let now = self.now;
+        let expire = self.mem().dirty_expire_ns;
+        if self
+            .cache()
+            .dirtied_when()
+            .is_some_and(|s| now >= s + expire)
+        {
+            self.flusher_wake();
+        }
+        if self.unfinished > 0 {
+            let at = now + self.mem().dirty_writeback_interval_ns;
+            self.q.push(at, Ev::Buf(BufEv::Periodic));
+        } else {
+            self.buf.periodic_armed = false;
+        }
+    }
+
+    /// Legacy MMC / hsq: a flush request on the bus: CMD6 SWITCH (FLUSH_CACHE) with an R1b
+    /// response; the card is busy until its cache is written (mmc_flush_cache).
+    pub(super) fn mmc_flush_issue(&mut self, r: crate::host::block::ReqId) {
+        let now = self.now;
+        let end = self.bus_cmds(now, &[6], Some(r));
+        let cmd = crate::device::DevCommand {
+            tag: r,
+            op: crate::device::DevOp::Flush,
+            lba: 0,
+            sectors: 0,
+        };
+        self.q
+            .push(end, Ev::Dev(crate::device::Input::Command(cmd)));
+        if !self.cfg.host.mmc.busy_detect {
+            // Command-complete interrupt at the response; the busy is polled (CMD13).
+            let t = self.irq_run(end, self.cfg.host.costs.irq_ns, r);
+            self.q.push(t, Ev::Irq(r));
+        }
+    }
+
+    /// End-of-run counters.
+    pub(super) fn buf_finish(&mut self) {
+        if let Some(c) = &self.buf.cache {
+            self.buf.stats.dirty_left_bytes = c.dirty() * PAGE;
+            self.buf.stats.evictions = c.evictions;
+        }
+        self.buf.stats.device_write_slots = self.dev.stats().host_write_slots;
+    }
+}

@@ -1,0 +1,481 @@
+//! Buffered I/O (direct=0), writeback and the sync family (sim/buffered.rs): the page
+//! cache's effect counted at the device, readahead windows, writer throttling, fsync and
+//! O_SYNC ordering on the event trace.
+
+mod common;
+
+use flashpath_core::device::DeviceConfig;
+use flashpath_core::host::{DriverKind, HostConfig};
+use flashpath_core::sim::{run, SimConfig};
+use flashpath_core::stats::RunResult;
+use flashpath_core::trace::{Trace, TraceKind};
+use flashpath_core::workload::{Dir, JobConfig, Pattern, Submission};
+
+const DEVICE: &str = include_str!("../../../presets/devices/emmc51-hs400-32g.toml");
+const HOST: &str = include_str!("../../../presets/hosts/sprd-sc9863a.toml");
+/// A test host: the SC9863A preset with a small page cache, so that the dirty thresholds
+/// are reached in short runs (64 MiB: background 6.4 MiB, limit 12.8 MiB).
+const MEMORY: &str = r#"
+[memory]
+size = "4GiB"
+cache = "64MiB"
+copy_rate = "2GB/s"
+page_op = "0.5us"
+"#;
+const KIB: u64 = 1024;
+const MIB: u64 = 1024 * 1024;
+
+fn system() -> (HostConfig, DeviceConfig) {
+    common::system(&format!("{HOST}{MEMORY}"), DEVICE)
+}
+
+fn buffered(read_pct: u32, bs: u64, size: u64) -> JobConfig {
+    let mut j = JobConfig::simple("b", Pattern::Sequential, read_pct, bs, size);
+    j.direct = false;
+    j
+}
+
+fn traced(jobs: Vec<JobConfig>) -> (Trace, RunResult) {
+    common::traced(system(), DriverKind::MmcLegacy, jobs, false)
+}
+
+fn try_run(
+    driver: DriverKind,
+    jobs: Vec<JobConfig>,
+    host: HostConfig,
+) -> Result<RunResult, String> {
+    run(SimConfig {
+        host,
+        device: system().1,
+        driver,
+        jobs,
+        precondition: false,
+    })
+}
+
+/// Start and end of each data transfer of `dir` on the bus, in time order.
+fn transfers(tr: &Trace, dir: Dir) -> Vec<(u64, u64)> {
+    tr.bus_intervals()
+        .into_iter()
+        .filter_map(|(s, e, ev)| match ev.kind {
+            TraceKind::Data { dir: d, .. } if d == dir => Some((s, e)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_sequential_write_with_end_fsync_writes_every_byte_once() {
+    // 96 MiB through a 64 MiB cache: background writeback, throttling and eviction of
+    // written pages all happen; end_fsync writes the rest.
+    let mut j = buffered(0, 128 * KIB, 96 * MIB);
+    j.end_fsync = true;
+    let (tr, r) = traced(vec![j]);
+    let c = &r.system.cache;
+    // Every page was dirtied, and only writeback cleans a page: all clean at the end with
+    // exactly the file's bytes written at the device means each byte was written once.
+    assert_eq!(c.dirty_left_bytes, 0);
+    assert_eq!(
+        c.device_write_slots * 4096,
+        96 * MIB,
+        "counted at the device"
+    );
+    assert_eq!(r.system.device_host_write_bytes, 96 * MIB);
+    assert_eq!(c.writeback_bytes, 96 * MIB);
+    assert!(c.evictions > 0, "the file is larger than the cache");
+    assert_eq!(c.flushes, 1);
+    assert_eq!(tr.commands(6).len(), 1, "one CMD6 FLUSH_CACHE");
+    assert_eq!(
+        r.system.device_host_read_bytes, 0,
+        "whole-page writes read nothing"
+    );
+    // The writes reached the device as large requests (writeback, not 128 KiB writes).
+    assert!(r.system.requests < 96 * MIB / (128 * KIB));
+}
+
+#[test]
+fn a_reread_that_fits_in_the_cache_issues_no_device_reads() {
+    let size = 4 * MIB;
+    // Written then read back: every page is in the cache.
+    let mut w = buffered(0, 64 * KIB, size);
+    w.end_fsync = true;
+    let mut rd = buffered(100, 64 * KIB, size);
+    rd.stonewall = true;
+    let (_, r) = traced(vec![w, rd]);
+    assert_eq!(r.system.device_host_read_bytes, 0);
+    assert_eq!(r.jobs[1].dirs[0].bytes, size);
+    assert_eq!(r.system.cache.miss_pages, 0);
+
+    // Read twice: the second pass adds no device read.
+    let once = traced(vec![buffered(100, 64 * KIB, size)]).1;
+    let mut again = buffered(100, 64 * KIB, size);
+    again.stonewall = true;
+    let twice = traced(vec![buffered(100, 64 * KIB, size), again]).1;
+    let read1 = once.system.device_host_read_bytes;
+    assert!(
+        read1 >= size && read1 <= size + 256 * KIB,
+        "readahead past the end: {read1}"
+    );
+    assert_eq!(twice.system.device_host_read_bytes, read1);
+}
+
+#[test]
+fn readahead_windows_ramp_up_per_the_kernel_rules() {
+    // 4 KiB reads: get_init_ra_size(1, 32) = 4 pages, then ×2 (get_next_ra_size) to 32.
+    let r = traced(vec![buffered(100, 4 * KIB, 2 * MIB)]).1;
+    let w = &r.system.cache.readahead_bytes;
+    assert_eq!(
+        &w[..6],
+        &[
+            16 * KIB,
+            32 * KIB,
+            64 * KIB,
+            128 * KIB,
+            128 * KIB,
+            128 * KIB
+        ]
+    );
+    assert!(w[3..].iter().all(|&b| b == 128 * KIB));
+    // 16+32+64 KiB, then 128 KiB windows whose mark is their first page: the 16th
+    // (at 2032 KiB) is reached inside the 2 MiB and starts the 17th, so 2288 KiB in all.
+    let total: u64 = w.iter().sum();
+    assert_eq!(total, (16 + 32 + 64 + 17 * 128) * KIB);
+    assert_eq!(w.len(), 3 + 17);
+
+    // 128 KiB reads: initial window = max (32 pages), its mark at page 16 (async 16).
+    let r = traced(vec![buffered(100, 128 * KIB, 2 * MIB)]).1;
+    assert!(r
+        .system
+        .cache
+        .readahead_bytes
+        .iter()
+        .all(|&b| b == 128 * KIB));
+    // The async readahead overlaps the device with the copy: once the window runs ahead,
+    // reads find their pages uptodate.
+    assert!(r.system.cache.hit_pages > r.system.cache.miss_pages);
+
+    // Random 4 KiB reads far apart: standalone reads of one page, no window.
+    let mut j = buffered(100, 4 * KIB, 256 * MIB);
+    j.pattern = Pattern::Random;
+    j.io_limit = 200 * 4 * KIB;
+    let r = traced(vec![j]).1;
+    let w = &r.system.cache.readahead_bytes;
+    let single = w.iter().filter(|&&b| b == 4 * KIB).count();
+    assert!(
+        single * 10 >= w.len() * 9,
+        "random reads read one page: {w:?}"
+    );
+}
+
+#[test]
+fn writers_are_throttled_at_the_dirty_limit() {
+    let bs = 64 * KIB;
+    let r = traced(vec![buffered(0, bs, 48 * MIB)]).1;
+    let cache = 64 * MIB / 4096;
+    let limit = cache * 20 / 100 * 4096;
+    let bg = cache * 10 / 100 * 4096;
+    let max = r.system.cache.max_dirty_bytes;
+    assert!(
+        max <= limit + bs,
+        "dirty {max} past the limit {limit} by more than one write"
+    );
+    assert!(
+        max > bg,
+        "the writer ran past the background threshold ({max})"
+    );
+    // Throttled: the job could not finish faster than the device took the data beyond
+    // what the cache may hold dirty.
+    let wrote = r.system.device_host_write_bytes;
+    assert!(wrote >= 48 * MIB - limit - bs, "wrote {wrote}");
+    let rate = 48.0 * MIB as f64 / (r.jobs[0].runtime_ns as f64 / 1e9);
+    assert!(
+        rate < 400e6,
+        "throttled to the device's pace, not the copy rate: {rate}"
+    );
+}
+
+#[test]
+fn fsync_waits_for_all_dirty_data_and_issues_one_flush() {
+    // 2 MiB of 4 KiB writes (under the background threshold: nothing is written back
+    // until the fsync after the 512th write).
+    let mut j = buffered(0, 4 * KIB, 2 * MIB);
+    j.fsync_every = 512;
+    let (tr, r) = traced(vec![j]);
+    assert_eq!(r.jobs[0].sync_lat_ns.len(), 1);
+    assert_eq!(r.system.cache.flushes, 1);
+    let flush = tr.commands(6);
+    assert_eq!(flush.len(), 1);
+    let writes = transfers(&tr, Dir::Write);
+    let written: u64 = r.system.cache.device_write_slots * 4096;
+    assert_eq!(written, 2 * MIB);
+    let last_data = writes.iter().map(|x| x.1).max().unwrap();
+    assert!(flush[0].t >= last_data, "the flush follows every write");
+    // The fsync returned after the flush.
+    assert!(r.jobs[0].end_ns > flush[0].t);
+    let fsync = r.jobs[0].sync_lat_ns[0];
+    let first_data = writes.iter().map(|x| x.0).min().unwrap();
+    assert!(
+        fsync > flush[0].t - first_data,
+        "fsync {fsync} spans the writeback"
+    );
+}
+
+#[test]
+fn o_sync_write_latency_includes_the_device_write_and_the_flush() {
+    let n = 16;
+    let mut j = buffered(0, 4 * KIB, n * 4 * KIB);
+    j.o_sync = true;
+    let (tr, r) = traced(vec![j]);
+    let flush = tr.commands(6);
+    assert_eq!(flush.len() as u64, n, "one flush per write");
+    let writes = transfers(&tr, Dir::Write);
+    assert_eq!(writes.len() as u64, n);
+    // Each write's data goes to the device before its flush, and the next write's after.
+    let mut spans = 0u64;
+    for i in 0..n as usize {
+        assert!(writes[i].1 <= flush[i].t);
+        if i + 1 < n as usize {
+            assert!(flush[i].t < writes[i + 1].0);
+        }
+        let TraceKind::Command { end, .. } = flush[i].kind else {
+            unreachable!()
+        };
+        spans += end - writes[i].0;
+    }
+    let lat = &r.jobs[0].dirs[1].lat;
+    assert_eq!(lat.count(), n);
+    assert!(lat.mean() > spans as f64 / n as f64);
+    // Without O_SYNC the same writes return from the cache.
+    let plain = traced(vec![buffered(0, 4 * KIB, n * 4 * KIB)]).1;
+    assert!(plain.jobs[0].dirs[1].lat.mean() * 5.0 < lat.mean());
+    assert_eq!(plain.system.device_host_write_bytes, 0);
+}
+
+#[test]
+fn fsync_on_direct_io_only_flushes() {
+    let mut j = JobConfig::simple("d", Pattern::Sequential, 0, 4 * KIB, 32 * 4 * KIB);
+    j.fsync_every = 8;
+    let (tr, r) = traced(vec![j]);
+    assert_eq!(r.jobs[0].sync_lat_ns.len(), 4);
+    assert_eq!(tr.commands(6).len(), 4);
+    assert_eq!(r.system.cache.writeback_bytes, 0);
+}
+
+#[test]
+fn buffered_runs_are_deterministic() {
+    let jobs = || {
+        let mut w = buffered(0, 16 * KIB, 24 * MIB);
+        w.end_fsync = true;
+        let mut rd = buffered(100, 16 * KIB, 24 * MIB);
+        rd.offset = 64 * MIB;
+        vec![w, rd]
+    };
+    let a = traced(jobs()).1;
+    let b = traced(jobs()).1;
+    assert_eq!(a.system.sim_end_ns, b.system.sim_end_ns);
+    assert_eq!(a.system.events, b.system.events);
+    for (x, y) in a.jobs.iter().zip(&b.jobs) {
+        assert_eq!(x.dirs[0].lat.sum(), y.dirs[0].lat.sum());
+        assert_eq!(x.dirs[1].lat.sum(), y.dirs[1].lat.sum());
+    }
+}
+
+#[test]
+fn unsupported_combinations_are_errors_naming_them() {
+    let (host, _) = common::system(HOST, DEVICE);
+    let e = try_run(DriverKind::MmcLegacy, vec![buffered(0, 4096, MIB)], host)
+        .map(|_| ())
+        .expect_err("an error");
+    assert!(e.contains("[memory]"), "{e}");
+    let mut j = buffered(0, 4096, MIB);
+    j.submission = Submission::Async {
+        depth: 4,
+        batch_submit: 1,
+        batch_complete_min: 1,
+    };
+    let e = try_run(DriverKind::MmcLegacy, vec![j], system().0)
+        .map(|_| ())
+        .expect_err("an error");
+    assert!(e.contains("asynchronous"), "{e}");
+    let mut j = JobConfig::simple("d", Pattern::Sequential, 0, 4096, MIB);
+    j.o_sync = true;
+    let e = try_run(DriverKind::MmcLegacy, vec![j], system().0)
+        .map(|_| ())
+        .expect_err("an error");
+    assert!(e.contains("sync=1"), "{e}");
+    let (cqe, _) = common::system(
+        &include_str!("../../../presets/hosts/sprd-sc9863a-cqe.toml")
+            .replace("dcmd = true", "dcmd = false"),
+        DEVICE,
+    );
+    let mut j = JobConfig::simple("d", Pattern::Sequential, 0, 4096, MIB);
+    j.end_fsync = true;
+    let drv = DriverKind::parse("mmc-cqe").unwrap();
+    let e = try_run(drv, vec![j], cqe)
+        .map(|_| ())
+        .expect_err("an error");
+    assert!(e.contains("mmc-cqe") && e.contains("cqe.dcmd"), "{e}");
+    // A bad [memory] value is a one-line error naming the field.
+    let bad = format!(
+        "{HOST}{}",
+        MEMORY.replace("page_op", "dirty_ratio = 5\npage_op")
+    );
+    let e = flashpath_core::config::preset::load_host(&bad, "host", &[])
+        .map(|_| ())
+        .expect_err("an error");
+    assert!(e.to_string().contains("memory.dirty_ratio"), "{e}");
+}
+
+#[test]
+fn dirty_data_below_the_background_threshold_waits_for_dirty_expire() {
+    // One 4 KiB write, 40 s of think time, another: the first page is written by the
+    // periodic writeback (every 5 s) once it has been dirty for 30 s, not before.
+    let mut j = buffered(0, 4 * KIB, 8 * KIB);
+    j.thinktime_ns = 40_000_000_000;
+    let (tr, r) = traced(vec![j]);
+    let w = transfers(&tr, Dir::Write);
+    assert_eq!(w.len(), 1, "the second page is still dirty at the end");
+    assert!(
+        w[0].0 >= 30_000_000_000 && w[0].0 < 36_000_000_000,
+        "written at {}",
+        w[0].0
+    );
+    assert_eq!(r.system.cache.dirty_left_bytes, 4 * KIB);
+}
+
+#[test]
+fn hsq_and_sd_drivers_carry_buffered_io() {
+    // hsq: the flush goes through the software queue like a write (CMD6, R1b).
+    let mut j = buffered(0, 64 * KIB, 8 * MIB);
+    j.end_fsync = true;
+    let hsq = DriverKind::parse("mmc-hsq").unwrap();
+    let (tr, r) = common::traced(system(), hsq, vec![j.clone()], false);
+    assert_eq!(r.system.cache.device_write_slots * 4096, 8 * MIB);
+    assert_eq!(tr.commands(6).len(), 1);
+    // SD (rtsx): no volatile cache, so fsync sends no flush.
+    let sd = common::system(
+        &format!(
+            "{}{MEMORY}",
+            include_str!("../../../presets/hosts/x86-laptop-rtsx.toml")
+        ),
+        include_str!("../../../presets/devices/sd-samsung-pro-plus-128g.toml"),
+    );
+    let drv = sd.0.default_driver;
+    let (_, r) = common::traced(sd, drv, vec![j], false);
+    assert_eq!(r.system.cache.flushes, 0);
+    assert_eq!(r.system.cache.dirty_left_bytes, 0);
+    assert_eq!(r.system.device_host_write_bytes, 8 * MIB);
+}
+
+#[test]
+fn concurrent_fsyncs_flush_one_at_a_time_on_ufs_and_mmc() {
+    // Four writers with fsync=64 on their own regions: their flushes queue behind each
+    // other (one flush in flight), every one completes.
+    let jobs = || {
+        (0..4)
+            .map(|i| {
+                let mut j = buffered(0, 4 * KIB, MIB);
+                j.offset = i * 16 * MIB;
+                j.fsync_every = 64;
+                j
+            })
+            .collect::<Vec<_>>()
+    };
+    let ufs = common::system(
+        &format!(
+            "{}{MEMORY}",
+            include_str!("../../../presets/hosts/sd835-phone.toml")
+        ),
+        include_str!("../../../presets/devices/ufs21-64g.toml"),
+    );
+    let (_, r) = common::traced(ufs, DriverKind::Ufs, jobs(), false);
+    assert_eq!(r.system.cache.flushes, 16);
+    assert!(r.jobs.iter().all(|j| j.sync_lat_ns.len() == 4));
+    assert_eq!(r.system.cache.device_write_slots * 4096, 4 * MIB);
+    let (tr, r) = traced(jobs());
+    assert_eq!(tr.commands(6).len(), 16);
+    assert!(r.jobs.iter().all(|j| j.sync_lat_ns.len() == 4));
+}
+
+#[test]
+fn cqe_flushes_with_a_dcmd_behind_a_queue_barrier() {
+    // Two writers with fsync=64 and a reader: each flush is a CMD6 DCMD sent when the
+    // tasks queued before it have completed; DAT0 is busy meanwhile (no data moves).
+    let cqe = common::system(
+        &format!(
+            "{}{MEMORY}",
+            include_str!("../../../presets/hosts/sprd-sc9863a-cqe.toml")
+        ),
+        DEVICE,
+    );
+    let mut jobs: Vec<JobConfig> = (0..2)
+        .map(|i| {
+            let mut j = buffered(0, 4 * KIB, MIB);
+            j.offset = i * 16 * MIB;
+            j.fsync_every = 64;
+            j
+        })
+        .collect();
+    let mut rd = JobConfig::simple("r", Pattern::Random, 100, 4 * KIB, 8 * MIB);
+    rd.offset = 64 * MIB;
+    rd.io_limit = 400 * 4 * KIB;
+    jobs.push(rd);
+    let drv = DriverKind::parse("mmc-cqe").unwrap();
+    let (tr, r) = common::traced(cqe, drv, jobs, false);
+    assert_eq!(r.system.cache.flushes, 8);
+    assert!(r.jobs[..2].iter().all(|j| j.sync_lat_ns.len() == 4));
+    assert_eq!(r.system.cache.device_write_slots * 4096, 2 * MIB);
+    let flushes = tr.commands(6);
+    assert_eq!(flushes.len(), 8);
+    let ev = tr.sorted();
+    for f in &flushes {
+        let done = ev
+            .iter()
+            .find(|e| e.req == f.req && e.t >= f.t && e.kind == TraceKind::DeviceDone)
+            .expect("the flush ends")
+            .t;
+        let busy = transfers(&tr, Dir::Read)
+            .into_iter()
+            .chain(transfers(&tr, Dir::Write))
+            .any(|(s, e)| s < done && e > f.t);
+        assert!(!busy, "data moved during the flush {}..{done}", f.t);
+        // The barrier: every task queued (CMD45) before the DCMD completed before it.
+        for q in ev
+            .iter()
+            .filter(|e| e.t < f.t && matches!(e.kind, TraceKind::Command { opcode: 45, .. }))
+        {
+            let completed = ev.iter().any(|e| {
+                e.req == q.req && e.kind == TraceKind::Completed && e.t >= q.t && e.t <= f.t
+            });
+            assert!(
+                completed,
+                "a task queued at {} was still open at the DCMD",
+                q.t
+            );
+        }
+    }
+}
+
+#[test]
+fn a_cache_of_a_few_windows_still_makes_progress() {
+    // 256 KiB of cache (64 pages, two 128 KiB readahead windows) for a reader, a writer
+    // and a read-modify-writer: pages are reclaimed as reads end and writeback cleans.
+    let tiny = MEMORY.replace("cache = \"64MiB\"", "cache = \"256KiB\"");
+    let sys = common::system(&format!("{HOST}{tiny}"), DEVICE);
+    let rd = buffered(100, 128 * KIB, 4 * MIB);
+    let mut w = buffered(0, 64 * KIB, 4 * MIB);
+    w.offset = 16 * MIB;
+    w.end_fsync = true;
+    let mut rmw = buffered(0, 2 * KIB, 256 * KIB);
+    rmw.offset = 32 * MIB;
+    rmw.end_fsync = true;
+    let (_, r) = common::traced(sys, DriverKind::MmcLegacy, vec![rd, w, rmw], false);
+    assert_eq!(r.jobs[0].dirs[0].bytes, 4 * MIB);
+    assert!(r.system.cache.evictions > 0);
+    assert_eq!(r.system.cache.dirty_left_bytes, 0);
+    // Every page of the 2 KiB writer was read before its first half was written. With
+    // 6 pages of background threshold, a page may be written back between its two
+    // halves and written again: at least every byte once.
+    assert!(r.system.device_host_read_bytes >= 4 * MIB + 256 * KIB);
+    assert!(r.system.cache.device_write_slots * 4096 >= 4 * MIB + 256 * KIB);
+}
