@@ -940,8 +940,10 @@ impl Sim {
         }
     }
 
-    /// blktrace's spans of a request that completes now: Q2G, G2I, I2D and D2C go to the
-    /// job of its first bio, Q2C to the job of each bio (btt's per-I/O view).
+    /// blktrace's spans of a request that completes now, counted as btt counts them:
+    /// Q2G, G2I and I2D once per request (to the job of its first bio); D2C and Q2C once
+    /// per bio it carries (btt's `update_d2c` adds a merged request's D2C for each bio),
+    /// to each bio's job.
     fn record_request_spans(&mut self, r: ReqId) {
         let now = self.now;
         let q = self.block.req(r);
@@ -952,13 +954,14 @@ impl Sim {
         let x = &self.ios[first as usize];
         let th = &mut self.threads[x.thread as usize];
         if x.t_start >= th.measure_start {
-            th.stats.spans.record_request(g - bq, i - g, d - i, now - d);
+            th.stats.spans.record_request(g - bq, i - g, d - i);
         }
         for k in 0..self.block.req(r).bios.len() {
             let io = self.block.req(r).bios[k];
             let x = &self.ios[io as usize];
             let th = &mut self.threads[x.thread as usize];
             if x.t_start >= th.measure_start {
+                th.stats.spans.record(Span::D2c, now - d);
                 th.stats.spans.record(Span::Q2c, now - x.t_issued);
             }
         }

@@ -123,8 +123,9 @@ pub struct RunResult {
 ///
 /// blktrace's spans as `btt` computes them: per block request Q2G (its first bio queued
 /// → request allocated: a wait for a tag), G2I (allocated → inserted), I2D (inserted →
-/// dispatched to the driver), D2C (dispatched → completed); per bio Q2C (queued →
-/// its request completed).
+/// dispatched to the driver); per bio D2C (its request dispatched → completed, counted
+/// once for every bio the request carries, as btt does) and Q2C (queued → its request
+/// completed).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Span {
     Pre,
@@ -184,11 +185,10 @@ impl Spans {
     }
 
     #[inline]
-    pub(crate) fn record_request(&mut self, q2g: u64, g2i: u64, i2d: u64, d2c: u64) {
+    pub(crate) fn record_request(&mut self, q2g: u64, g2i: u64, i2d: u64) {
         self.record(Span::Q2g, q2g);
         self.record(Span::G2i, g2i);
         self.record(Span::I2d, i2d);
-        self.record(Span::D2c, d2c);
     }
 
     pub fn get(&self, span: Span) -> &LatHist {
