@@ -42,6 +42,12 @@ flashpath options (anywhere among the fio arguments):
                             sd-rtsx-multiseq
   --set FIELD=VALUE         override a preset field for this run, e.g.
                             --set device.nand.t_read=60us --set host.costs.wakeup=10us
+  --blktrace DIR            also write the run's block-layer events as blktrace binary
+                            files DIR/<dev>.blktrace.<cpu> (dev: mmcblk0, or sda for
+                            UFS), for `blkparse -i <dev> -D DIR` and btt
+  --trace FILE.json         also write a Chrome trace-event timeline (Perfetto,
+                            chrome://tracing): a track per core, bus, NAND die and
+                            channel, and each block request's spans
 ";
 
 fn main() -> ExitCode {

@@ -57,6 +57,15 @@ impl Request {
     }
 }
 
+/// What the block layer did with a bio, for block-event traces (blktrace).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BioFate {
+    /// Merged at the back (or, if not `back`, the front) of request `req`.
+    Merged { bio: Bio, req: ReqId, back: bool },
+    /// Started a new request `req` (allocated and inserted).
+    NewRequest { bio: Bio, req: ReqId },
+}
+
 const READ_EXPIRE_NS: u64 = 500_000_000;
 const WRITE_EXPIRE_NS: u64 = 5_000_000_000;
 const WRITES_STARVED: u32 = 2;
@@ -83,6 +92,8 @@ pub struct BlockLayer {
     /// Counters.
     pub merges: u64,
     pub requests_dispatched: u64,
+    /// When Some, what happened to each bio is appended here (the caller drains it).
+    pub log: Option<Vec<BioFate>>,
 }
 
 impl BlockLayer {
@@ -102,6 +113,7 @@ impl BlockLayer {
             starved: 0,
             merges: 0,
             requests_dispatched: 0,
+            log: None,
         }
     }
 
@@ -168,6 +180,13 @@ impl BlockLayer {
             }
         }
         self.merges += 1;
+        if let Some(log) = &mut self.log {
+            log.push(BioFate::Merged {
+                bio: *bio,
+                req: id,
+                back,
+            });
+        }
         if per_cpu {
             // blk-mq's software queues do not merge requests with each other.
             return true;
@@ -227,6 +246,9 @@ impl BlockLayer {
         r.bios.push(bio.io);
         r.queued_at = now;
         r.dispatched_at = 0;
+        if let Some(log) = &mut self.log {
+            log.push(BioFate::NewRequest { bio: *bio, req: id });
+        }
         id
     }
 

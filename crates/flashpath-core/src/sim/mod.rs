@@ -27,10 +27,11 @@ use crate::host::block::{Bio, BlockLayer, ReqId};
 use crate::host::cpu::Cpu;
 use crate::host::{Cmd13Mode, DriverKind, HostConfig};
 use crate::stats::{DirStats, JobStats, RunResult, SystemStats};
-use crate::trace::{Ctx, Trace, TraceKind};
+use crate::trace::{self, BlkAction, Ctx, Trace, TraceKind};
 use crate::workload::{rate_gate, Dir, IoSource, JobConfig, Submission};
 use flashpath_hist::{batch_bucket, depth_level_bucket};
 
+mod blkev;
 mod cqe;
 mod rtsx;
 mod ufs;
@@ -227,6 +228,8 @@ pub struct Sim {
     trace: Option<Trace>,
     /// The rtsx SD host driver's state.
     rtsx: rtsx::Rtsx,
+    /// The submitting thread's plug, for block-event traces.
+    blk_plug: blkev::PlugTrace,
 }
 
 impl Sim {
@@ -313,6 +316,7 @@ impl Sim {
         let mut sim = Sim {
             prefill,
             trace: None,
+            blk_plug: blkev::PlugTrace::default(),
             rtsx: rtsx::Rtsx::default(),
             hsq: MmcHsq::default(),
             ufs: ufs::UfsState::default(),
@@ -357,7 +361,25 @@ impl Sim {
 
     /// Records an event trace from now on (see [`crate::trace`]).
     pub fn enable_trace(&mut self) {
-        self.trace = Some(Trace::default());
+        let tasks = (self.prefill..self.threads.len())
+            .map(|t| (trace::pid::THREAD + t as u32, self.cfg.jobs[t].name.clone()))
+            .collect();
+        self.trace = Some(Trace {
+            tasks,
+            cores: self.cfg.host.cores,
+            ..Trace::default()
+        });
+        self.cpu.record();
+        self.block.log = Some(Vec::new());
+        self.dev.record_nand();
+    }
+
+    /// Ends the trace: the recorded trace, with the CPU and NAND work booked so far.
+    pub fn take_trace(&mut self) -> Option<Trace> {
+        let mut tr = self.trace.take()?;
+        tr.cpu = self.cpu.take_slices();
+        tr.nand = self.dev.take_nand_slices();
+        Some(tr)
     }
 
     /// The trace recorded so far, if enabled.
@@ -536,6 +558,11 @@ impl Sim {
         th.measure_start = now + ramp;
         th.last_change = now;
         th.stats.start_ns = now;
+        if t as usize == self.prefill {
+            if let Some(tr) = &mut self.trace {
+                tr.start = now;
+            }
+        }
         self.thread_run(t);
     }
 
@@ -676,7 +703,7 @@ impl Sim {
         th.state = ThreadState::Running;
         th.stats.sys_ns += cost;
         let core = th.core;
-        let end = self.cpu.run(core, now, cost);
+        let end = self.cpu.run_l(core, now, cost, "syscall submit");
         self.q.push(end, Ev::Submitted(t));
     }
 
@@ -701,6 +728,12 @@ impl Sim {
         let picked = std::mem::take(&mut self.threads[t as usize].submitting);
         let max_sectors = self.block.max_sectors() as u64;
         let core = self.threads[t as usize].core;
+        let tracing = self.trace.is_some();
+        let mut plug = std::mem::take(&mut self.blk_plug);
+        let plug_all = tracing && self.blk_plug_mode(t, picked.len(), 0).0;
+        if plug_all {
+            self.blk_plug_start(&mut plug);
+        }
         for &io in &picked {
             let (dir, offset, len) = {
                 let x = &mut self.ios[io as usize];
@@ -714,21 +747,36 @@ impl Sim {
             th.stats.depth_hist[b] += 1;
             let mut sector = offset / 512;
             let end = (offset + len) / 512;
+            let plug_io = tracing && !plug_all && self.blk_plug_mode(t, picked.len(), len).1;
+            if plug_io {
+                self.blk_plug_start(&mut plug);
+            }
             while sector < end {
                 let n = (end - sector).min(max_sectors) as u32;
-                self.block.submit(
-                    now,
-                    Bio {
-                        io,
-                        dir,
-                        sector,
-                        sectors: n,
-                        cpu: core,
-                    },
-                );
+                let bio = Bio {
+                    io,
+                    dir,
+                    sector,
+                    sectors: n,
+                    cpu: core,
+                };
+                if tracing {
+                    self.blk_queue(now, &bio);
+                }
+                self.block.submit(now, bio);
+                if tracing {
+                    self.blk_fates(now, Some(&mut plug));
+                }
                 sector += n as u64;
             }
+            if plug_io {
+                self.blk_plug_finish(now, &mut plug, t);
+            }
         }
+        if plug_all {
+            self.blk_plug_finish(now, &mut plug, t);
+        }
+        self.blk_plug = plug;
         let mut picked = picked;
         picked.clear();
         self.threads[t as usize].submitting = picked;
@@ -764,7 +812,7 @@ impl Sim {
                     } else {
                         0
                     };
-                    let end = self.cpu.run(th.core, now, cost);
+                    let end = self.cpu.run_l(th.core, now, cost, "aio reap");
                     self.q.push(end, Ev::ThreadRun(t));
                 } else {
                     self.threads[t as usize].state = ThreadState::Sleeping;
@@ -836,7 +884,14 @@ impl Sim {
         let mut ios = std::mem::take(&mut self.scratch);
         ios.clear();
         self.tr(now, Some(r), TraceKind::Completed);
+        if self.trace.is_some() {
+            self.blk_rq(now, r, BlkAction::Complete, 0);
+        }
         let admitted = self.block.complete(now, r, &mut ios);
+        if self.trace.is_some() {
+            // Bios that waited for a tag got their requests (or merged) now.
+            self.blk_fates(now, None);
+        }
         for &io in &ios {
             let x = &mut self.ios[io as usize];
             x.parts_left -= 1;
@@ -876,7 +931,7 @@ impl Sim {
         th.state = ThreadState::Running;
         th.stats.ctx += 1;
         let cost = wakeup + if sync { ret } else { reap };
-        let end = self.cpu.run(th.core, now, cost);
+        let end = self.cpu.run_l(th.core, now, cost, "wakeup+return");
         self.q.push(end, Ev::ThreadRun(t));
     }
 
@@ -892,7 +947,9 @@ impl Sim {
     /// A sleeping task wakes on `core` at `at` (scheduler wake-up and context switch);
     /// returns when it runs.
     fn wake(&mut self, core: u32, at: SimTime) -> SimTime {
-        let end = self.cpu.run(core, at, self.cfg.host.costs.wakeup_ns);
+        let end = self
+            .cpu
+            .run_l(core, at, self.cfg.host.costs.wakeup_ns, "wakeup");
         self.tr(end, None, TraceKind::Wakeup { core });
         end
     }
@@ -947,7 +1004,7 @@ impl Sim {
     /// The interrupt handler runs on the IRQ core from `at` for `cost`.
     fn irq_run(&mut self, at: SimTime, cost: u64, req: ReqId) -> SimTime {
         let core = self.cfg.host.irq_core;
-        let t = self.cpu.run_irq(core, at, cost);
+        let t = self.cpu.run_irq_l(core, at, cost, "irq handler");
         self.tr(t, Some(req), TraceKind::Irq { core });
         t
     }
@@ -1001,10 +1058,13 @@ impl Sim {
         }
         match self.block.dispatch(at) {
             Some(r) => {
+                if self.trace.is_some() {
+                    self.blk_rq(at, r, BlkAction::Issue, core);
+                }
                 let bytes = self.block.req(r).bytes();
                 let m = &self.cfg.host.mmc;
                 let cost = m.prep_ns + m.prep_per_4k_ns * bytes.div_ceil(4096);
-                let end = self.cpu.run(core, at, cost);
+                let end = self.cpu.run_l(core, at, cost, "prep+dma map");
                 match self.cfg.driver {
                     DriverKind::MmcLegacy | DriverKind::SdRtsx { .. } => {
                         self.q.push(end, Ev::DispPrepared(r))
@@ -1046,7 +1106,7 @@ impl Sim {
         let mut backoff_us = 32u64;
         loop {
             // A synchronous CMD13: issue, wait for the command-complete interrupt, wake up.
-            t = self.cpu.run(core, t, self.cfg.host.mmc.cmd13_ns);
+            t = self.cpu.run_l(core, t, self.cfg.host.mmc.cmd13_ns, "cmd13");
             t = self.bus_cmds(t, &[13], Some(prev));
             self.sys.cmd13 += 1;
             let answered_busy = t < ready;
@@ -1080,7 +1140,9 @@ impl Sim {
                 t = self.poll_busy(core, t, p);
             }
         }
-        t = self.cpu.run(core, t, self.cfg.host.mmc.start_ns);
+        t = self
+            .cpu
+            .run_l(core, t, self.cfg.host.mmc.start_ns, "mmc start");
         self.mmc.active = Some(r);
         self.tr(
             t,
@@ -1095,7 +1157,7 @@ impl Sim {
             let bytes = self.block.req(p).bytes();
             let m = &self.cfg.host.mmc;
             let cost = m.post_ns + m.post_per_4k_ns * bytes.div_ceil(4096) + self.end_cost(p);
-            t = self.cpu.run(core, t, cost);
+            t = self.cpu.run_l(core, t, cost, "post+complete");
         }
         self.q.push(t, Ev::DispPosted(prev));
     }
@@ -1250,9 +1312,9 @@ impl Sim {
         let next = self.hsq.queue.pop_front().expect("a queued request");
         let cost = self.cfg.host.mmc.start_ns;
         let t = if in_irq {
-            self.cpu.run_irq(core, at, cost)
+            self.cpu.run_irq_l(core, at, cost, "hsq start")
         } else {
-            self.cpu.run(core, at, cost)
+            self.cpu.run_l(core, at, cost, "hsq start")
         };
         self.hsq.hw = Some(next);
         self.mmc.active = Some(next);
@@ -1298,13 +1360,13 @@ impl Sim {
         let req_cpu = self.block.req(r).cpu;
         if req_cpu == irq_core {
             let done = if in_irq {
-                self.cpu.run_irq(irq_core, at, cost)
+                self.cpu.run_irq_l(irq_core, at, cost, "post+complete")
             } else {
-                self.cpu.run(irq_core, at, cost)
+                self.cpu.run_l(irq_core, at, cost, "post+complete")
             };
             (done, done)
         } else {
-            (self.cpu.run(req_cpu, at, cost), at)
+            (self.cpu.run_l(req_cpu, at, cost, "post+complete"), at)
         }
     }
 
@@ -1345,7 +1407,7 @@ impl Sim {
         let m = &self.cfg.host.mmc;
         let bytes = self.block.req(p).bytes();
         let cost = m.post_ns + m.post_per_4k_ns * bytes.div_ceil(4096) + self.end_cost(p);
-        t = self.cpu.run(core, t, cost);
+        t = self.cpu.run_l(core, t, cost, "post+complete");
         self.mmc.lock_free_at = t;
         self.q.push(t, Ev::ReqEnd(p));
     }
@@ -1388,6 +1450,6 @@ pub fn run_traced(cfg: SimConfig) -> Result<(Trace, RunResult), String> {
     let mut sim = Sim::new(cfg)?;
     sim.enable_trace();
     sim.run_until(u64::MAX);
-    let trace = sim.trace.take().expect("the trace was enabled");
+    let trace = sim.take_trace().expect("the trace was enabled");
     Ok((trace, sim.finish()))
 }

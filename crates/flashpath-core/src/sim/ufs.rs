@@ -166,6 +166,9 @@ impl Sim {
         let Some(r) = self.block.dispatch(at) else {
             return false;
         };
+        if self.trace.is_some() {
+            self.blk_rq(at, r, crate::trace::BlkAction::Issue, core);
+        }
         self.ufs.slots += 1;
         assert!(
             self.ufs.slots <= self.ufs_cfg().nutrs,
