@@ -2,15 +2,15 @@
 
 use crate::{jobmap, presets, report};
 use anyhow::{anyhow, bail, Context, Result};
+use flashpath_core::blktrace::{self, BlkDevice};
 use flashpath_core::host::DriverKind;
 use flashpath_core::sim::{Sim, SimConfig};
-use flashpath_core::blktrace::{self, BlkDevice};
 use flashpath_core::stats::RunResult;
 use flashpath_core::timeline;
 use flashpath_core::trace::Trace;
-use std::path::PathBuf;
 use flashpath_fio::parse::{parse_command_line, Env};
 use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 /// flashpath's own options, taken out of the fio arguments.
