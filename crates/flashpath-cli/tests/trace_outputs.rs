@@ -286,7 +286,7 @@ fn timeline_is_trace_event_json_without_overlap_on_cores_and_dies() {
     }
     // Four job threads' cores plus the interrupt lane; every die of the default eMMC.
     assert!(checked.0 >= 5 && checked.1 >= 4, "{checked:?}");
-    // Interrupts preempt task work: there is task work on the IRQ core (core 0).
+    // Interrupt work has its own lane on the IRQ core (core 0: tid 1).
     assert!(t.contains_key(&(1, 1)), "interrupt lane of core 0");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -197,7 +197,7 @@ impl Sim {
     /// queue_rq (mmc_blk_cqe_issue_rw_rq) on the dispatcher's `core`: prep and DMA map
     /// ended at `at`; cqhci_request writes the descriptors and rings the doorbell.
     pub(super) fn cqe_issue(&mut self, core: u32, at: SimTime, r: ReqId) {
-        let t = self.cpu.run(core, at, self.cqe.request_ns);
+        let t = self.cpu.run_l(core, at, self.cqe.request_ns, "cqe request");
         self.cqe.in_flight += 1;
         self.cqe.pending += 1;
         assert!(

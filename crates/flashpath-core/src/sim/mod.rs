@@ -369,8 +369,15 @@ impl Sim {
             cores: self.cfg.host.cores,
             ..Trace::default()
         });
-        self.cpu.record();
         self.block.log = Some(Vec::new());
+        if self.prefill == 0 {
+            self.record_work();
+        }
+    }
+
+    /// CPU and NAND work is recorded for the reported jobs only (not preconditioning).
+    fn record_work(&mut self) {
+        self.cpu.record();
         self.dev.record_nand();
     }
 
@@ -558,9 +565,12 @@ impl Sim {
         th.measure_start = now + ramp;
         th.last_change = now;
         th.stats.start_ns = now;
-        if t as usize == self.prefill {
+        if t as usize == self.prefill && self.trace.is_some() {
             if let Some(tr) = &mut self.trace {
                 tr.start = now;
+            }
+            if self.prefill > 0 {
+                self.record_work();
             }
         }
         self.thread_run(t);
