@@ -138,6 +138,19 @@ impl PageMappedDevice {
             .unwrap_or_default()
     }
 
+    #[cold]
+    #[inline(never)]
+    fn note_nand(&mut self, unit: NandUnit, start: SimTime, end: SimTime, label: &'static str) {
+        if let Some(log) = &mut self.nand_log {
+            log.push(NandSlice {
+                unit,
+                start,
+                end,
+                label,
+            });
+        }
+    }
+
     /// Books `dur` on die `die` (recorded as `label` when recording).
     #[inline]
     fn book_die(
@@ -148,13 +161,8 @@ impl PageMappedDevice {
         dur: u64,
     ) -> (SimTime, SimTime) {
         let (start, end) = self.dies[die as usize].book(ready, dur);
-        if let Some(log) = &mut self.nand_log {
-            log.push(NandSlice {
-                unit: NandUnit::Die(die),
-                start,
-                end,
-                label,
-            });
+        if self.nand_log.is_some() {
+            self.note_nand(NandUnit::Die(die), start, end, label);
         }
         (start, end)
     }
@@ -169,13 +177,8 @@ impl PageMappedDevice {
         dur: u64,
     ) -> (SimTime, SimTime) {
         let (start, end) = self.channels[ch].book(ready, dur);
-        if let Some(log) = &mut self.nand_log {
-            log.push(NandSlice {
-                unit: NandUnit::Channel(ch as u32),
-                start,
-                end,
-                label,
-            });
+        if self.nand_log.is_some() {
+            self.note_nand(NandUnit::Channel(ch as u32), start, end, label);
         }
         (start, end)
     }

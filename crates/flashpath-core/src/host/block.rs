@@ -180,8 +180,8 @@ impl BlockLayer {
             }
         }
         self.merges += 1;
-        if let Some(log) = &mut self.log {
-            log.push(BioFate::Merged {
+        if self.log.is_some() {
+            self.note(BioFate::Merged {
                 bio: *bio,
                 req: id,
                 back,
@@ -246,10 +246,18 @@ impl BlockLayer {
         r.bios.push(bio.io);
         r.queued_at = now;
         r.dispatched_at = 0;
-        if let Some(log) = &mut self.log {
-            log.push(BioFate::NewRequest { bio: *bio, req: id });
+        if self.log.is_some() {
+            self.note(BioFate::NewRequest { bio: *bio, req: id });
         }
         id
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn note(&mut self, fate: BioFate) {
+        if let Some(log) = &mut self.log {
+            log.push(fate);
+        }
     }
 
     /// Submits a bio (already split to at most max_sectors). Returns false if it had to

@@ -59,17 +59,41 @@ impl Cpu {
     #[inline]
     pub fn run_l(&mut self, core: u32, ready: SimTime, cost: u64, label: &'static str) -> SimTime {
         let (start, end) = self.cores[core as usize].book(ready, cost);
-        if let Some(r) = &mut self.rec {
-            r.last_task[core as usize] = Some(r.slices.len());
-            r.slices.push(CpuSlice {
-                core,
-                start,
-                end,
-                irq: false,
-                label,
-            });
+        if self.rec.is_some() {
+            self.keep(core, start, end, false, label, false);
         }
         end
+    }
+
+    /// Keeps a slice of work (off the hot path: only when recording). `stretch`: an
+    /// interrupt delayed the task work on the core, whose last slice ends that much later.
+    #[cold]
+    #[inline(never)]
+    fn keep(
+        &mut self,
+        core: u32,
+        start: SimTime,
+        end: SimTime,
+        irq: bool,
+        label: &'static str,
+        stretch: bool,
+    ) {
+        let r = self.rec.as_mut().expect("recording");
+        if !irq {
+            r.last_task[core as usize] = Some(r.slices.len());
+        }
+        r.slices.push(CpuSlice {
+            core,
+            start,
+            end,
+            irq,
+            label,
+        });
+        if stretch {
+            if let Some(i) = r.last_task[core as usize] {
+                r.slices[i].end += end - start;
+            }
+        }
     }
     /// Runs `cost` ns of interrupt-context work on `core`: ahead of task work, which it
     /// delays; returns when it ends.
@@ -90,20 +114,9 @@ impl Cpu {
         let c = &mut self.cores[core as usize];
         let before = c.free_at();
         c.preempt(start, cost);
-        if let Some(r) = &mut self.rec {
-            r.slices.push(CpuSlice {
-                core,
-                start,
-                end,
-                irq: true,
-                label,
-            });
-            // The task work the interrupt delayed holds the core that much longer.
-            if c.free_at() != before {
-                if let Some(i) = r.last_task[core as usize] {
-                    r.slices[i].end += cost;
-                }
-            }
+        if self.rec.is_some() {
+            let stretch = self.cores[core as usize].free_at() != before;
+            self.keep(core, start, end, true, label, stretch);
         }
         end
     }

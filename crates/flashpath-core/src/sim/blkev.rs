@@ -32,6 +32,8 @@ const BLK_PLUG_FLUSH_SIZE: u64 = 128 * 1024;
 #[derive(Default)]
 pub(super) struct PlugTrace {
     active: bool,
+    /// The plug covers the whole system call (io_submit), not each I/O.
+    whole_call: bool,
     /// Requests added to the plug, with the bio that started each (for their I).
     reqs: Vec<(ReqId, Bio)>,
 }
@@ -76,7 +78,7 @@ impl Sim {
 
     /// Whether the I/Os of this system call are submitted under one plug (`io_submit`
     /// with more than AIO_PLUG_THRESHOLD iocbs), and whether each I/O has its own plug.
-    pub(super) fn blk_plug_mode(&self, t: u32, n: usize, len: u64) -> (bool, bool) {
+    fn blk_plug_mode(&self, t: u32, n: usize, len: u64) -> (bool, bool) {
         let th = &self.threads[t as usize];
         match self.cfg.jobs[th.cfg].submission {
             Submission::Async { .. } => (n > AIO_PLUG_THRESHOLD, n <= AIO_PLUG_THRESHOLD),
@@ -84,7 +86,46 @@ impl Sim {
         }
     }
 
+    /// Thread `t`'s system call starts submitting its `n` I/Os.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn blk_syscall_start(&mut self, t: u32, n: usize) {
+        let whole = self.blk_plug_mode(t, n, 0).0;
+        self.blk_plug.whole_call = whole;
+        self.blk_plug.active = whole;
+    }
+
+    /// One I/O of `len` bytes of the `n` of the call is submitted.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn blk_io_start(&mut self, t: u32, n: usize, len: u64) {
+        if !self.blk_plug.whole_call && self.blk_plug_mode(t, n, len).1 {
+            self.blk_plug.active = true;
+        }
+    }
+
+    /// The I/O's bios are all submitted: its own plug (if any) is finished.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn blk_io_end(&mut self, at: SimTime, t: u32) {
+        if !self.blk_plug.whole_call && self.blk_plug.active {
+            self.blk_plug_finish(at, t);
+        }
+    }
+
+    /// The system call ends: the io_submit plug (if any) is finished.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn blk_syscall_end(&mut self, at: SimTime, t: u32) {
+        if self.blk_plug.whole_call {
+            self.blk_plug_finish(at, t);
+        }
+        self.blk_plug.whole_call = false;
+    }
+
     /// Q for a bio about to enter the block layer.
+    #[cold]
+    #[inline(never)]
     pub(super) fn blk_queue(&mut self, at: SimTime, bio: &Bio) {
         if let Some(p) = self.bio_task(bio.io) {
             self.blk_ev(at, None, BlkAction::Queue, bio, p);
@@ -93,10 +134,13 @@ impl Sim {
 
     /// Turns what the block layer did with the bios since the last call into M/F, G, I
     /// (and P/U under `plug`).
-    pub(super) fn blk_fates(&mut self, at: SimTime, mut plug: Option<&mut PlugTrace>) {
+    #[cold]
+    #[inline(never)]
+    pub(super) fn blk_fates(&mut self, at: SimTime, plugged: bool) {
         let Some(mut log) = self.block.log.take() else {
             return;
         };
+        let mut pl = std::mem::take(&mut self.blk_plug);
         for fate in log.drain(..) {
             match fate {
                 BioFate::Merged { bio, back, req } => {
@@ -114,8 +158,8 @@ impl Sim {
                         continue;
                     };
                     self.blk_ev(at, Some(req), BlkAction::GetRq, &bio, p);
-                    match plug.as_deref_mut() {
-                        Some(pl) if pl.active => {
+                    match plugged {
+                        true if pl.active => {
                             let flush = match pl.reqs.last() {
                                 None => false,
                                 Some(&(last, _)) => {
@@ -125,7 +169,7 @@ impl Sim {
                                 }
                             };
                             if flush {
-                                self.blk_unplug_inner(at, pl, bio.cpu, p);
+                                self.blk_unplug_inner(at, &mut pl, bio.cpu, p);
                             }
                             if pl.reqs.is_empty() {
                                 self.blk_plug_ev(at, BlkAction::Plug, bio.cpu, p);
@@ -138,6 +182,7 @@ impl Sim {
             }
         }
         self.block.log = Some(log);
+        self.blk_plug = pl;
     }
 
     fn blk_unplug_inner(&mut self, at: SimTime, pl: &mut PlugTrace, cpu: u32, p: u32) {
@@ -151,24 +196,23 @@ impl Sim {
         }
     }
 
-    /// `blk_start_plug` on thread `t` (trace only; nested plugs are no-ops).
-    pub(super) fn blk_plug_start(&mut self, pl: &mut PlugTrace) {
-        pl.active = true;
-    }
-
     /// `blk_finish_plug` on thread `t`: U and the I of each plugged request.
-    pub(super) fn blk_plug_finish(&mut self, at: SimTime, pl: &mut PlugTrace, t: u32) {
+    fn blk_plug_finish(&mut self, at: SimTime, t: u32) {
+        let mut pl = std::mem::take(&mut self.blk_plug);
         pl.active = false;
         if (t as usize) < self.prefill {
             pl.reqs.clear();
-            return;
+        } else {
+            let cpu = self.threads[t as usize].core;
+            self.blk_unplug_inner(at, &mut pl, cpu, pid::THREAD + t);
         }
-        let cpu = self.threads[t as usize].core;
-        self.blk_unplug_inner(at, pl, cpu, pid::THREAD + t);
+        self.blk_plug = pl;
     }
 
     /// D (`core`: the dispatching task's core) or C (on the request's CPU, in interrupt
     /// context) for request `r`.
+    #[cold]
+    #[inline(never)]
     pub(super) fn blk_rq(&mut self, at: SimTime, r: ReqId, action: BlkAction, core: u32) {
         let q = self.block.req(r);
         let Some(&io) = q.bios.first() else {

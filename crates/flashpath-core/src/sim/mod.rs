@@ -739,10 +739,8 @@ impl Sim {
         let max_sectors = self.block.max_sectors() as u64;
         let core = self.threads[t as usize].core;
         let tracing = self.trace.is_some();
-        let mut plug = std::mem::take(&mut self.blk_plug);
-        let plug_all = tracing && self.blk_plug_mode(t, picked.len(), 0).0;
-        if plug_all {
-            self.blk_plug_start(&mut plug);
+        if tracing {
+            self.blk_syscall_start(t, picked.len());
         }
         for &io in &picked {
             let (dir, offset, len) = {
@@ -757,9 +755,8 @@ impl Sim {
             th.stats.depth_hist[b] += 1;
             let mut sector = offset / 512;
             let end = (offset + len) / 512;
-            let plug_io = tracing && !plug_all && self.blk_plug_mode(t, picked.len(), len).1;
-            if plug_io {
-                self.blk_plug_start(&mut plug);
+            if tracing {
+                self.blk_io_start(t, picked.len(), len);
             }
             while sector < end {
                 let n = (end - sector).min(max_sectors) as u32;
@@ -775,18 +772,17 @@ impl Sim {
                 }
                 self.block.submit(now, bio);
                 if tracing {
-                    self.blk_fates(now, Some(&mut plug));
+                    self.blk_fates(now, true);
                 }
                 sector += n as u64;
             }
-            if plug_io {
-                self.blk_plug_finish(now, &mut plug, t);
+            if tracing {
+                self.blk_io_end(now, t);
             }
         }
-        if plug_all {
-            self.blk_plug_finish(now, &mut plug, t);
+        if tracing {
+            self.blk_syscall_end(now, t);
         }
-        self.blk_plug = plug;
         let mut picked = picked;
         picked.clear();
         self.threads[t as usize].submitting = picked;
@@ -900,7 +896,7 @@ impl Sim {
         let admitted = self.block.complete(now, r, &mut ios);
         if self.trace.is_some() {
             // Bios that waited for a tag got their requests (or merged) now.
-            self.blk_fates(now, None);
+            self.blk_fates(now, false);
         }
         for &io in &ios {
             let x = &mut self.ios[io as usize];
