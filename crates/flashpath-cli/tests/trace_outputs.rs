@@ -332,3 +332,21 @@ fn bad_trace_paths_are_one_line_errors() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn compare_refuses_trace_options() {
+    let o = flashpath(&[
+        "compare",
+        "--vary",
+        "driver=mmc-legacy,mmc-hsq",
+        "--trace",
+        "t.json",
+        "--name=a",
+        "--rw=read",
+        "--size=1m",
+        "--direct=1",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("--blktrace, --trace") && err.lines().count() == 1, "{err}");
+}
