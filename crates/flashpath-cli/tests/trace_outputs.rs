@@ -348,5 +348,8 @@ fn compare_refuses_trace_options() {
     ]);
     let err = String::from_utf8_lossy(&o.stderr).into_owned();
     assert_eq!(o.status.code(), Some(1), "{err}");
-    assert!(err.contains("--blktrace, --trace") && err.lines().count() == 1, "{err}");
+    assert!(
+        err.contains("--blktrace, --trace") && err.lines().count() == 1,
+        "{err}"
+    );
 }
