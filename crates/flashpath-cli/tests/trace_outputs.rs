@@ -188,7 +188,13 @@ fn btt_reports_flashpaths_d2c_and_q2c() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let o = Command::new("btt").arg("-i").arg(&bin).output().unwrap();
+    // btt also writes <dev>_iops_fp.dat and friends into its working directory.
+    let o = Command::new("btt")
+        .arg("-i")
+        .arg(&bin)
+        .current_dir(&dir)
+        .output()
+        .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let text = String::from_utf8_lossy(&o.stdout).into_owned();
     let (d2c, d2c_n) = btt_row(&text, "D2C");
