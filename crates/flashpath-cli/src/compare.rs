@@ -142,6 +142,9 @@ pub fn command(args: &[String]) -> Result<()> {
         bail!("compare needs at least one --vary ({USAGE})");
     }
     let (base, fio_args) = run::split_options(&rest)?;
+    if base.blktrace.is_some() || base.trace.is_some() {
+        bail!("compare does not write traces (--blktrace, --trace): use flashpath fio");
+    }
     if fio_args.is_empty() {
         bail!("compare needs a job file or fio arguments ({USAGE})");
     }

@@ -50,6 +50,12 @@ flashpath options (anywhere among the fio arguments):
                             --set device.nand.t_read=60us --set host.costs.wakeup=10us;
                             --set device.ideal=true makes the storage instant (no
                             device or bus time: the paper's infinitely fast device)
+  --blktrace DIR            also write the run's block-layer events as blktrace binary
+                            files DIR/<dev>.blktrace.<cpu> (dev: mmcblk0, or sda for
+                            UFS), for `blkparse -i <dev> -D DIR` and btt
+  --trace FILE.json         also write a Chrome trace-event timeline (Perfetto,
+                            chrome://tracing): a track per core, bus, NAND die and
+                            channel, and each block request's spans
 ";
 
 fn main() -> ExitCode {

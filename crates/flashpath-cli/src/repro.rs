@@ -78,6 +78,7 @@ impl Reproduction {
             host: Some(self.host.clone()),
             driver: Some(self.driver.clone()),
             sets: self.sets.clone(),
+            ..Options::default()
         }
     }
 }

@@ -2,11 +2,15 @@
 
 use crate::{jobmap, presets, report};
 use anyhow::{anyhow, bail, Context, Result};
+use flashpath_core::blktrace::{self, BlkDevice};
 use flashpath_core::host::DriverKind;
 use flashpath_core::sim::{Sim, SimConfig};
 use flashpath_core::stats::RunResult;
+use flashpath_core::timeline;
+use flashpath_core::trace::Trace;
 use flashpath_fio::parse::{parse_command_line, Env};
 use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 /// flashpath's own options, taken out of the fio arguments.
@@ -17,6 +21,10 @@ pub struct Options {
     pub driver: Option<String>,
     /// (`device.` or `host.` field, value)
     pub sets: Vec<(String, String)>,
+    /// `--blktrace DIR`: write blktrace per-CPU files there.
+    pub blktrace: Option<String>,
+    /// `--trace FILE`: write a Chrome trace-event JSON timeline there.
+    pub trace: Option<String>,
 }
 
 /// Splits flashpath's options (`--device X` or `--device=X`, likewise --host, --driver,
@@ -44,6 +52,10 @@ pub fn split_options(args: &[String]) -> Result<(Options, Vec<String>)> {
             o.host = Some(v);
         } else if let Some(v) = take("--driver")? {
             o.driver = Some(v);
+        } else if let Some(v) = take("--blktrace")? {
+            o.blktrace = Some(v);
+        } else if let Some(v) = take("--trace")? {
+            o.trace = Some(v);
         } else if let Some(v) = take("--set")? {
             let (f, val) = v
                 .split_once('=')
@@ -110,7 +122,19 @@ pub fn system(
 /// Runs the simulation, with a progress line on standard error for long runs when it
 /// is a terminal.
 pub fn simulate(cfg: SimConfig, progress: bool) -> Result<RunResult> {
+    Ok(simulate_traced(cfg, progress, false)?.0)
+}
+
+/// [`simulate`], with the event trace recorded if `traced`.
+pub fn simulate_traced(
+    cfg: SimConfig,
+    progress: bool,
+    traced: bool,
+) -> Result<(RunResult, Option<Trace>)> {
     let mut sim = Sim::new(cfg).map_err(|e| anyhow!("{e}"))?;
+    if traced {
+        sim.enable_trace();
+    }
     let show = progress && std::io::stderr().is_terminal();
     let wall = Instant::now();
     let mut last = wall;
@@ -137,7 +161,57 @@ pub fn simulate(cfg: SimConfig, progress: bool) -> Result<RunResult> {
     if shown {
         eprintln!();
     }
-    Ok(sim.finish())
+    let trace = sim.take_trace();
+    Ok((sim.finish(), trace))
+}
+
+/// Where `--blktrace` and `--trace` write, checked (and created) before the run.
+struct TraceOutputs {
+    blktrace: Option<PathBuf>,
+    timeline: Option<(PathBuf, std::fs::File)>,
+}
+
+impl TraceOutputs {
+    fn open(o: &Options) -> Result<TraceOutputs> {
+        let blktrace = match &o.blktrace {
+            Some(d) => {
+                let p = PathBuf::from(d);
+                std::fs::create_dir_all(&p)
+                    .with_context(|| format!("--blktrace {d}: cannot create the directory"))?;
+                Some(p)
+            }
+            None => None,
+        };
+        let timeline = match &o.trace {
+            Some(f) => {
+                let file = std::fs::File::create(f)
+                    .with_context(|| format!("--trace {f}: cannot create the file"))?;
+                Some((PathBuf::from(f), file))
+            }
+            None => None,
+        };
+        Ok(TraceOutputs { blktrace, timeline })
+    }
+
+    fn wanted(&self) -> bool {
+        self.blktrace.is_some() || self.timeline.is_some()
+    }
+
+    fn write(self, trace: &Trace, driver: DriverKind) -> Result<()> {
+        if let Some(dir) = &self.blktrace {
+            let dev = BlkDevice::for_driver(driver);
+            for (cpu, bytes) in blktrace::encode(trace, &dev).iter().enumerate() {
+                let p = dir.join(dev.file_name(cpu as u32));
+                std::fs::write(&p, bytes)
+                    .with_context(|| format!("--blktrace: writing {}", p.display()))?;
+            }
+        }
+        if let Some((p, mut f)) = self.timeline {
+            f.write_all(timeline::chrome_json(trace).as_bytes())
+                .with_context(|| format!("--trace: writing {}", p.display()))?;
+        }
+        Ok(())
+    }
 }
 
 pub fn fio_command(args: &[String]) -> Result<()> {
@@ -149,6 +223,7 @@ pub fn fio_command(args: &[String]) -> Result<()> {
     if inv.parse_only {
         return Ok(());
     }
+    let outputs = TraceOutputs::open(&opts)?;
     let cfg = SimConfig {
         host,
         device,
@@ -156,7 +231,10 @@ pub fn fio_command(args: &[String]) -> Result<()> {
         jobs: plan.jobs,
         precondition: true,
     };
-    let result = simulate(cfg, true)?;
+    let (result, trace) = simulate_traced(cfg, true, outputs.wanted())?;
+    if let Some(trace) = &trace {
+        outputs.write(trace, driver)?;
+    }
     let rep = report::build(&plan.metas, &result, plan.global_options);
     let mut out: Box<dyn Write> = match &inv.output {
         Some(p) => Box::new(std::io::BufWriter::new(

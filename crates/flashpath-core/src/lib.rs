@@ -8,11 +8,13 @@
 //! ```
 //! All wiring between layers is in [`sim`]'s `route`.
 
+pub mod blktrace;
 pub mod config;
 pub mod device;
 pub mod engine;
 pub mod host;
 pub mod sim;
 pub mod stats;
+pub mod timeline;
 pub mod trace;
 pub mod workload;

@@ -37,6 +37,75 @@ pub enum TraceKind {
     Completed,
     /// A sleeping task woke on `core`: a context switch.
     Wakeup { core: u32 },
+    /// A block-layer event as blktrace records it (`action`), for the bio or request
+    /// `sector`..+`sectors`, on `cpu`, in the context of task `pid` (see [`pid`]).
+    Block {
+        action: BlkAction,
+        sector: u64,
+        sectors: u32,
+        dir: Dir,
+        cpu: u32,
+        pid: u32,
+    },
+}
+
+/// The block-layer events blktrace records (include/uapi/linux/blktrace_api.h), at the
+/// kernel's trace points: Q `trace_block_bio_queue` (each bio entering blk-mq), M/F a bio
+/// merged at the back/front of a request, G `trace_block_getrq` (request allocated),
+/// I `trace_block_rq_insert`, D `trace_block_rq_issue` (`blk_mq_start_request`),
+/// C `trace_block_rq_complete`, P/U `trace_block_plug`/`trace_block_unplug`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlkAction {
+    Queue,
+    BackMerge,
+    FrontMerge,
+    GetRq,
+    Insert,
+    Issue,
+    Complete,
+    Plug,
+    /// `depth`: requests in the plug when it was flushed.
+    Unplug {
+        depth: u32,
+    },
+}
+
+/// Task ids of the simulated tasks in block events and timelines.
+pub mod pid {
+    /// Interrupt context (no task of its own).
+    pub const IRQ: u32 = 0;
+    /// The kblockd/kworker on core `c` is `KWORKER + c`.
+    pub const KWORKER: u32 = 100;
+    /// fio job thread `t` (numjobs expanded, preconditioning jobs first) is `THREAD + t`.
+    pub const THREAD: u32 = 1000;
+}
+
+/// What a slice of CPU work was doing (timeline labels).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CpuSlice {
+    pub core: u32,
+    pub start: SimTime,
+    pub end: SimTime,
+    /// Interrupt context (its own lane on the core), else task work.
+    pub irq: bool,
+    pub label: &'static str,
+}
+
+/// A NAND resource: a die or a channel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NandUnit {
+    Die(u32),
+    Channel(u32),
+}
+
+/// A slice of NAND work: array read, program, erase, map read/program, or a transfer
+/// over the channel (on the channel, and on the die whose register is read or filled).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NandSlice {
+    pub unit: NandUnit,
+    pub start: SimTime,
+    pub end: SimTime,
+    pub label: &'static str,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,6 +120,16 @@ pub struct TraceEvent {
 #[derive(Clone, Debug, Default)]
 pub struct Trace {
     pub events: Vec<TraceEvent>,
+    /// CPU work on the host cores (task and interrupt lanes), in booking order.
+    pub cpu: Vec<CpuSlice>,
+    /// NAND die and channel work, in booking order.
+    pub nand: Vec<NandSlice>,
+    /// When the reported jobs began (after preconditioning): exports start here.
+    pub start: SimTime,
+    /// Task names by pid (fio job threads), for exports.
+    pub tasks: Vec<(u32, String)>,
+    /// Host cores.
+    pub cores: u32,
 }
 
 impl Trace {

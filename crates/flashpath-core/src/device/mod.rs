@@ -263,6 +263,21 @@ impl Device {
         }
     }
 
+    /// Records NAND die and channel work from now on (timelines; page-mapped model only).
+    pub fn record_nand(&mut self) {
+        if let Inner::PageMapped(d) = &mut self.inner {
+            d.record_nand();
+        }
+    }
+
+    /// The NAND work recorded so far.
+    pub fn take_nand_slices(&mut self) -> Vec<crate::trace::NandSlice> {
+        match &mut self.inner {
+            Inner::PageMapped(d) => d.take_nand_slices(),
+            Inner::Ideal(_) => Vec::new(),
+        }
+    }
+
     /// The page-mapped model, if that is what runs (for tests and reports).
     pub fn page_mapped(&self) -> Option<&page_mapped::PageMappedDevice> {
         match &self.inner {

@@ -63,6 +63,7 @@ use super::map_cache::{MapAccess, MapCache};
 use super::write_buffer::{SlotState, WriteBuffer};
 use super::{DevCommand, DevOp, DevStatus, DeviceStats, Input, Output};
 use crate::engine::{transfer_ns, FifoResource, Outbox, SimTime};
+use crate::trace::{NandSlice, NandUnit};
 
 const NONE: u32 = u32::MAX;
 
@@ -135,9 +136,69 @@ pub struct PageMappedDevice {
     stats: DeviceStats,
     take_scratch: Vec<(u32, u32)>,
     gc_scratch: Vec<(Lpn, Ppa)>,
+    /// Die and channel work booked, when recording (timelines).
+    nand_log: Option<Vec<NandSlice>>,
 }
 
 impl PageMappedDevice {
+    /// Records the die and channel work booked from now on.
+    pub fn record_nand(&mut self) {
+        self.nand_log = Some(Vec::new());
+    }
+
+    /// The die and channel work recorded so far.
+    pub fn take_nand_slices(&mut self) -> Vec<NandSlice> {
+        self.nand_log
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn note_nand(&mut self, unit: NandUnit, start: SimTime, end: SimTime, label: &'static str) {
+        if let Some(log) = &mut self.nand_log {
+            log.push(NandSlice {
+                unit,
+                start,
+                end,
+                label,
+            });
+        }
+    }
+
+    /// Books `dur` on die `die` (recorded as `label` when recording).
+    #[inline]
+    fn book_die(
+        &mut self,
+        die: u32,
+        label: &'static str,
+        ready: SimTime,
+        dur: u64,
+    ) -> (SimTime, SimTime) {
+        let (start, end) = self.dies[die as usize].book(ready, dur);
+        if self.nand_log.is_some() {
+            self.note_nand(NandUnit::Die(die), start, end, label);
+        }
+        (start, end)
+    }
+
+    /// Books `dur` on channel `ch` (recorded as `label` when recording).
+    #[inline]
+    fn book_ch(
+        &mut self,
+        ch: usize,
+        label: &'static str,
+        ready: SimTime,
+        dur: u64,
+    ) -> (SimTime, SimTime) {
+        let (start, end) = self.channels[ch].book(ready, dur);
+        if self.nand_log.is_some() {
+            self.note_nand(NandUnit::Channel(ch as u32), start, end, label);
+        }
+        (start, end)
+    }
+
     pub fn new(c: &NandDeviceConfig, capacity_bytes: u64) -> PageMappedDevice {
         let user_lpns = capacity_bytes.div_ceil(LPN_BYTES);
         assert!(user_lpns < BUF_FLAG as u64);
@@ -196,6 +257,7 @@ impl PageMappedDevice {
             stats: DeviceStats::default(),
             take_scratch: vec![(0, 0); row],
             gc_scratch: vec![(0, 0); row],
+            nand_log: None,
             c: c.clone(),
         }
     }
@@ -445,11 +507,11 @@ impl PageMappedDevice {
     fn map_load(&mut self, segment: u32, t: SimTime) -> SimTime {
         let die = self.seg_die[segment as usize] as u32;
         let ch = self.channel_of(die);
-        let (_, tr_end) = self.dies[die as usize].book(t, self.c.t_read_ns);
+        let (_, tr_end) = self.book_die(die, "map read", t, self.c.t_read_ns);
         self.page_reg[(die * self.c.planes_per_die) as usize] = NONE;
         let xfer = self.c.channel_ns(self.c.map_segment_bytes());
-        let (_, end) = self.channels[ch].book(tr_end, xfer);
-        self.dies[die as usize].book(tr_end, end - tr_end);
+        let (_, end) = self.book_ch(ch, "map out", tr_end, xfer);
+        self.book_die(die, "map out", tr_end, end - tr_end);
         self.stats.nand_map_reads += 1;
         end
     }
@@ -466,8 +528,8 @@ impl PageMappedDevice {
             let ch = self.channel_of(die);
             let start = t.max(self.dies[die as usize].free_at());
             let xfer = self.c.channel_ns(self.map_batch_bytes);
-            let (_, xend) = self.channels[ch].book(start, xfer);
-            self.dies[die as usize].book(start, xend - start + self.c.t_prog_ns);
+            let (_, xend) = self.book_ch(ch, "map in", start, xfer);
+            self.book_die(die, "map program", start, xend - start + self.c.t_prog_ns);
             self.invalidate_registers(die);
             self.stats.map_page_programs += 1;
             self.map_batch_bytes = 0;
@@ -616,16 +678,21 @@ impl PageMappedDevice {
             self.stats.page_register_hits += 1;
             avail.max(self.dies[d].free_at())
         } else {
-            let (_, e) = self.dies[d].book(avail, self.c.t_read_ns);
+            let (_, e) = self.book_die(d as u32, "read", avail, self.c.t_read_ns);
             self.page_reg[reg] = page;
             *last_tr = (die, row);
             self.stats.nand_page_reads += 1;
             e
         };
-        let (_, end) = self.channels[ch].book(start, self.c.channel_ns(units as u64 * LPN_BYTES));
+        let (_, end) = self.book_ch(
+            ch,
+            "data out",
+            start,
+            self.c.channel_ns(units as u64 * LPN_BYTES),
+        );
         // The die stays busy while its register is read out.
         assert!(start >= self.dies[d].free_at());
-        self.dies[d].book(start, end - start);
+        self.book_die(d as u32, "data out", start, end - start);
         end
     }
 
@@ -823,8 +890,9 @@ impl PageMappedDevice {
         let end = if cached {
             // The data goes into the cache register once the running program's data
             // has left it; the array takes it when the running program ends.
-            let (_, xend) = self.channels[ch].book(ready.max(self.die_prog[d].array_start), xfer);
-            let (array_start, end) = self.dies[d].book(xend, self.c.t_prog_ns);
+            let (_, xend) =
+                self.book_ch(ch, "data in", ready.max(self.die_prog[d].array_start), xfer);
+            let (array_start, end) = self.book_die(d as u32, "program", xend, self.c.t_prog_ns);
             let prog = &mut self.die_prog[d];
             prog.cached_active = true;
             prog.cached_array_start = array_start;
@@ -832,8 +900,9 @@ impl PageMappedDevice {
         } else {
             // The die is held from the data-in to the end of the program.
             let start = ready.max(self.dies[d].free_at());
-            let (_, xend) = self.channels[ch].book(start, xfer);
-            let (_, end) = self.dies[d].book(start, xend - start + self.c.t_prog_ns);
+            let (_, xend) = self.book_ch(ch, "data in", start, xfer);
+            let (_, end) =
+                self.book_die(d as u32, "program", start, xend - start + self.c.t_prog_ns);
             let prog = &mut self.die_prog[d];
             prog.active = true;
             prog.array_start = xend;
@@ -1002,7 +1071,7 @@ impl PageMappedDevice {
             }
         }
         self.gc_scratch = scratch;
-        let (_, end) = self.dies[d].book(now, self.c.t_erase_ns);
+        let (_, end) = self.book_die(d as u32, "erase", now, self.c.t_erase_ns);
         self.invalidate_registers(die);
         self.ftl.erase(victim);
         self.stats.erases += 1;
@@ -1016,12 +1085,12 @@ impl PageMappedDevice {
         let d = die as usize;
         let ch = self.channel_of(die);
         let n = valid.len() as u64;
-        let (_, tr_end) = self.dies[d].book(now, self.c.t_read_ns);
+        let (_, tr_end) = self.book_die(d as u32, "gc read", now, self.c.t_read_ns);
         self.invalidate_registers(die);
         let mut t_data = tr_end;
         if self.c.gc_copy == GcCopy::Controller {
-            let (_, xend) = self.channels[ch].book(tr_end, self.c.channel_ns(n * LPN_BYTES));
-            self.dies[d].book(tr_end, xend - tr_end);
+            let (_, xend) = self.book_ch(ch, "gc out", tr_end, self.c.channel_ns(n * LPN_BYTES));
+            self.book_die(d as u32, "gc out", tr_end, xend - tr_end);
             t_data = xend;
         }
         let mut last_seg = NONE;
@@ -1042,13 +1111,18 @@ impl PageMappedDevice {
                 self.stats.nand_page_programs += self.c.planes_per_die as u64;
                 match self.c.gc_copy {
                     GcCopy::Copyback => {
-                        self.dies[d].book(t_data, self.c.t_prog_ns);
+                        self.book_die(d as u32, "gc program", t_data, self.c.t_prog_ns);
                     }
                     GcCopy::Controller => {
                         let start = t_data.max(self.dies[d].free_at());
                         let bytes = self.slots_per_row as u64 * LPN_BYTES;
-                        let (_, xend) = self.channels[ch].book(start, self.c.channel_ns(bytes));
-                        self.dies[d].book(start, xend - start + self.c.t_prog_ns);
+                        let (_, xend) = self.book_ch(ch, "gc in", start, self.c.channel_ns(bytes));
+                        self.book_die(
+                            d as u32,
+                            "gc program",
+                            start,
+                            xend - start + self.c.t_prog_ns,
+                        );
                     }
                 }
             }

@@ -76,6 +76,15 @@ impl Request {
     }
 }
 
+/// What the block layer did with a bio, for block-event traces (blktrace).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BioFate {
+    /// Merged at the back (or, if not `back`, the front) of request `req`.
+    Merged { bio: Bio, req: ReqId, back: bool },
+    /// Started a new request `req` (allocated and inserted).
+    NewRequest { bio: Bio, req: ReqId },
+}
+
 const READ_EXPIRE_NS: u64 = 500_000_000;
 const WRITE_EXPIRE_NS: u64 = 5_000_000_000;
 const WRITES_STARVED: u32 = 2;
@@ -105,6 +114,8 @@ pub struct BlockLayer {
     /// Counters.
     pub merges: u64,
     pub requests_dispatched: u64,
+    /// When Some, what happened to each bio is appended here (the caller drains it).
+    pub log: Option<Vec<BioFate>>,
 }
 
 impl BlockLayer {
@@ -126,6 +137,7 @@ impl BlockLayer {
             starved: 0,
             merges: 0,
             requests_dispatched: 0,
+            log: None,
         }
     }
 
@@ -196,6 +208,13 @@ impl BlockLayer {
             }
         }
         self.merges += 1;
+        if self.log.is_some() {
+            self.note(BioFate::Merged {
+                bio: *bio,
+                req: id,
+                back,
+            });
+        }
         if per_cpu {
             // blk-mq's software queues do not merge requests with each other.
             return true;
@@ -261,7 +280,18 @@ impl BlockLayer {
         r.hw_at = SimTime::MAX;
         r.irq_at = SimTime::MAX;
         r.flush = false;
+        if self.log.is_some() {
+            self.note(BioFate::NewRequest { bio: *bio, req: id });
+        }
         id
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn note(&mut self, fate: BioFate) {
+        if let Some(log) = &mut self.log {
+            log.push(fate);
+        }
     }
 
     /// The driver started `id` on the hardware at `t` (the first start counts).

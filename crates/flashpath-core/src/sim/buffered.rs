@@ -659,17 +659,22 @@ impl Sim {
                 self.buf.wb_seq_of.insert(io, self.buf.wb_seq);
                 self.buf.stats.writeback_bytes += len;
             }
-            self.block.submit(
-                now,
-                crate::host::block::Bio {
-                    io,
-                    dir,
-                    sector: off / 512,
-                    sectors: (len / 512) as u32,
-                    cpu: core,
-                    queued_at: now,
-                },
-            );
+            let bio = crate::host::block::Bio {
+                io,
+                dir,
+                sector: off / 512,
+                sectors: (len / 512) as u32,
+                cpu: core,
+                queued_at: now,
+            };
+            let tracing = self.trace.is_some();
+            if tracing {
+                self.blk_queue(now, &bio);
+            }
+            self.block.submit(now, bio);
+            if tracing {
+                self.blk_fates(now, true);
+            }
             off += len;
             n += 1;
         }

@@ -27,10 +27,11 @@ use crate::host::block::{Bio, BlockLayer, ReqId};
 use crate::host::cpu::Cpu;
 use crate::host::{Cmd13Mode, DriverKind, HostConfig};
 use crate::stats::{DirStats, JobStats, RunResult, Span, Spans, SystemStats};
-use crate::trace::{Ctx, Trace, TraceKind};
+use crate::trace::{self, BlkAction, Ctx, Trace, TraceKind};
 use crate::workload::{rate_gate, Dir, IoSource, JobConfig, Submission};
 use flashpath_hist::{batch_bucket, depth_level_bucket};
 
+mod blkev;
 mod buffered;
 mod cqe;
 mod rtsx;
@@ -262,6 +263,8 @@ pub struct Sim {
     rtsx: rtsx::Rtsx,
     /// Page cache and writeback state (`sim/buffered.rs`).
     buf: buffered::Buffered,
+    /// The submitting thread's plug, for block-event traces.
+    blk_plug: blkev::PlugTrace,
 }
 
 impl Sim {
@@ -345,6 +348,7 @@ impl Sim {
         let mut sim = Sim {
             prefill,
             trace: None,
+            blk_plug: blkev::PlugTrace::default(),
             rtsx: rtsx::Rtsx::default(),
             buf: buffered::Buffered::new(&cfg),
             hsq: MmcHsq::default(),
@@ -390,7 +394,32 @@ impl Sim {
 
     /// Records an event trace from now on (see [`crate::trace`]).
     pub fn enable_trace(&mut self) {
-        self.trace = Some(Trace::default());
+        let tasks = (self.prefill..self.threads.len())
+            .map(|t| (trace::pid::THREAD + t as u32, self.cfg.jobs[t].name.clone()))
+            .collect();
+        self.trace = Some(Trace {
+            tasks,
+            cores: self.cfg.host.cores,
+            ..Trace::default()
+        });
+        self.block.log = Some(Vec::new());
+        if self.prefill == 0 {
+            self.record_work();
+        }
+    }
+
+    /// CPU and NAND work is recorded for the reported jobs only (not preconditioning).
+    fn record_work(&mut self) {
+        self.cpu.record();
+        self.dev.record_nand();
+    }
+
+    /// Ends the trace: the recorded trace, with the CPU and NAND work booked so far.
+    pub fn take_trace(&mut self) -> Option<Trace> {
+        let mut tr = self.trace.take()?;
+        tr.cpu = self.cpu.take_slices();
+        tr.nand = self.dev.take_nand_slices();
+        Some(tr)
     }
 
     /// The trace recorded so far, if enabled.
@@ -572,6 +601,14 @@ impl Sim {
         th.measure_start = now + ramp;
         th.last_change = now;
         th.stats.start_ns = now;
+        if t as usize == self.prefill && self.trace.is_some() {
+            if let Some(tr) = &mut self.trace {
+                tr.start = now;
+            }
+            if self.prefill > 0 {
+                self.record_work();
+            }
+        }
         self.thread_run(t);
     }
 
@@ -725,7 +762,7 @@ impl Sim {
         th.state = ThreadState::Running;
         th.stats.sys_ns += cost;
         let core = th.core;
-        let end = self.cpu.run(core, now, cost);
+        let end = self.cpu.run_l(core, now, cost, "syscall submit");
         self.q.push(end, Ev::Submitted(t));
     }
 
@@ -753,6 +790,10 @@ impl Sim {
         let picked = std::mem::take(&mut self.threads[t as usize].submitting);
         let max_sectors = self.block.max_sectors() as u64;
         let core = self.threads[t as usize].core;
+        let tracing = self.trace.is_some();
+        if tracing {
+            self.blk_syscall_start(t, picked.len());
+        }
         for &io in &picked {
             let (dir, offset, len) = {
                 let x = &mut self.ios[io as usize];
@@ -766,21 +807,34 @@ impl Sim {
             th.stats.depth_hist[b] += 1;
             let mut sector = offset / 512;
             let end = (offset + len) / 512;
+            if tracing {
+                self.blk_io_start(t, picked.len(), len);
+            }
             while sector < end {
                 let n = (end - sector).min(max_sectors) as u32;
-                self.block.submit(
-                    now,
-                    Bio {
-                        io,
-                        dir,
-                        sector,
-                        sectors: n,
-                        cpu: core,
-                        queued_at: now,
-                    },
-                );
+                let bio = Bio {
+                    io,
+                    dir,
+                    sector,
+                    sectors: n,
+                    cpu: core,
+                    queued_at: now,
+                };
+                if tracing {
+                    self.blk_queue(now, &bio);
+                }
+                self.block.submit(now, bio);
+                if tracing {
+                    self.blk_fates(now, true);
+                }
                 sector += n as u64;
             }
+            if tracing {
+                self.blk_io_end(now, t);
+            }
+        }
+        if tracing {
+            self.blk_syscall_end(now, t);
         }
         let mut picked = picked;
         picked.clear();
@@ -817,7 +871,7 @@ impl Sim {
                     } else {
                         0
                     };
-                    let end = self.cpu.run(th.core, now, cost);
+                    let end = self.cpu.run_l(th.core, now, cost, "aio reap");
                     self.q.push(end, Ev::ThreadRun(t));
                 } else {
                     self.threads[t as usize].state = ThreadState::Sleeping;
@@ -896,12 +950,19 @@ impl Sim {
         let mut ios = std::mem::take(&mut self.scratch);
         ios.clear();
         self.tr(now, Some(r), TraceKind::Completed);
+        if self.trace.is_some() {
+            self.blk_rq(now, r, BlkAction::Complete, 0);
+        }
         self.record_request_spans(r);
         let (hw_at, irq_at) = {
             let q = self.block.req(r);
             (q.hw_at, q.irq_at)
         };
         let admitted = self.block.complete(now, r, &mut ios);
+        if self.trace.is_some() {
+            // Bios that waited for a tag got their requests (or merged) now.
+            self.blk_fates(now, false);
+        }
         for &io in &ios {
             let x = &mut self.ios[io as usize];
             x.t_hw = x.t_hw.min(hw_at);
@@ -915,7 +976,10 @@ impl Sim {
             x.t_done = now;
             let t = x.thread;
             if x.cache != buffered::CacheIo::None {
-                if matches!(x.cache, buffered::CacheIo::Fill | buffered::CacheIo::Writeback) {
+                if matches!(
+                    x.cache,
+                    buffered::CacheIo::Fill | buffered::CacheIo::Writeback
+                ) {
                     // A page cache request's own life: made by the reader or the
                     // flusher (pre), on the hardware, then its pages unlocked or out
                     // of writeback (post), for the job it was done for.
@@ -989,7 +1053,7 @@ impl Sim {
         th.state = ThreadState::Running;
         th.stats.ctx += 1;
         let cost = wakeup + if sync { ret } else { reap };
-        let end = self.cpu.run(th.core, now, cost);
+        let end = self.cpu.run_l(th.core, now, cost, "wakeup+return");
         self.q.push(end, Ev::ThreadRun(t));
     }
 
@@ -1010,7 +1074,9 @@ impl Sim {
     /// A sleeping task wakes on `core` at `at` (scheduler wake-up and context switch);
     /// returns when it runs.
     fn wake(&mut self, core: u32, at: SimTime) -> SimTime {
-        let end = self.cpu.run(core, at, self.cfg.host.costs.wakeup_ns);
+        let end = self
+            .cpu
+            .run_l(core, at, self.cfg.host.costs.wakeup_ns, "wakeup");
         self.tr(end, None, TraceKind::Wakeup { core });
         end
     }
@@ -1066,7 +1132,7 @@ impl Sim {
     fn irq_run(&mut self, at: SimTime, cost: u64, req: ReqId) -> SimTime {
         self.block.mark_irq(req, at);
         let core = self.cfg.host.irq_core;
-        let t = self.cpu.run_irq(core, at, cost);
+        let t = self.cpu.run_irq_l(core, at, cost, "irq handler");
         self.tr(t, Some(req), TraceKind::Irq { core });
         t
     }
@@ -1120,10 +1186,13 @@ impl Sim {
         }
         match self.block.dispatch(at) {
             Some(r) => {
+                if self.trace.is_some() {
+                    self.blk_rq(at, r, BlkAction::Issue, core);
+                }
                 let bytes = self.block.req(r).bytes();
                 let m = &self.cfg.host.mmc;
                 let cost = m.prep_ns + m.prep_per_4k_ns * bytes.div_ceil(4096);
-                let end = self.cpu.run(core, at, cost);
+                let end = self.cpu.run_l(core, at, cost, "prep+dma map");
                 match self.cfg.driver {
                     DriverKind::MmcLegacy | DriverKind::SdRtsx { .. } => {
                         self.q.push(end, Ev::DispPrepared(r))
@@ -1165,7 +1234,7 @@ impl Sim {
         let mut backoff_us = 32u64;
         loop {
             // A synchronous CMD13: issue, wait for the command-complete interrupt, wake up.
-            t = self.cpu.run(core, t, self.cfg.host.mmc.cmd13_ns);
+            t = self.cpu.run_l(core, t, self.cfg.host.mmc.cmd13_ns, "cmd13");
             t = self.bus_cmds(t, &[13], Some(prev));
             self.sys.cmd13 += 1;
             let answered_busy = t < ready;
@@ -1199,7 +1268,9 @@ impl Sim {
                 t = self.poll_busy(core, t, p);
             }
         }
-        t = self.cpu.run(core, t, self.cfg.host.mmc.start_ns);
+        t = self
+            .cpu
+            .run_l(core, t, self.cfg.host.mmc.start_ns, "mmc start");
         self.mmc.active = Some(r);
         self.tr(
             t,
@@ -1214,7 +1285,7 @@ impl Sim {
             let bytes = self.block.req(p).bytes();
             let m = &self.cfg.host.mmc;
             let cost = m.post_ns + m.post_per_4k_ns * bytes.div_ceil(4096) + self.end_cost(p);
-            t = self.cpu.run(core, t, cost);
+            t = self.cpu.run_l(core, t, cost, "post+complete");
         }
         self.q.push(t, Ev::DispPosted(prev));
     }
@@ -1372,9 +1443,9 @@ impl Sim {
         let next = self.hsq.queue.pop_front().expect("a queued request");
         let cost = self.cfg.host.mmc.start_ns;
         let t = if in_irq {
-            self.cpu.run_irq(core, at, cost)
+            self.cpu.run_irq_l(core, at, cost, "hsq start")
         } else {
-            self.cpu.run(core, at, cost)
+            self.cpu.run_l(core, at, cost, "hsq start")
         };
         self.hsq.hw = Some(next);
         self.mmc.active = Some(next);
@@ -1420,13 +1491,13 @@ impl Sim {
         let req_cpu = self.block.req(r).cpu;
         if req_cpu == irq_core {
             let done = if in_irq {
-                self.cpu.run_irq(irq_core, at, cost)
+                self.cpu.run_irq_l(irq_core, at, cost, "post+complete")
             } else {
-                self.cpu.run(irq_core, at, cost)
+                self.cpu.run_l(irq_core, at, cost, "post+complete")
             };
             (done, done)
         } else {
-            (self.cpu.run(req_cpu, at, cost), at)
+            (self.cpu.run_l(req_cpu, at, cost, "post+complete"), at)
         }
     }
 
@@ -1467,7 +1538,7 @@ impl Sim {
         let m = &self.cfg.host.mmc;
         let bytes = self.block.req(p).bytes();
         let cost = m.post_ns + m.post_per_4k_ns * bytes.div_ceil(4096) + self.end_cost(p);
-        t = self.cpu.run(core, t, cost);
+        t = self.cpu.run_l(core, t, cost, "post+complete");
         self.mmc.lock_free_at = t;
         self.q.push(t, Ev::ReqEnd(p));
     }
@@ -1510,6 +1581,6 @@ pub fn run_traced(cfg: SimConfig) -> Result<(Trace, RunResult), String> {
     let mut sim = Sim::new(cfg)?;
     sim.enable_trace();
     sim.run_until(u64::MAX);
-    let trace = sim.trace.take().expect("the trace was enabled");
+    let trace = sim.take_trace().expect("the trace was enabled");
     Ok((trace, sim.finish()))
 }

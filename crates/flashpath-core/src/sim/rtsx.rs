@@ -367,14 +367,16 @@ impl Sim {
     fn rtsx_stop_done(&mut self, now: SimTime) {
         let (then, core) = self.rtsx.then.take().expect("a CMD12 was pending");
         let irq_core = self.cfg.host.irq_core;
-        let mut t = self.cpu.run_irq(irq_core, now, self.cfg.host.costs.irq_ns);
+        let mut t = self
+            .cpu
+            .run_irq_l(irq_core, now, self.cfg.host.costs.irq_ns, "irq handler");
         self.tr(t, None, TraceKind::Irq { core: irq_core });
         t = self.wake(core, t);
         match then {
             Then::Finish(r) => self.q.push(t, Ev::Irq(r)),
             Then::Issue(r) => {
                 // udelay(50) busy-waits, then the ring-buffer flush register write.
-                t = self.cpu.run(core, t, STOP_UDELAY_NS);
+                t = self.cpu.run_l(core, t, STOP_UDELAY_NS, "stop udelay");
                 self.rtsx_transfer(t, r, false);
             }
             Then::Idle => {
@@ -408,7 +410,9 @@ impl Sim {
     /// R1b); in SEQ_RW the driver answers with a fake R1 and nothing goes on the bus.
     /// Returns when the polling context continues.
     pub(super) fn rtsx_cmd13(&mut self, core: u32, at: SimTime, prev: ReqId) -> SimTime {
-        let mut t = self.cpu.run(core, at, self.cfg.host.mmc.cmd13_ns);
+        let mut t = self
+            .cpu
+            .run_l(core, at, self.cfg.host.mmc.cmd13_ns, "cmd13");
         t = self.wake(core, t);
         if self.rtsx.seq.is_none() {
             t = self.bus_cmds(t, &[13], Some(prev));

@@ -166,6 +166,9 @@ impl Sim {
         let Some(r) = self.block.dispatch(at) else {
             return false;
         };
+        if self.trace.is_some() {
+            self.blk_rq(at, r, crate::trace::BlkAction::Issue, core);
+        }
         self.ufs.slots += 1;
         assert!(
             self.ufs.slots <= self.ufs_cfg().nutrs,
@@ -175,7 +178,7 @@ impl Sim {
         let u = self.ufs_cfg();
         let cost =
             u.queuecommand_ns + u.queuecommand_per_4k_ns * bytes.div_ceil(4096) + u.doorbell_ns;
-        let end = self.cpu.run(core, at, cost);
+        let end = self.cpu.run_l(core, at, cost, "queuecommand");
         self.q.push(end, Ev::Ufs(UfsEv::Doorbell { req: r, core }));
         true
     }
@@ -394,7 +397,9 @@ impl Sim {
     fn ufs_irq(&mut self) {
         let now = self.now;
         let irq_core = self.cfg.host.irq_core;
-        let mut t = self.cpu.run_irq(irq_core, now, self.cfg.host.costs.irq_ns);
+        let mut t = self
+            .cpu
+            .run_irq_l(irq_core, now, self.cfg.host.costs.irq_ns, "irq handler");
         let done = std::mem::take(&mut self.ufs.aggr_pending);
         // A new aggregation window starts with the next completion.
         self.ufs.aggr_gen += 1;
@@ -409,15 +414,15 @@ impl Sim {
                 u.completion_ns + u.completion_per_4k_ns * bytes.div_ceil(4096),
                 u.llc_cores,
             );
-            t = self.cpu.run_irq(irq_core, t, drv);
+            t = self.cpu.run_irq_l(irq_core, t, drv, "ufs completion");
             let end = self.end_cost(r);
             let req_cpu = self.block.req(r).cpu;
             let fin = if req_cpu / llc == irq_core / llc {
-                t = self.cpu.run_irq(irq_core, t, end);
+                t = self.cpu.run_irq_l(irq_core, t, end, "post+complete");
                 t
             } else {
                 let ipi = self.cfg.host.costs.irq_ns;
-                self.cpu.run_irq(req_cpu, t, ipi + end)
+                self.cpu.run_irq_l(req_cpu, t, ipi + end, "ipi+complete")
             };
             self.q.push(fin, Ev::Ufs(UfsEv::Done(r)));
         }

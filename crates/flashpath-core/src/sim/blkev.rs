@@ -1,0 +1,238 @@
+//! Block-layer events for traces (blktrace's Q, M/F, G, I, D, C, P/U), recorded only
+//! when the trace is on. The block layer reports what it did with each bio
+//! (`BlockLayer::log`); the events get their time, CPU and task here.
+//!
+//! Plugging follows Linux 5.4: `io_submit` plugs when it submits more than two iocbs
+//! (AIO_PLUG_THRESHOLD), `__blkdev_direct_IO` (any async direct I/O, and sync direct I/O
+//! of more than BIO_MAX_PAGES = 256 pages) plugs around its bios, `__blkdev_direct_IO_simple`
+//! (sync, up to 1 MiB) does not. Under a plug, `blk_mq_make_request` emits P when the first
+//! request joins the plug, and flushes the plug (U, then the I of each request) before
+//! adding a request when it already holds BLK_MAX_REQUEST_COUNT (16) requests or its last
+//! one is at least BLK_PLUG_FLUSH_SIZE (128 KiB); `blk_finish_plug` flushes it at the end.
+//! The simulator inserts the requests at once either way (one plug, one queue run): only
+//! the recorded events differ.
+//!
+//! I events carry the sector range of the bio that started the request (later bios
+//! appear as M/F): btt accounts a request's bytes as its I plus its merges, so this is
+//! what it needs to pair every Q with its D and C.
+
+use super::{Sim, Submission};
+use crate::engine::SimTime;
+use crate::host::block::{Bio, BioFate, ReqId};
+use crate::trace::{pid, BlkAction, TraceKind};
+use crate::workload::Dir;
+
+/// BIO_MAX_PAGES × 4 KiB: larger sync direct I/O goes through `__blkdev_direct_IO`.
+const SIMPLE_DIO_MAX_BYTES: u64 = 256 * 4096;
+const AIO_PLUG_THRESHOLD: usize = 2;
+const BLK_MAX_REQUEST_COUNT: u32 = 16;
+const BLK_PLUG_FLUSH_SIZE: u64 = 128 * 1024;
+
+/// The plug of the submitting thread while its system call runs (trace only).
+#[derive(Default)]
+pub(super) struct PlugTrace {
+    active: bool,
+    /// The plug covers the whole system call (io_submit), not each I/O.
+    whole_call: bool,
+    /// Requests added to the plug, with the bio that started each (for their I).
+    reqs: Vec<(ReqId, Bio)>,
+}
+
+impl Sim {
+    /// The task and the CPU of a bio's submitter, or None for preconditioning I/O.
+    fn bio_task(&self, io: u32) -> Option<u32> {
+        let t = self.ios[io as usize].thread;
+        (t as usize >= self.prefill).then_some(pid::THREAD + t)
+    }
+
+    fn blk_ev(&mut self, at: SimTime, req: Option<ReqId>, action: BlkAction, bio: &Bio, pid: u32) {
+        self.tr(
+            at,
+            req,
+            TraceKind::Block {
+                action,
+                sector: bio.sector,
+                sectors: bio.sectors,
+                dir: bio.dir,
+                cpu: bio.cpu,
+                pid,
+            },
+        );
+    }
+
+    /// A plug or unplug on the submitting thread's CPU (no sector range).
+    fn blk_plug_ev(&mut self, at: SimTime, action: BlkAction, cpu: u32, pid: u32) {
+        self.tr(
+            at,
+            None,
+            TraceKind::Block {
+                action,
+                sector: 0,
+                sectors: 0,
+                dir: Dir::Read,
+                cpu,
+                pid,
+            },
+        );
+    }
+
+    /// Whether the I/Os of this system call are submitted under one plug (`io_submit`
+    /// with more than AIO_PLUG_THRESHOLD iocbs), and whether each I/O has its own plug.
+    fn blk_plug_mode(&self, t: u32, n: usize, len: u64) -> (bool, bool) {
+        let th = &self.threads[t as usize];
+        match self.cfg.jobs[th.cfg].submission {
+            Submission::Async { .. } => (n > AIO_PLUG_THRESHOLD, n <= AIO_PLUG_THRESHOLD),
+            Submission::Sync => (false, len > SIMPLE_DIO_MAX_BYTES),
+        }
+    }
+
+    /// Thread `t`'s system call starts submitting its `n` I/Os.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn blk_syscall_start(&mut self, t: u32, n: usize) {
+        let whole = self.blk_plug_mode(t, n, 0).0;
+        self.blk_plug.whole_call = whole;
+        self.blk_plug.active = whole;
+    }
+
+    /// One I/O of `len` bytes of the `n` of the call is submitted.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn blk_io_start(&mut self, t: u32, n: usize, len: u64) {
+        if !self.blk_plug.whole_call && self.blk_plug_mode(t, n, len).1 {
+            self.blk_plug.active = true;
+        }
+    }
+
+    /// The I/O's bios are all submitted: its own plug (if any) is finished.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn blk_io_end(&mut self, at: SimTime, t: u32) {
+        if !self.blk_plug.whole_call && self.blk_plug.active {
+            self.blk_plug_finish(at, t);
+        }
+    }
+
+    /// The system call ends: the io_submit plug (if any) is finished.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn blk_syscall_end(&mut self, at: SimTime, t: u32) {
+        if self.blk_plug.whole_call {
+            self.blk_plug_finish(at, t);
+        }
+        self.blk_plug.whole_call = false;
+    }
+
+    /// Q for a bio about to enter the block layer.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn blk_queue(&mut self, at: SimTime, bio: &Bio) {
+        if let Some(p) = self.bio_task(bio.io) {
+            self.blk_ev(at, None, BlkAction::Queue, bio, p);
+        }
+    }
+
+    /// Turns what the block layer did with the bios since the last call into M/F, G, I
+    /// (and P/U under `plug`).
+    #[cold]
+    #[inline(never)]
+    pub(super) fn blk_fates(&mut self, at: SimTime, plugged: bool) {
+        let Some(mut log) = self.block.log.take() else {
+            return;
+        };
+        let mut pl = std::mem::take(&mut self.blk_plug);
+        for fate in log.drain(..) {
+            match fate {
+                BioFate::Merged { bio, back, req } => {
+                    if let Some(p) = self.bio_task(bio.io) {
+                        let a = if back {
+                            BlkAction::BackMerge
+                        } else {
+                            BlkAction::FrontMerge
+                        };
+                        self.blk_ev(at, Some(req), a, &bio, p);
+                    }
+                }
+                BioFate::NewRequest { bio, req } => {
+                    let Some(p) = self.bio_task(bio.io) else {
+                        continue;
+                    };
+                    self.blk_ev(at, Some(req), BlkAction::GetRq, &bio, p);
+                    match plugged {
+                        true if pl.active => {
+                            let flush = match pl.reqs.last() {
+                                None => false,
+                                Some(&(last, _)) => {
+                                    pl.reqs.len() as u32 >= BLK_MAX_REQUEST_COUNT
+                                        || self.block.req(last).sectors as u64 * 512
+                                            >= BLK_PLUG_FLUSH_SIZE
+                                }
+                            };
+                            if flush {
+                                self.blk_unplug_inner(at, &mut pl, bio.cpu, p);
+                            }
+                            if pl.reqs.is_empty() {
+                                self.blk_plug_ev(at, BlkAction::Plug, bio.cpu, p);
+                            }
+                            pl.reqs.push((req, bio));
+                        }
+                        _ => self.blk_ev(at, Some(req), BlkAction::Insert, &bio, p),
+                    }
+                }
+            }
+        }
+        self.block.log = Some(log);
+        self.blk_plug = pl;
+    }
+
+    fn blk_unplug_inner(&mut self, at: SimTime, pl: &mut PlugTrace, cpu: u32, p: u32) {
+        if pl.reqs.is_empty() {
+            return;
+        }
+        let depth = pl.reqs.len() as u32;
+        self.blk_plug_ev(at, BlkAction::Unplug { depth }, cpu, p);
+        for (req, bio) in pl.reqs.drain(..) {
+            self.blk_ev(at, Some(req), BlkAction::Insert, &bio, p);
+        }
+    }
+
+    /// `blk_finish_plug` on thread `t`: U and the I of each plugged request.
+    fn blk_plug_finish(&mut self, at: SimTime, t: u32) {
+        let mut pl = std::mem::take(&mut self.blk_plug);
+        pl.active = false;
+        if (t as usize) < self.prefill {
+            pl.reqs.clear();
+        } else {
+            let cpu = self.threads[t as usize].core;
+            self.blk_unplug_inner(at, &mut pl, cpu, pid::THREAD + t);
+        }
+        self.blk_plug = pl;
+    }
+
+    /// D (`core`: the dispatching task's core) or C (on the request's CPU, in interrupt
+    /// context) for request `r`.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn blk_rq(&mut self, at: SimTime, r: ReqId, action: BlkAction, core: u32) {
+        let q = self.block.req(r);
+        let Some(&io) = q.bios.first() else {
+            return;
+        };
+        if self.bio_task(io).is_none() {
+            return;
+        }
+        let (cpu, p) = match action {
+            BlkAction::Issue => (core, pid::KWORKER + core),
+            _ => (q.cpu, pid::IRQ),
+        };
+        let bio = Bio {
+            io,
+            dir: q.dir(),
+            sector: q.sector,
+            sectors: q.sectors,
+            cpu,
+            queued_at: q.bio_queued_at,
+        };
+        self.blk_ev(at, Some(r), action, &bio, p);
+    }
+}

@@ -1,0 +1,118 @@
+//! Block-layer events (blktrace's Q, M, G, I, D, C, P, U) in the order the kernel's
+//! trace points emit them, and plugging only where Linux 5.4 plugs: io_submit of more
+//! than two iocbs, __blkdev_direct_IO (async, or sync above 1 MiB), flushed early at 16
+//! requests or after a request of 128 KiB or more.
+
+mod common;
+
+use flashpath_core::trace::{BlkAction, Trace, TraceKind};
+use flashpath_core::workload::{JobConfig, Pattern, Submission};
+
+const DEVICE: &str = include_str!("../../../presets/devices/emmc51-hs400-32g.toml");
+const HOST: &str = include_str!("../../../presets/hosts/sprd-sc9863a.toml");
+
+fn letters(jobs: Vec<JobConfig>) -> (String, Trace) {
+    let sys = common::system(HOST, DEVICE);
+    let driver = sys.0.default_driver;
+    let (tr, _) = common::traced(sys, driver, jobs, false);
+    let mut ev: Vec<_> = tr
+        .events
+        .iter()
+        .filter_map(|e| match e.kind {
+            TraceKind::Block { action, .. } => Some((e.t, action)),
+            _ => None,
+        })
+        .enumerate()
+        .collect();
+    ev.sort_by_key(|&(i, (t, _))| (t, i));
+    let s = ev
+        .iter()
+        .map(|(_, (_, a))| match a {
+            BlkAction::Queue => "Q".to_string(),
+            BlkAction::BackMerge => "M".into(),
+            BlkAction::FrontMerge => "F".into(),
+            BlkAction::GetRq => "G".into(),
+            BlkAction::Insert => "I".into(),
+            BlkAction::Issue => "D".into(),
+            BlkAction::Complete => "C".into(),
+            BlkAction::Plug => "P".into(),
+            BlkAction::Unplug { depth } => format!("U{depth}"),
+        })
+        .collect::<Vec<_>>()
+        .join(" ");
+    (s, tr)
+}
+
+fn job(bs: u64, ios: u64, submission: Submission) -> JobConfig {
+    let mut j = JobConfig::simple("j", Pattern::Sequential, 100, bs, bs * ios);
+    j.submission = submission;
+    j
+}
+
+#[test]
+fn psync_up_to_1mib_does_not_plug() {
+    let (s, _) = letters(vec![job(4096, 3, Submission::Sync)]);
+    assert_eq!(s, "Q G I D C Q G I D C Q G I D C");
+}
+
+#[test]
+fn psync_above_1mib_plugs_and_flushes_after_each_large_request() {
+    // 2 MiB in four 512 KiB bios (max_sectors_kb 512): each new request finds a plugged
+    // one of 128 KiB or more, so the plug is flushed first (BLK_PLUG_FLUSH_SIZE).
+    let (s, _) = letters(vec![job(2 << 20, 1, Submission::Sync)]);
+    let head: Vec<&str> = s.split(' ').take(16).collect();
+    assert_eq!(head.join(" "), "Q G P Q G U1 I P Q G U1 I P Q G U1", "{s}");
+}
+
+#[test]
+fn io_submit_of_more_than_two_plugs_once_and_merges() {
+    // Eight sequential 4 KiB reads in one io_submit: one plug, the bios merge into one
+    // request, inserted at the unplug.
+    let sub = Submission::Async {
+        depth: 8,
+        batch_submit: 8,
+        batch_complete_min: 8,
+    };
+    let (s, _) = letters(vec![job(4096, 8, sub)]);
+    assert!(
+        s.starts_with("Q G P Q M Q M Q M Q M Q M Q M Q M U1 I D C"),
+        "{s}"
+    );
+}
+
+#[test]
+fn io_submit_of_one_plugs_in_blkdev_direct_io() {
+    let sub = Submission::Async {
+        depth: 1,
+        batch_submit: 1,
+        batch_complete_min: 1,
+    };
+    let (s, _) = letters(vec![job(4096, 2, sub)]);
+    assert_eq!(s, "Q G P U1 I D C Q G P U1 I D C");
+}
+
+#[test]
+fn block_events_are_only_recorded_for_reported_jobs() {
+    // Preconditioning I/O (run before the jobs) leaves no block events.
+    let sys = common::system(HOST, DEVICE);
+    let driver = sys.0.default_driver;
+    let (tr, _) = common::traced(sys, driver, vec![job(4096, 4, Submission::Sync)], true);
+    let qs = tr
+        .events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.kind,
+                TraceKind::Block {
+                    action: BlkAction::Queue,
+                    ..
+                }
+            )
+        })
+        .count();
+    assert_eq!(qs, 4);
+    assert!(tr
+        .events
+        .iter()
+        .all(|e| e.t >= tr.start || !matches!(e.kind, TraceKind::Block { .. })));
+}
