@@ -125,8 +125,16 @@ fn bad_command_lines_are_one_line_errors() {
     );
     rejects(&with(&["--zonemode=zbd"]), "zonemode");
     rejects(
-        &["fio", "--name=t", "--rw=read", "--size=1m", "--direct=0"],
-        "needs a [memory] section",
+        &[
+            "fio",
+            "--host=sprd-sc9863a",
+            "--name=t",
+            "--rw=read",
+            "--size=1m",
+            "--direct=0",
+            "--ioengine=libaio",
+        ],
+        "asynchronous",
     );
     rejects(&with(&["--ioengine=mmap"]), "ioengine=mmap");
     rejects(

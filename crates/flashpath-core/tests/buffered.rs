@@ -12,7 +12,13 @@ use flashpath_core::trace::{Trace, TraceKind};
 use flashpath_core::workload::{Dir, JobConfig, Pattern, Submission};
 
 const DEVICE: &str = include_str!("../../../presets/devices/emmc51-hs400-32g.toml");
-const HOST: &str = include_str!("../../../presets/hosts/sprd-sc9863a.toml");
+const SHIPPED_HOST: &str = include_str!("../../../presets/hosts/sprd-sc9863a.toml");
+
+/// A shipped host preset without its `[memory]` section (its last table), so that a test
+/// can give its own cache size.
+fn bare(host: &str) -> &str {
+    host.split("\n[memory]").next().unwrap()
+}
 /// A test host: the SC9863A preset with a small page cache, so that the dirty thresholds
 /// are reached in short runs (64 MiB: background 6.4 MiB, limit 12.8 MiB).
 const MEMORY: &str = r#"
@@ -26,7 +32,7 @@ const KIB: u64 = 1024;
 const MIB: u64 = 1024 * 1024;
 
 fn system() -> (HostConfig, DeviceConfig) {
-    common::system(&format!("{HOST}{MEMORY}"), DEVICE)
+    common::system(&format!("{}{MEMORY}", bare(SHIPPED_HOST)), DEVICE)
 }
 
 fn buffered(read_pct: u32, bs: u64, size: u64) -> JobConfig {
@@ -282,7 +288,7 @@ fn buffered_runs_are_deterministic() {
 
 #[test]
 fn unsupported_combinations_are_errors_naming_them() {
-    let (host, _) = common::system(HOST, DEVICE);
+    let (host, _) = common::system(bare(SHIPPED_HOST), DEVICE);
     let e = try_run(DriverKind::MmcLegacy, vec![buffered(0, 4096, MIB)], host)
         .map(|_| ())
         .expect_err("an error");
@@ -317,7 +323,8 @@ fn unsupported_combinations_are_errors_naming_them() {
     assert!(e.contains("mmc-cqe") && e.contains("cqe.dcmd"), "{e}");
     // A bad [memory] value is a one-line error naming the field.
     let bad = format!(
-        "{HOST}{}",
+        "{}{}",
+        bare(SHIPPED_HOST),
         MEMORY.replace("page_op", "dirty_ratio = 5\npage_op")
     );
     let e = flashpath_core::config::preset::load_host(&bad, "host", &[])
@@ -356,7 +363,7 @@ fn hsq_and_sd_drivers_carry_buffered_io() {
     let sd = common::system(
         &format!(
             "{}{MEMORY}",
-            include_str!("../../../presets/hosts/x86-laptop-rtsx.toml")
+            bare(include_str!("../../../presets/hosts/x86-laptop-rtsx.toml"))
         ),
         include_str!("../../../presets/devices/sd-samsung-pro-plus-128g.toml"),
     );
@@ -384,7 +391,7 @@ fn concurrent_fsyncs_flush_one_at_a_time_on_ufs_and_mmc() {
     let ufs = common::system(
         &format!(
             "{}{MEMORY}",
-            include_str!("../../../presets/hosts/sd835-phone.toml")
+            bare(include_str!("../../../presets/hosts/sd835-phone.toml"))
         ),
         include_str!("../../../presets/devices/ufs21-64g.toml"),
     );
@@ -404,7 +411,7 @@ fn cqe_flushes_with_a_dcmd_behind_a_queue_barrier() {
     let cqe = common::system(
         &format!(
             "{}{MEMORY}",
-            include_str!("../../../presets/hosts/sprd-sc9863a-cqe.toml")
+            bare(include_str!("../../../presets/hosts/sprd-sc9863a-cqe.toml"))
         ),
         DEVICE,
     );
@@ -461,7 +468,7 @@ fn a_cache_of_a_few_windows_still_makes_progress() {
     // 256 KiB of cache (64 pages, two 128 KiB readahead windows) for a reader, a writer
     // and a read-modify-writer: pages are reclaimed as reads end and writeback cleans.
     let tiny = MEMORY.replace("cache = \"64MiB\"", "cache = \"256KiB\"");
-    let sys = common::system(&format!("{HOST}{tiny}"), DEVICE);
+    let sys = common::system(&format!("{}{tiny}", bare(SHIPPED_HOST)), DEVICE);
     let rd = buffered(100, 128 * KIB, 4 * MIB);
     let mut w = buffered(0, 64 * KIB, 4 * MIB);
     w.offset = 16 * MIB;

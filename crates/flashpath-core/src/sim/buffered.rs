@@ -379,16 +379,8 @@ impl Sim {
         let io = picked[0];
         picked.clear();
         self.threads[t as usize].submitting = picked;
-        let (dir, offset, len) = {
-            let x = &mut self.ios[io as usize];
-            x.t_issued = now;
-            (x.dir, x.offset, x.len)
-        };
-        let th = &mut self.threads[t as usize];
-        th.inflight += 1;
-        th.ios_since_think += 1;
-        th.stats.depth_hist[flashpath_hist::depth_level_bucket(th.inflight)] += 1;
-        th.state = ThreadState::Running;
+        let (dir, offset, len) = self.note_issued(t, io);
+        self.threads[t as usize].state = ThreadState::Running;
         if !self.buf.periodic_armed {
             self.buf.periodic_armed = true;
             let at = now + self.mem().dirty_writeback_interval_ns;

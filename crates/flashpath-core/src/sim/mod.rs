@@ -795,16 +795,7 @@ impl Sim {
             self.blk_syscall_start(t, picked.len());
         }
         for &io in &picked {
-            let (dir, offset, len) = {
-                let x = &mut self.ios[io as usize];
-                x.t_issued = now;
-                (x.dir, x.offset, x.len)
-            };
-            let th = &mut self.threads[t as usize];
-            th.inflight += 1;
-            th.ios_since_think += 1;
-            let b = depth_level_bucket(th.inflight);
-            th.stats.depth_hist[b] += 1;
+            let (dir, offset, len) = self.note_issued(t, io);
             let mut sector = offset / 512;
             let end = (offset + len) / 512;
             if tracing {
@@ -842,6 +833,20 @@ impl Sim {
         // Run the hardware queue (asynchronously, from kblockd).
         self.kick(core);
         self.after_submit(t);
+    }
+
+    /// An I/O of thread `t` leaves its system call for the kernel now: its submission
+    /// time, the thread's in-flight count and fio's depth histogram. Returns (direction,
+    /// offset, length).
+    fn note_issued(&mut self, t: u32, io: u32) -> (Dir, u64, u64) {
+        let x = &mut self.ios[io as usize];
+        x.t_issued = self.now;
+        let r = (x.dir, x.offset, x.len);
+        let th = &mut self.threads[t as usize];
+        th.inflight += 1;
+        th.ios_since_think += 1;
+        th.stats.depth_hist[depth_level_bucket(th.inflight)] += 1;
+        r
     }
 
     /// What the thread does once its system call has returned (or its dispatch loop ended).
