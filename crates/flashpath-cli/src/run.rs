@@ -82,18 +82,17 @@ pub fn system(
 )> {
     // `device.ideal` is not a preset field: it replaces the storage with an instant one.
     let mut ideal = false;
-    let mut sets = o.sets.clone();
-    sets.retain(|(f, v)| {
+    let mut sets = Vec::new();
+    for (f, v) in &o.sets {
         if f != "device.ideal" {
-            return true;
+            sets.push((f.clone(), v.clone()));
+            continue;
         }
-        ideal = v == "true" || v == "1";
-        false
-    });
-    if let Some((_, v)) = o.sets.iter().find(|(f, _)| f == "device.ideal") {
-        if !matches!(v.as_str(), "true" | "1" | "false" | "0") {
-            bail!("--set device.ideal={v}: expected true or false");
-        }
+        ideal = match v.as_str() {
+            "true" | "1" => true,
+            "false" | "0" => false,
+            _ => bail!("--set device.ideal={v}: expected true or false"),
+        };
     }
     let pick = |prefix: &str| -> Vec<(String, String)> {
         sets.iter()

@@ -632,45 +632,44 @@ impl Sim {
         let mut n = 0;
         while off < end {
             let len = (end - off).min(max);
-            let io = self.alloc_io(Io {
-                thread: t,
-                dir,
-                offset: off,
-                len,
-                parts_left: 1,
-                t_start: now,
-                t_issued: now,
-                t_done: 0,
-                t_hw: SimTime::MAX,
-                t_irq: 0,
-                cache: kind,
-            });
+            let io = self.alloc_cache_io(t, dir, off, len, kind);
             if kind == CacheIo::Writeback {
                 self.buf.wb_seq += 1;
                 self.buf.wb_inflight.insert(self.buf.wb_seq);
                 self.buf.wb_seq_of.insert(io, self.buf.wb_seq);
                 self.buf.stats.writeback_bytes += len;
             }
-            let bio = crate::host::block::Bio {
+            self.submit_bio(crate::host::block::Bio {
                 io,
                 dir,
                 sector: off / 512,
                 sectors: (len / 512) as u32,
                 cpu: core,
                 queued_at: now,
-            };
-            let tracing = self.trace.is_some();
-            if tracing {
-                self.blk_queue(now, &bio);
-            }
-            self.block.submit(now, bio);
-            if tracing {
-                self.blk_fates(now, true);
-            }
+            });
             off += len;
             n += 1;
         }
         n
+    }
+
+    /// An `Io` the page cache issues now for job thread `t` (one bio: readahead fill,
+    /// writeback or flush).
+    fn alloc_cache_io(&mut self, t: u32, dir: Dir, offset: u64, len: u64, kind: CacheIo) -> u32 {
+        let now = self.now;
+        self.alloc_io(Io {
+            thread: t,
+            dir,
+            offset,
+            len,
+            parts_left: 1,
+            t_start: now,
+            t_issued: now,
+            t_done: 0,
+            t_hw: SimTime::MAX,
+            t_irq: 0,
+            cache: kind,
+        })
     }
 
     fn write_step(&mut self, t: u32) {
@@ -904,19 +903,7 @@ impl Sim {
                 set(self, seq_hi, FsyncPhase::Flush);
                 let now = self.now;
                 let core = self.threads[t as usize].core;
-                let io = self.alloc_io(Io {
-                    thread: t,
-                    dir: Dir::Write,
-                    offset: 0,
-                    len: 0,
-                    parts_left: 1,
-                    t_start: now,
-                    t_issued: now,
-                    t_done: 0,
-                    t_hw: SimTime::MAX,
-                    t_irq: 0,
-                    cache: CacheIo::Flush,
-                });
+                let io = self.alloc_cache_io(t, Dir::Write, 0, 0, CacheIo::Flush);
                 self.block.submit_flush(now, io, core);
                 self.buf.stats.flushes += 1;
                 let cost = self.cfg.host.costs.block_submit_ns;

@@ -811,13 +811,7 @@ impl Sim {
                     cpu: core,
                     queued_at: now,
                 };
-                if tracing {
-                    self.blk_queue(now, &bio);
-                }
-                self.block.submit(now, bio);
-                if tracing {
-                    self.blk_fates(now, true);
-                }
+                self.submit_bio(bio);
                 sector += n as u64;
             }
             if tracing {
@@ -833,6 +827,20 @@ impl Sim {
         // Run the hardware queue (asynchronously, from kblockd).
         self.kick(core);
         self.after_submit(t);
+    }
+
+    /// A bio enters the block layer now (blktrace's Q, then its fate: merged or a new
+    /// request, when tracing).
+    fn submit_bio(&mut self, bio: Bio) {
+        let now = self.now;
+        let tracing = self.trace.is_some();
+        if tracing {
+            self.blk_queue(now, &bio);
+        }
+        self.block.submit(now, bio);
+        if tracing {
+            self.blk_fates(now, true);
+        }
     }
 
     /// An I/O of thread `t` leaves its system call for the kernel now: its submission
