@@ -241,7 +241,13 @@ impl BlockLayer {
                 r.bios = v;
             }
             r.sectors += o.sectors;
-            r.queued_at = r.queued_at.min(o.queued_at);
+            if o.queued_at < r.queued_at {
+                // The merged request's life began with the older of the two: its
+                // allocation (G), insertion (I) and the Q of the bio that allocated it.
+                r.queued_at = o.queued_at;
+                r.got_at = o.got_at;
+                r.bio_queued_at = o.bio_queued_at;
+            }
             self.release(other, o.bios);
             self.merges += 1;
         }
@@ -483,6 +489,25 @@ mod tests {
         let r = b.req(id);
         assert_eq!((r.sector, r.sectors), (0, 40));
         assert_eq!(r.bios, vec![3, 1, 2, 5, 4]);
+    }
+
+    #[test]
+    fn a_merged_request_keeps_the_older_requests_stamps() {
+        let mut b = BlockLayer::new(Scheduler::MqDeadline, 8, 512 * 1024);
+        let at = |t: SimTime, io: u32, sector: u64| Bio {
+            queued_at: t,
+            ..bio(io, Dir::Write, sector, 8)
+        };
+        b.submit(2, at(1, 1, 0)); // X [0,8): Q 1, G = I = 2
+        b.submit(5, at(5, 2, 16)); // Y [16,24)
+                                   // [8,16) front-merges into Y, which then joins X: one request, born with X.
+        b.submit(9, at(9, 3, 8));
+        assert_eq!(b.queued_len(), 1);
+        let id = b.dispatch(12).unwrap();
+        let r = b.req(id);
+        assert_eq!(r.bios, vec![1, 3, 2]);
+        assert_eq!((r.bio_queued_at, r.got_at, r.queued_at), (1, 2, 2));
+        assert!(r.bio_queued_at <= r.got_at && r.got_at <= r.queued_at);
     }
 
     #[test]
