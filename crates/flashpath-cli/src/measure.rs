@@ -62,7 +62,7 @@ pub fn run_fio_quiet(opts: &Options, fio_args: &[String]) -> Result<Vec<JobFigur
             device,
             driver,
             jobs: plan.jobs,
-            precondition: true,
+            precondition: opts.precondition()?,
         },
         false,
     )?;

@@ -36,6 +36,14 @@ pub const SHIPPED: &[(&str, &str)] = &[
         "hosts/x86-laptop-rtsx.toml",
         include_str!("../../../presets/hosts/x86-laptop-rtsx.toml"),
     ),
+    (
+        "devices/emmc51-hs400-8g.toml",
+        include_str!("../../../presets/devices/emmc51-hs400-8g.toml"),
+    ),
+    (
+        "hosts/jetson-tx1.toml",
+        include_str!("../../../presets/hosts/jetson-tx1.toml"),
+    ),
 ];
 
 pub const DEFAULT_DEVICE: &str = "emmc51-hs400-32g";

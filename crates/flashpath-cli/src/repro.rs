@@ -26,6 +26,9 @@ struct RawReproduction {
     driver: String,
     #[serde(default)]
     set: Vec<String>,
+    /// The data layout the jobs find (`--precondition`): auto, random, sequential, off.
+    #[serde(default)]
+    precondition: Option<String>,
     source: String,
     #[serde(default)]
     figure: Vec<Figure>,
@@ -65,6 +68,7 @@ pub struct Reproduction {
     pub driver: String,
     /// `device.`/`host.` overrides, (field, value).
     pub sets: Vec<(String, String)>,
+    pub precondition: Option<String>,
     pub source: String,
     pub figures: Vec<Figure>,
     /// The manifest it came from (for messages).
@@ -78,6 +82,7 @@ impl Reproduction {
             host: Some(self.host.clone()),
             driver: Some(self.driver.clone()),
             sets: self.sets.clone(),
+            precondition: self.precondition.clone(),
             ..Options::default()
         }
     }
@@ -158,6 +163,10 @@ pub fn load_manifest(path: &Path, text: &str, cat: &mut Catalogue) -> Result<()>
             }
             sets.push((f.to_string(), v.to_string()));
         }
+        if let Some(p) = &r.precondition {
+            flashpath_core::sim::Precondition::parse(p)
+                .map_err(|e| anyhow!("{}: precondition: {e}", at(p)))?;
+        }
         for f in &r.figure {
             crate::measure::check_metric(&f.metric)
                 .map_err(|e| anyhow!("{}: {e}", at(&f.metric)))?;
@@ -176,6 +185,7 @@ pub fn load_manifest(path: &Path, text: &str, cat: &mut Catalogue) -> Result<()>
             host: r.host,
             driver: r.driver,
             sets,
+            precondition: r.precondition,
             source: r.source,
             figures: r.figure,
             manifest: path.to_path_buf(),

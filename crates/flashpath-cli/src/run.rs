@@ -4,7 +4,7 @@ use crate::{jobmap, presets, report};
 use anyhow::{anyhow, bail, Context, Result};
 use flashpath_core::blktrace::{self, BlkDevice};
 use flashpath_core::host::DriverKind;
-use flashpath_core::sim::{Sim, SimConfig};
+use flashpath_core::sim::{Precondition, Sim, SimConfig};
 use flashpath_core::stats::RunResult;
 use flashpath_core::timeline;
 use flashpath_core::trace::Trace;
@@ -25,6 +25,18 @@ pub struct Options {
     pub blktrace: Option<String>,
     /// `--trace FILE`: write a Chrome trace-event JSON timeline there.
     pub trace: Option<String>,
+    /// `--precondition auto|random|sequential|off`: the data layout the jobs find.
+    pub precondition: Option<String>,
+}
+
+impl Options {
+    /// The `--precondition` layout (auto when not given).
+    pub fn precondition(&self) -> Result<Precondition> {
+        match &self.precondition {
+            None => Ok(Precondition::Auto),
+            Some(p) => Precondition::parse(p).map_err(|e| anyhow!("--precondition: {e}")),
+        }
+    }
 }
 
 /// Splits flashpath's options (`--device X` or `--device=X`, likewise --host, --driver,
@@ -56,6 +68,9 @@ pub fn split_options(args: &[String]) -> Result<(Options, Vec<String>)> {
             o.blktrace = Some(v);
         } else if let Some(v) = take("--trace")? {
             o.trace = Some(v);
+        } else if let Some(v) = take("--precondition")? {
+            Precondition::parse(&v).map_err(|e| anyhow!("--precondition: {e}"))?;
+            o.precondition = Some(v);
         } else if let Some(v) = take("--set")? {
             let (f, val) = v
                 .split_once('=')
@@ -228,7 +243,7 @@ pub fn fio_command(args: &[String]) -> Result<()> {
         device,
         driver,
         jobs: plan.jobs,
-        precondition: true,
+        precondition: opts.precondition()?,
     };
     let (result, trace) = simulate_traced(cfg, true, outputs.wanted())?;
     if let Some(trace) = &trace {

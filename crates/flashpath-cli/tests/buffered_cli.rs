@@ -36,3 +36,64 @@ fn fsync_latencies_reach_the_json_sync_section() {
     assert!(job["sync"]["lat_ns"]["mean"].as_f64().unwrap() > 0.0);
     assert_eq!(job["write"]["io_bytes"], 4 << 20);
 }
+
+fn spans_of(args: &[&str]) -> (f64, f64, f64) {
+    let o = Command::new(env!("CARGO_BIN_EXE_flashpath"))
+        .args(args)
+        .args(["--output-format=json"])
+        .current_dir(root())
+        .output()
+        .expect("run flashpath");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    let s = &json["jobs"][0]["flashpath"]["spans"];
+    let mean = |n: &str| s[n]["mean_ns"].as_f64().unwrap();
+    (mean("pre"), mean("hw"), mean("post"))
+}
+
+#[test]
+fn o_sync_write_spans_run_from_the_write_call_to_its_return() {
+    // On the Jetson preset an O_SYNC 128 KiB write's request pre holds the copy and the
+    // per-page filesystem work of the write call (write_page_op, writeback_page_op): far
+    // above a direct write's, whose request starts without them; the device's hw is the
+    // same (write-through), and post, which runs to the call's return, too.
+    let common = [
+        "fio",
+        "--host",
+        "jetson-tx1",
+        "--device",
+        "emmc51-hs400-8g",
+        "--precondition",
+        "sequential",
+        "--name=w",
+        "--rw=write",
+        "--bs=128k",
+        "--size=4m",
+    ];
+    let (pre_d, hw_d, post_d) = spans_of(&[&common[..], &["--direct=1"]].concat());
+    let (pre_s, hw_s, post_s) = spans_of(&[&common[..], &["--direct=0", "--sync=1"]].concat());
+    // 32 pages × (8.5 + 8.5 us of page work + 0.8 us of copy) = 570 us more, less the
+    // direct path's per-page pinning (32 × 2.35 us).
+    let expected = 32.0 * (8_500.0 + 8_500.0 + 819.0) - 32.0 * 2_350.0;
+    assert!(
+        ((pre_s - pre_d) - expected).abs() < 5_000.0,
+        "pre {pre_s} vs {pre_d}"
+    );
+    assert_eq!(hw_s, hw_d);
+    assert_eq!(post_s, post_d);
+}
+
+#[test]
+fn a_bad_precondition_is_an_error_naming_it() {
+    let o = Command::new(env!("CARGO_BIN_EXE_flashpath"))
+        .args(["fio", "--precondition", "aged", "--name=r", "--rw=read"])
+        .current_dir(root())
+        .output()
+        .expect("run flashpath");
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--precondition: 'aged' is not a precondition"),
+        "{err}"
+    );
+}

@@ -26,7 +26,7 @@ fn config(ios: u64) -> SimConfig {
         host,
         device,
         jobs: vec![job],
-        precondition: true,
+        precondition: true.into(),
     }
 }
 

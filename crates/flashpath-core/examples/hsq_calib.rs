@@ -63,7 +63,7 @@ fn main() {
             device: dev.clone(),
             driver: driver.unwrap_or(host.default_driver),
             jobs,
-            precondition: true,
+            precondition: true.into(),
         })
         .unwrap();
         let bytes: u64 = res

@@ -15,6 +15,7 @@ fn costed_host() -> HostConfig {
     let mut h = HostConfig::ideal(4);
     h.costs.syscall_ns = 5_000;
     h.costs.pin_per_4k_ns = 300;
+    h.costs.pin_per_4k_read_ns = 400;
     h.costs.block_submit_ns = 2_000;
     h.costs.irq_ns = 3_000;
     h.costs.wakeup_ns = 11_000;
@@ -46,7 +47,7 @@ fn qd1_read_bandwidth_is_bs_over_the_sum_of_the_path() {
         device: dev,
         driver: host.default_driver,
         jobs: vec![qd1_job(Pattern::Random, 100, ios)],
-        precondition: false,
+        precondition: false.into(),
     })
     .unwrap();
     let c = &host.costs;
@@ -56,7 +57,7 @@ fn qd1_read_bandwidth_is_bs_over_the_sum_of_the_path() {
     // CMD18; device; data; irq; mmc_complete kworker wakes: post + bio end; thread
     // wakes; syscall return.
     let path = c.syscall_ns
-        + c.pin_per_4k_ns
+        + c.pin_per_4k_read_ns
         + c.block_submit_ns
         + c.wakeup_ns
         + m.prep_ns
@@ -92,7 +93,7 @@ fn qd1_write_adds_one_synchronous_cmd13_round_trip() {
         device: dev,
         driver: host.default_driver,
         jobs: vec![qd1_job(Pattern::Sequential, 0, 50)],
-        precondition: false,
+        precondition: false.into(),
     })
     .unwrap();
     let c = &host.costs;
@@ -165,7 +166,7 @@ fn littles_law_holds_for_every_job() {
         host,
         device: dev,
         jobs: mixed_jobs(8),
-        precondition: true,
+        precondition: true.into(),
     })
     .unwrap();
     for j in &res.jobs {
@@ -192,7 +193,7 @@ fn every_io_completes_once_and_runs_are_deterministic() {
         host,
         device: dev,
         jobs: mixed_jobs(6),
-        precondition: true,
+        precondition: true.into(),
     };
     let a = run(cfg.clone()).unwrap();
     for (j, c) in a.jobs.iter().zip(&cfg.jobs) {
@@ -251,7 +252,7 @@ mod swarm {
                 host,
                 device: dev,
                 jobs: jobs.clone(),
-                precondition: false,
+                precondition: false.into(),
             })
             .unwrap();
             for (j, c) in res.jobs.iter().zip(&jobs) {

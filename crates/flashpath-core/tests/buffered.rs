@@ -55,7 +55,7 @@ fn try_run(
         device: system().1,
         driver,
         jobs,
-        precondition: false,
+        precondition: false.into(),
     })
 }
 

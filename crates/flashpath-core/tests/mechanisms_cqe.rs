@@ -323,7 +323,7 @@ fn cqe_driver_needs_the_hosts_cqe_section() {
         device: dev,
         driver: READS_FIRST,
         jobs: jobs(1, Pattern::Random, 100, 4),
-        precondition: false,
+        precondition: false.into(),
     })
     .err()
     .expect("refused");

@@ -218,6 +218,7 @@ fn qd1_read_is_the_sum_of_the_modelled_steps() {
     let mut host = HostConfig::ideal(1);
     host.costs.syscall_ns = 5_000;
     host.costs.pin_per_4k_ns = 300;
+    host.costs.pin_per_4k_read_ns = 400;
     host.costs.block_submit_ns = 2_000;
     host.costs.irq_ns = 3_000;
     host.costs.wakeup_ns = 11_000;
@@ -248,7 +249,7 @@ fn qd1_read_is_the_sum_of_the_modelled_steps() {
             4096,
             4096 * ios,
         )],
-        precondition: false,
+        precondition: false.into(),
     })
     .unwrap();
     let c = &host.costs;
@@ -260,7 +261,7 @@ fn qd1_read_is_the_sum_of_the_modelled_steps() {
     // controller fetch; COMMAND UPIU; device; DATA IN; RESPONSE; hard IRQ; driver
     // completion; block completion inline (one core); thread wakes; syscall returns.
     let path = c.syscall_ns
-        + c.pin_per_4k_ns
+        + c.pin_per_4k_read_ns
         + c.block_submit_ns
         + u.queuecommand_ns
         + u.queuecommand_per_4k_ns
@@ -313,7 +314,7 @@ fn completion_on_another_cluster_goes_through_an_ipi() {
                 4096,
                 4096 * 10,
             )],
-            precondition: false,
+            precondition: false.into(),
         })
         .unwrap();
         res.jobs[0].dirs[0].clat.max()
@@ -330,7 +331,7 @@ fn driver_and_device_interfaces_must_match() {
         device: emmc,
         driver: DriverKind::Ufs,
         jobs: jobs(1, Pattern::Random, 100, 1),
-        precondition: false,
+        precondition: false.into(),
     })
     .err()
     .unwrap();
@@ -344,7 +345,7 @@ fn driver_and_device_interfaces_must_match() {
         device: ufs.clone(),
         driver: DriverKind::MmcLegacy,
         jobs: jobs(1, Pattern::Random, 100, 1),
-        precondition: false,
+        precondition: false.into(),
     })
     .err()
     .unwrap();
@@ -359,7 +360,7 @@ fn driver_and_device_interfaces_must_match() {
         device: ufs,
         driver: DriverKind::Ufs,
         jobs: jobs(1, Pattern::Random, 100, 1),
-        precondition: false,
+        precondition: false.into(),
     })
     .err()
     .unwrap();
@@ -379,7 +380,7 @@ fn interrupt_aggregation_takes_several_completions_per_interrupt() {
         device: dev,
         driver: DriverKind::Ufs,
         jobs: jobs(16, Pattern::Random, 100, 20),
-        precondition: false,
+        precondition: false.into(),
     })
     .unwrap();
     sim.enable_trace();

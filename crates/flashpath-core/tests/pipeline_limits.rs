@@ -66,7 +66,7 @@ fn sim(driver: DriverKind, cores: u32, threads: usize, pre: u64, hw: u64, post: 
         device,
         driver,
         jobs,
-        precondition: false,
+        precondition: false.into(),
     })
     .unwrap()
 }

@@ -111,6 +111,11 @@ pub struct RawWriteBuffer {
     /// Whether a write of an LPN still waiting in the buffer overwrites it in place
     /// (only the newest copy is programmed) or takes a new slot (every write is programmed).
     pub coalesce: Option<bool>,
+    /// "write-back" (default): a write is done once its data is in the buffer (a volatile
+    /// cache the host flushes). "write-through": a write is done only once its data is
+    /// programmed (an eMMC with CACHE_CTRL off, or firmware that programs before it
+    /// releases busy); the host sees no volatile cache and sends no flushes.
+    pub mode: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -194,6 +199,8 @@ pub struct NandDeviceConfig {
     pub buffer_copy_bytes_per_s: u64,
     /// Overwrites of data still waiting in the buffer replace it in place.
     pub write_buffer_coalesce: bool,
+    /// A write completes only once its data is programmed (no volatile cache).
+    pub write_through: bool,
     pub gc_threshold_blocks: u32,
     pub gc_copy: GcCopy,
 }
@@ -286,6 +293,7 @@ impl DeviceConfig {
             write_buffer_bytes: 256 * 1024,
             buffer_copy_bytes_per_s: 1_000_000_000,
             write_buffer_coalesce: true,
+            write_through: false,
             gc_threshold_blocks: 3,
             gc_copy: GcCopy::Controller,
         };
@@ -539,6 +547,16 @@ pub fn validate(raw: &RawDeviceConfig) -> Result<DeviceConfig, ConfigError> {
     }
     let buffer_copy_bytes_per_s = rate_field("write_buffer.copy_rate", copy_rate)?;
     let write_buffer_coalesce = *req(&w.coalesce, "write_buffer.coalesce")?;
+    let write_through = match w.mode.as_deref() {
+        None | Some("write-back") => false,
+        Some("write-through") => true,
+        Some(other) => {
+            return Err(ConfigError::new(
+                "write_buffer.mode",
+                format!("'{other}' is not \"write-back\" or \"write-through\""),
+            ))
+        }
+    };
     if buffer_copy_bytes_per_s < 1_000_000 {
         return Err(ConfigError::new(
             "write_buffer.copy_rate",
@@ -587,6 +605,7 @@ pub fn validate(raw: &RawDeviceConfig) -> Result<DeviceConfig, ConfigError> {
         write_buffer_bytes,
         buffer_copy_bytes_per_s,
         write_buffer_coalesce,
+        write_through,
         gc_threshold_blocks,
         gc_copy,
     };

@@ -123,6 +123,9 @@ pub struct PageMappedDevice {
     write_queue: std::collections::VecDeque<ActiveWrite>,
     /// A flush waiting for the buffer to drain: (tag, firmware done).
     flush: Option<(u32, SimTime)>,
+    /// Write-through: writes whose data is in the buffer, done once it is programmed
+    /// (tag, data in).
+    programming_writes: Vec<(u32, SimTime)>,
     buffer_data_ready: SimTime,
     /// When the last read's data was all ready (an SD stream continues reading from there).
     stream_read_ready: SimTime,
@@ -248,6 +251,7 @@ impl PageMappedDevice {
             active_write: None,
             write_queue: std::collections::VecDeque::new(),
             flush: None,
+            programming_writes: Vec::new(),
             buffer_data_ready: 0,
             stream_read_ready: 0,
             open_write: false,
@@ -287,6 +291,7 @@ impl PageMappedDevice {
         self.active_write.is_none()
             && self.write_queue.is_empty()
             && self.flush.is_none()
+            && self.programming_writes.is_empty()
             && self.buf.is_clean()
             && self.gc.iter().all(|g| g.victim == NONE && !g.scheduled)
     }
@@ -778,13 +783,18 @@ impl PageMappedDevice {
                     // Waited from when the data could have gone in until the last space freed.
                     self.stats.write_stall_ns += now.saturating_sub(since);
                 }
-                out.emit(
-                    aw.ready,
-                    Output::Done {
-                        tag: aw.tag,
-                        status: DevStatus::Ok,
-                    },
-                );
+                if self.c.write_through {
+                    // Busy until the data is in NAND: the partial row goes out padded.
+                    self.programming_writes.push((aw.tag, aw.ready));
+                } else {
+                    out.emit(
+                        aw.ready,
+                        Output::Done {
+                            tag: aw.tag,
+                            status: DevStatus::Ok,
+                        },
+                    );
+                }
                 // The next write's data goes in after this one's (one buffer DMA stream).
                 self.active_write = self.write_queue.pop_front().map(|mut w| {
                     w.ready = w.ready.max(aw.ready);
@@ -810,7 +820,8 @@ impl PageMappedDevice {
         let dies = self.c.dies();
         loop {
             let waiting = self.buf.waiting();
-            if waiting == 0 || (waiting < self.slots_per_row && self.flush.is_none()) {
+            let committing = self.flush.is_some() || !self.programming_writes.is_empty();
+            if waiting == 0 || (waiting < self.slots_per_row && !committing) {
                 return;
             }
             let mut chosen = None;
@@ -969,6 +980,17 @@ impl PageMappedDevice {
     }
 
     fn check_flush(&mut self, now: SimTime, out: &mut Outbox<Input, Output>) {
+        if !self.programming_writes.is_empty() && self.buf.is_clean() {
+            for (tag, t) in self.programming_writes.drain(..) {
+                out.emit(
+                    t.max(now),
+                    Output::Done {
+                        tag,
+                        status: DevStatus::Ok,
+                    },
+                );
+            }
+        }
         if let Some((tag, t)) = self.flush {
             if self.buf.is_clean() {
                 out.emit(
@@ -1137,7 +1159,7 @@ mod tests {
     //! 10 240 ns), buffer copy 1 GB/s (4 KiB = 4 096 ns), rows of 8 slots (2 planes ×
     //! 16 KiB), map segments of 4 KiB (1024 LPNs).
     use super::*;
-    use crate::device::{DeviceConfig, Input};
+    use crate::device::{DeviceConfig, DeviceModel, Input};
 
     const FW: u64 = 10_000;
     const FW4K: u64 = 1_000;
@@ -1459,6 +1481,39 @@ mod tests {
         assert_eq!(out.timers(), &[(p2, Input::ProgramDone { die: 0 })]);
         assert_eq!(d.stats().write_stalls, 1);
         assert_eq!(d.stats().write_stall_ns, p0 - copied);
+    }
+
+    #[test]
+    fn write_through_write_is_done_once_its_data_is_programmed() {
+        let mut cfg = DeviceConfig::small_test_device();
+        let DeviceModel::PageMapped(n) = &mut cfg.model else {
+            unreachable!()
+        };
+        n.write_through = true;
+        let mut d = PageMappedDevice::new(cfg.nand().unwrap(), cfg.capacity_bytes);
+        let mut out = Outbox::new();
+        // One 4 KiB write: in the buffer after fw + copy, but not done: its partial row
+        // goes out padded at once, as for a flush, and the write is done when the
+        // program ends.
+        d.handle(0, cmd(1, DevOp::Write, 0, 8), &mut out);
+        let copied = FW + FW4K + COPY4K;
+        let p = copied + X4K + TPROG;
+        assert!(out.emits().is_empty(), "not done before the program");
+        assert_eq!(out.timers(), &[(p, Input::ProgramDone { die: 0 })]);
+        out.clear();
+        d.handle(p, Input::ProgramDone { die: 0 }, &mut out);
+        assert_eq!(
+            out.emits(),
+            &[(
+                p,
+                Output::Done {
+                    tag: 1,
+                    status: DevStatus::Ok
+                }
+            )]
+        );
+        assert_eq!(d.stats().padding_slots, 7);
+        assert!(d.is_quiescent());
     }
 
     #[test]

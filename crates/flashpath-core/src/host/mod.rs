@@ -145,8 +145,11 @@ pub enum Scheduler {
 pub struct HostCosts {
     /// pread/pwrite entry, VFS and block-device direct I/O setup, bio allocation.
     pub syscall_ns: u64,
-    /// Pinning user pages for direct I/O, per 4 KiB.
+    /// Direct I/O's per-page submission work for a write (get_user_pages, dio page and
+    /// bio building, the filesystem's block mapping), per 4 KiB.
     pub pin_per_4k_ns: u64,
+    /// The same for a direct read (`costs.pin_per_4k_read`, default `pin_per_4k`).
+    pub pin_per_4k_read_ns: u64,
     /// blk-mq: tag allocation, scheduler insert and merge attempt, per bio.
     pub block_submit_ns: u64,
     /// io_submit / io_uring_enter entry, per call (asynchronous engines).
@@ -296,6 +299,12 @@ pub struct MemoryConfig {
     pub copy_bytes_per_s: u64,
     /// Page cache work per 4 KiB page: lookup or allocation and LRU insertion.
     pub page_op_ns: u64,
+    /// A buffered write's work per page besides the copy (`write_page_op`, default
+    /// `page_op`): lookup and the filesystem's write_begin / write_end.
+    pub write_page_op_ns: u64,
+    /// Writeback's work per page (`writeback_page_op`, default `page_op`): page lock,
+    /// dirty to writeback, the filesystem's block mapping in writepages.
+    pub writeback_page_op_ns: u64,
     /// The block device's read_ahead_kb.
     pub read_ahead_kb: u64,
 }
@@ -359,6 +368,10 @@ pub struct RawMemory {
     pub dirty_writeback_interval: String,
     pub copy_rate: String,
     pub page_op: String,
+    #[serde(default)]
+    pub write_page_op: Option<String>,
+    #[serde(default)]
+    pub writeback_page_op: Option<String>,
     #[serde(default = "default_ra_kb")]
     pub read_ahead_kb: u64,
 }
@@ -418,6 +431,14 @@ impl RawMemory {
             dirty_writeback_interval_ns,
             copy_bytes_per_s,
             page_op_ns: cost("memory.page_op", &self.page_op)?,
+            write_page_op_ns: cost(
+                "memory.write_page_op",
+                self.write_page_op.as_ref().unwrap_or(&self.page_op),
+            )?,
+            writeback_page_op_ns: cost(
+                "memory.writeback_page_op",
+                self.writeback_page_op.as_ref().unwrap_or(&self.page_op),
+            )?,
             read_ahead_kb: self.read_ahead_kb,
         })
     }
@@ -446,6 +467,8 @@ pub struct RawCpu {
 pub struct RawCosts {
     pub syscall: String,
     pub pin_per_4k: String,
+    #[serde(default)]
+    pub pin_per_4k_read: Option<String>,
     pub block_submit: String,
     pub aio_submit: String,
     pub aio_reap: String,
@@ -525,6 +548,10 @@ impl RawHost {
         let costs = HostCosts {
             syscall_ns: cost("costs.syscall", &c.syscall)?,
             pin_per_4k_ns: cost("costs.pin_per_4k", &c.pin_per_4k)?,
+            pin_per_4k_read_ns: match &c.pin_per_4k_read {
+                Some(v) => cost("costs.pin_per_4k_read", v)?,
+                None => cost("costs.pin_per_4k", &c.pin_per_4k)?,
+            },
             block_submit_ns: cost("costs.block_submit", &c.block_submit)?,
             aio_submit_ns: cost("costs.aio_submit", &c.aio_submit)?,
             aio_reap_ns: cost("costs.aio_reap", &c.aio_reap)?,
@@ -676,6 +703,7 @@ impl HostConfig {
             costs: HostCosts {
                 syscall_ns: 0,
                 pin_per_4k_ns: 0,
+                pin_per_4k_read_ns: 0,
                 block_submit_ns: 0,
                 aio_submit_ns: 0,
                 aio_reap_ns: 0,

@@ -115,6 +115,9 @@ pub(super) enum BufEv {
     Flusher,
     /// The dirty_writeback_interval timer.
     Periodic,
+    /// The CPU work that built a batch of page cache bios ended: they go to the block
+    /// layer (slot in `Buffered::deferred`).
+    Submit(u32),
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -179,6 +182,9 @@ struct BufThread {
     end_fsync_done: bool,
     /// Asleep on a locked page.
     waiting_page: Option<u64>,
+    /// Spans of the request this system call waited for (pre, hw, irq time): recorded
+    /// when the call returns, so post runs to the thread having its result.
+    awaited: Option<(u64, u64, SimTime)>,
 }
 
 /// Counters of the buffered path (in `SystemStats::cache`).
@@ -214,6 +220,14 @@ pub(super) struct Buffered {
     wb_seq: u64,
     wb_inflight: BTreeSet<u64>,
     wb_seq_of: HashMap<u32, u64>,
+    /// Bios built by the current page cache operation, submitted when its CPU work ends.
+    batch: Vec<crate::host::block::Bio>,
+    /// Batches waiting for their CPU work to end (`BufEv::Submit`), and free slots.
+    deferred: Vec<(Vec<crate::host::block::Bio>, u32)>,
+    free_deferred: Vec<u32>,
+    /// Start of the system call the bios being built serve (sync readahead, O_SYNC):
+    /// their requests' pre runs from it.
+    origin: Option<SimTime>,
     pub stats: CacheStats,
 }
 
@@ -233,6 +247,7 @@ impl Buffered {
                     writes: 0,
                     end_fsync_done: false,
                     waiting_page: None,
+                    awaited: None,
                 };
                 cfg.jobs.len()
             ],
@@ -243,6 +258,10 @@ impl Buffered {
             wb_seq: 0,
             wb_inflight: BTreeSet::new(),
             wb_seq_of: HashMap::new(),
+            batch: Vec::new(),
+            deferred: Vec::new(),
+            free_deferred: Vec::new(),
+            origin: None,
             stats: CacheStats::default(),
         }
     }
@@ -302,12 +321,13 @@ pub(super) fn check(cfg: &super::SimConfig) -> Result<(), String> {
     Ok(())
 }
 
-/// The device has a volatile write cache the kernel flushes: an eMMC (or UFS) with a write
-/// buffer, or the ideal device.
+/// The device has a volatile write cache the kernel flushes: an eMMC (or UFS) with a
+/// write-back buffer, or the ideal device. A write-through device has none (the kernel
+/// leaves the queue without a write cache and drops the flush).
 fn volatile_cache(cfg: &super::SimConfig) -> bool {
     match cfg.device.interface {
         Interface::Emmc | Interface::Ufs => match &cfg.device.model {
-            DeviceModel::PageMapped(n) => n.write_buffer_bytes > 0,
+            DeviceModel::PageMapped(n) => n.write_buffer_bytes > 0 && !n.write_through,
             // The ideal device answers a flush after its fixed `other` time.
             DeviceModel::Ideal(_) => true,
         },
@@ -367,6 +387,69 @@ impl Sim {
             BufEv::OpDone(t) => self.buf_op_done(t),
             BufEv::Flusher => self.flusher_run(),
             BufEv::Periodic => self.periodic(),
+            BufEv::Submit(slot) => {
+                let (bios, core) = std::mem::take(&mut self.buf.deferred[slot as usize]);
+                let now = self.now;
+                for mut bio in bios {
+                    bio.queued_at = now;
+                    self.submit_bio(bio);
+                }
+                self.buf.free_deferred.push(slot);
+                self.kick(core);
+            }
+        }
+    }
+
+    /// The bios built since the last call go to the block layer at `at`, when the CPU
+    /// work that built them (page allocation or writepages, on `core`) has ended.
+    fn submit_batch(&mut self, at: SimTime, core: u32) {
+        if self.buf.batch.is_empty() {
+            return;
+        }
+        let bios = std::mem::take(&mut self.buf.batch);
+        let slot = match self.buf.free_deferred.pop() {
+            Some(s) => {
+                self.buf.deferred[s as usize] = (bios, core);
+                s
+            }
+            None => {
+                self.buf.deferred.push((bios, core));
+                (self.buf.deferred.len() - 1) as u32
+            }
+        };
+        self.q.push(at, Ev::Buf(BufEv::Submit(slot)));
+    }
+
+    /// A page cache request ended with these spans (pre, hw, irq time). If its job's
+    /// system call waits for it (a read on its pages, an O_SYNC write's writeback), they
+    /// are recorded when that call returns; otherwise now, post ending here.
+    pub(super) fn buf_request_spans(&mut self, io: u32, pre: u64, hw: u64, irq: SimTime) {
+        let now = self.now;
+        let x = &self.ios[io as usize];
+        let (t, lo, hi, kind) = (
+            x.thread as usize,
+            x.offset / PAGE,
+            (x.offset + x.len).div_ceil(PAGE),
+            x.cache,
+        );
+        let bt = &self.buf.threads[t];
+        let waited = match (kind, bt.op) {
+            (CacheIo::Fill, Op::Read { .. }) => bt.waiting_page.is_some_and(|p| p >= lo && p < hi),
+            (
+                CacheIo::Writeback,
+                Op::Fsync {
+                    after: After::Write(_),
+                    ..
+                },
+            ) => true,
+            _ => false,
+        };
+        if waited {
+            if let Some((p, h, i)) = self.buf.threads[t].awaited.replace((pre, hw, irq)) {
+                self.threads[t].stats.spans.record_io(p, h, now - i);
+            }
+        } else {
+            self.threads[t].stats.spans.record_io(pre, hw, now - irq);
         }
     }
 
@@ -464,7 +547,10 @@ impl Sim {
             match state {
                 None => {
                     self.buf.stats.miss_pages += 1;
+                    // Sync readahead: the request serves this system call from its entry.
+                    self.buf.origin = Some(self.ios[io as usize].t_start);
                     self.readahead(t, idx, last - idx, false);
+                    self.buf.origin = None;
                     if self.cache().state(idx).is_none() {
                         // No clean page to reclaim: wait for writeback to free one.
                         self.buf.threads[t as usize].op = Op::Read { io, pos, end };
@@ -612,8 +698,8 @@ impl Sim {
         let cost = self.mem().page_op_ns * pages + self.cfg.host.costs.block_submit_ns * bios;
         let core = self.threads[t as usize].core;
         self.threads[t as usize].stats.sys_ns += cost;
-        self.cpu.run(core, self.now, cost);
-        self.kick(core);
+        let end = self.cpu.run(core, self.now, cost);
+        self.submit_batch(end, core);
     }
 
     /// Read bios for pages a..b (already locked) of thread `t`; returns how many.
@@ -639,7 +725,7 @@ impl Sim {
                 self.buf.wb_seq_of.insert(io, self.buf.wb_seq);
                 self.buf.stats.writeback_bytes += len;
             }
-            self.submit_bio(crate::host::block::Bio {
+            self.buf.batch.push(crate::host::block::Bio {
                 io,
                 dir,
                 sector: off / 512,
@@ -657,13 +743,14 @@ impl Sim {
     /// writeback or flush).
     fn alloc_cache_io(&mut self, t: u32, dir: Dir, offset: u64, len: u64, kind: CacheIo) -> u32 {
         let now = self.now;
+        let t_start = self.buf.origin.unwrap_or(now);
         self.alloc_io(Io {
             thread: t,
             dir,
             offset,
             len,
             parts_left: 1,
-            t_start: now,
+            t_start,
             t_issued: now,
             t_done: 0,
             t_hw: SimTime::MAX,
@@ -677,6 +764,7 @@ impl Sim {
             unreachable!()
         };
         let page_op = self.mem().page_op_ns;
+        let write_page_op = self.mem().write_page_op_ns;
         let now = self.now;
         let mut acc = 0u64;
         loop {
@@ -705,8 +793,8 @@ impl Sim {
                     let bios = self.fill_bios(t, idx, idx + 1);
                     let cost = page_op + self.cfg.host.costs.block_submit_ns * bios;
                     let core = self.threads[t as usize].core;
-                    self.cpu.run(core, now, cost);
-                    self.kick(core);
+                    let end = self.cpu.run(core, now, cost);
+                    self.submit_batch(end, core);
                 }
                 self.buf.threads[t as usize].waiting_page = Some(idx);
                 return self.buf_sleep(t);
@@ -727,7 +815,7 @@ impl Sim {
             let c = self.cache();
             let total = (c.dirty() + c.writeback()) * PAGE;
             self.buf.stats.max_dirty_bytes = self.buf.stats.max_dirty_bytes.max(total);
-            acc += self.copy_ns(n) + page_op;
+            acc += self.copy_ns(n) + write_page_op;
             pos += n;
         }
     }
@@ -783,6 +871,12 @@ impl Sim {
         self.threads[t as usize].state = ThreadState::Running;
         let core = self.threads[t as usize].core;
         let end = self.cpu.run(core, now, ret);
+        if let Some((pre, hw, irq)) = self.buf.threads[t as usize].awaited.take() {
+            self.threads[t as usize]
+                .stats
+                .spans
+                .record_io(pre, hw, end - irq);
+        }
         self.q.push(end, Ev::ThreadRun(t));
     }
 
@@ -860,6 +954,10 @@ impl Sim {
                 // filemap_fdatawrite_range: the dirty pages of the range, from this core.
                 let mut pages = 0;
                 let mut bios = 0;
+                if let After::Write(io) = after {
+                    // O_SYNC: the writeback serves the write system call from its entry.
+                    self.buf.origin = Some(self.ios[io as usize].t_start);
+                }
                 if self.buf.cache.is_some() {
                     let mut from = lo;
                     while let Some(a) = self.cache().next_dirty(from).filter(|&a| a < hi) {
@@ -877,15 +975,16 @@ impl Sim {
                         from = b;
                     }
                 }
+                self.buf.origin = None;
                 let seq_hi = self.buf.wb_seq;
                 set(self, seq_hi, FsyncPhase::Wait);
                 if pages > 0 {
                     let core = self.threads[t as usize].core;
-                    let cost =
-                        self.mem().page_op_ns * pages + self.cfg.host.costs.block_submit_ns * bios;
+                    let cost = self.mem().writeback_page_op_ns * pages
+                        + self.cfg.host.costs.block_submit_ns * bios;
                     self.threads[t as usize].stats.sys_ns += cost;
                     let end = self.cpu.run(core, self.now, cost);
-                    self.kick(core);
+                    self.submit_batch(end, core);
                     self.q.push(end, Ev::Buf(BufEv::Step(t)));
                     return;
                 }
@@ -1074,9 +1173,10 @@ impl Sim {
         }
         self.buf.wb_index = from;
         let core = self.cfg.host.irq_core;
-        let cost = self.mem().page_op_ns * pages + self.cfg.host.costs.block_submit_ns * bios;
+        let cost =
+            self.mem().writeback_page_op_ns * pages + self.cfg.host.costs.block_submit_ns * bios;
         let end = self.cpu.run(core, now, cost);
-        self.kick(core);
+        self.submit_batch(end, core);
         self.q.push(end, Ev::Buf(BufEv::Flusher));
     }
 

@@ -47,10 +47,50 @@ pub struct SimConfig {
     pub driver: DriverKind,
     /// One entry per job thread (numjobs already expanded).
     pub jobs: Vec<JobConfig>,
-    /// Write every job's region once, in random 4 KiB order, before the jobs start, as a device
-    /// that has been in use holds data there (reads of never-written blocks cost no
-    /// NAND read). The writes go through the whole simulated path and are not reported.
-    pub precondition: bool,
+    /// How every job's region holds data before the jobs start (reads of never-written
+    /// blocks cost no NAND read).
+    pub precondition: Precondition,
+}
+
+/// The data layout the jobs find on the device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Precondition {
+    /// Never written.
+    Off,
+    /// Written once in random 4 KiB order through the whole simulated path (not
+    /// reported): the scattered layout of a device that has been in use.
+    Random,
+    /// Mapped at once in address order, as a file written sequentially (fio's layout,
+    /// a camera filling an SD card) leaves it. No simulated time passes.
+    Sequential,
+    /// Random, except on SD cards (sd-rtsx drivers): Sequential, because random 4 KiB
+    /// writes with the card's stop-commit semantics would take hours of simulated time.
+    Auto,
+}
+
+impl From<bool> for Precondition {
+    /// true: `Auto`; false: `Off`.
+    fn from(on: bool) -> Self {
+        if on {
+            Precondition::Auto
+        } else {
+            Precondition::Off
+        }
+    }
+}
+
+impl Precondition {
+    pub fn parse(s: &str) -> Result<Self, String> {
+        match s {
+            "off" => Ok(Precondition::Off),
+            "random" => Ok(Precondition::Random),
+            "sequential" => Ok(Precondition::Sequential),
+            "auto" => Ok(Precondition::Auto),
+            other => Err(format!(
+                "'{other}' is not a precondition (auto, random, sequential, off)"
+            )),
+        }
+    }
 }
 
 /// The what-if of an infinitely fast storage (the white paper's hw = 0): the device
@@ -273,11 +313,15 @@ impl Sim {
             return Err("no jobs to run".into());
         }
         let mut prefill = 0;
-        // An SD card with stop-commit semantics would take hours of simulated 4 KiB
-        // random writes to fill: its regions are mapped instantly (sequentially, as
-        // cameras and file copies fill SD cards) once the device exists.
-        let instant_pre = cfg.precondition && matches!(cfg.driver, DriverKind::SdRtsx { .. });
-        if cfg.precondition && !instant_pre {
+        let layout = match cfg.precondition {
+            Precondition::Auto if matches!(cfg.driver, DriverKind::SdRtsx { .. }) => {
+                Precondition::Sequential
+            }
+            Precondition::Auto => Precondition::Random,
+            p => p,
+        };
+        let instant_pre = layout == Precondition::Sequential;
+        if layout == Precondition::Random {
             let mut pre = precondition_jobs(&cfg.jobs);
             prefill = pre.len();
             cfg.jobs[0].stonewall = true;
@@ -710,10 +754,11 @@ impl Sim {
             Submission::Async { batch_submit, .. } => batch_submit.max(1),
         };
         let costs = &self.cfg.host.costs;
-        let (c_syscall, c_aio, c_pin, c_block) = (
+        let (c_syscall, c_aio, c_pin, c_pin_read, c_block) = (
             costs.syscall_ns,
             costs.aio_submit_ns,
             costs.pin_per_4k_ns,
+            costs.pin_per_4k_read_ns,
             costs.block_submit_ns,
         );
         let mut cost = match submission {
@@ -737,7 +782,11 @@ impl Sim {
             }
             if direct {
                 // Buffered I/O books its page cache work in sim/buffered.rs.
-                cost += c_pin * spec.len.div_ceil(4096) + c_block * nbios as u64;
+                let pin = match spec.dir {
+                    Dir::Read => c_pin_read,
+                    _ => c_pin,
+                };
+                cost += pin * spec.len.div_ceil(4096) + c_block * nbios as u64;
             }
             let io = self.alloc_io(Io {
                 thread: t,
@@ -997,11 +1046,9 @@ impl Sim {
                     // flusher (pre), on the hardware, then its pages unlocked or out
                     // of writeback (post), for the job it was done for.
                     let (t_start, t_hw, t_irq) = (x.t_start, x.t_hw, x.t_irq);
-                    let th = &mut self.threads[t as usize];
+                    let th = &self.threads[t as usize];
                     if t_start >= th.measure_start && t_hw != SimTime::MAX && t_irq >= t_hw {
-                        th.stats
-                            .spans
-                            .record_io(t_hw - t_start, t_irq - t_hw, now - t_irq);
+                        self.buf_request_spans(io, t_hw - t_start, t_irq - t_hw, t_irq);
                     }
                 }
                 self.buf_io_done(io);

@@ -47,7 +47,7 @@ pub fn traced(
         device,
         driver,
         jobs,
-        precondition,
+        precondition: precondition.into(),
     })
     .unwrap()
 }
