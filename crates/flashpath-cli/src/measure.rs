@@ -62,7 +62,9 @@ pub fn run_fio_quiet(opts: &Options, fio_args: &[String]) -> Result<Vec<JobFigur
             device,
             driver,
             jobs: plan.jobs,
-            precondition: opts.precondition()?,
+            precondition: opts
+                .precondition
+                .unwrap_or(flashpath_core::sim::Precondition::Auto),
         },
         false,
     )?;

@@ -68,7 +68,7 @@ pub struct Reproduction {
     pub driver: String,
     /// `device.`/`host.` overrides, (field, value).
     pub sets: Vec<(String, String)>,
-    pub precondition: Option<String>,
+    pub precondition: Option<flashpath_core::sim::Precondition>,
     pub source: String,
     pub figures: Vec<Figure>,
     /// The manifest it came from (for messages).
@@ -82,7 +82,7 @@ impl Reproduction {
             host: Some(self.host.clone()),
             driver: Some(self.driver.clone()),
             sets: self.sets.clone(),
-            precondition: self.precondition.clone(),
+            precondition: self.precondition,
             ..Options::default()
         }
     }
@@ -163,10 +163,13 @@ pub fn load_manifest(path: &Path, text: &str, cat: &mut Catalogue) -> Result<()>
             }
             sets.push((f.to_string(), v.to_string()));
         }
-        if let Some(p) = &r.precondition {
-            flashpath_core::sim::Precondition::parse(p)
-                .map_err(|e| anyhow!("{}: precondition: {e}", at(p)))?;
-        }
+        let precondition = match &r.precondition {
+            Some(p) => Some(
+                flashpath_core::sim::Precondition::parse(p)
+                    .map_err(|e| anyhow!("{}: precondition: {e}", at(p)))?,
+            ),
+            None => None,
+        };
         for f in &r.figure {
             crate::measure::check_metric(&f.metric)
                 .map_err(|e| anyhow!("{}: {e}", at(&f.metric)))?;
@@ -185,7 +188,7 @@ pub fn load_manifest(path: &Path, text: &str, cat: &mut Catalogue) -> Result<()>
             host: r.host,
             driver: r.driver,
             sets,
-            precondition: r.precondition,
+            precondition,
             source: r.source,
             figures: r.figure,
             manifest: path.to_path_buf(),

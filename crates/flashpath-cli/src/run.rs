@@ -25,18 +25,9 @@ pub struct Options {
     pub blktrace: Option<String>,
     /// `--trace FILE`: write a Chrome trace-event JSON timeline there.
     pub trace: Option<String>,
-    /// `--precondition auto|random|sequential|off`: the data layout the jobs find.
-    pub precondition: Option<String>,
-}
-
-impl Options {
-    /// The `--precondition` layout (auto when not given).
-    pub fn precondition(&self) -> Result<Precondition> {
-        match &self.precondition {
-            None => Ok(Precondition::Auto),
-            Some(p) => Precondition::parse(p).map_err(|e| anyhow!("--precondition: {e}")),
-        }
-    }
+    /// `--precondition auto|random|sequential|off`: the data layout the jobs find
+    /// (`Auto` when not given).
+    pub precondition: Option<Precondition>,
 }
 
 /// Splits flashpath's options (`--device X` or `--device=X`, likewise --host, --driver,
@@ -69,8 +60,8 @@ pub fn split_options(args: &[String]) -> Result<(Options, Vec<String>)> {
         } else if let Some(v) = take("--trace")? {
             o.trace = Some(v);
         } else if let Some(v) = take("--precondition")? {
-            Precondition::parse(&v).map_err(|e| anyhow!("--precondition: {e}"))?;
-            o.precondition = Some(v);
+            o.precondition =
+                Some(Precondition::parse(&v).map_err(|e| anyhow!("--precondition: {e}"))?);
         } else if let Some(v) = take("--set")? {
             let (f, val) = v
                 .split_once('=')
@@ -243,7 +234,7 @@ pub fn fio_command(args: &[String]) -> Result<()> {
         device,
         driver,
         jobs: plan.jobs,
-        precondition: opts.precondition()?,
+        precondition: opts.precondition.unwrap_or(Precondition::Auto),
     };
     let (result, trace) = simulate_traced(cfg, true, outputs.wanted())?;
     if let Some(trace) = &trace {

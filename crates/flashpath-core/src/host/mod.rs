@@ -548,10 +548,10 @@ impl RawHost {
         let costs = HostCosts {
             syscall_ns: cost("costs.syscall", &c.syscall)?,
             pin_per_4k_ns: cost("costs.pin_per_4k", &c.pin_per_4k)?,
-            pin_per_4k_read_ns: match &c.pin_per_4k_read {
-                Some(v) => cost("costs.pin_per_4k_read", v)?,
-                None => cost("costs.pin_per_4k", &c.pin_per_4k)?,
-            },
+            pin_per_4k_read_ns: cost(
+                "costs.pin_per_4k_read",
+                c.pin_per_4k_read.as_ref().unwrap_or(&c.pin_per_4k),
+            )?,
             block_submit_ns: cost("costs.block_submit", &c.block_submit)?,
             aio_submit_ns: cost("costs.aio_submit", &c.aio_submit)?,
             aio_reap_ns: cost("costs.aio_reap", &c.aio_reap)?,

@@ -388,12 +388,14 @@ impl Sim {
             BufEv::Flusher => self.flusher_run(),
             BufEv::Periodic => self.periodic(),
             BufEv::Submit(slot) => {
-                let (bios, core) = std::mem::take(&mut self.buf.deferred[slot as usize]);
+                let (mut bios, core) = std::mem::take(&mut self.buf.deferred[slot as usize]);
                 let now = self.now;
-                for mut bio in bios {
+                for mut bio in bios.drain(..) {
                     bio.queued_at = now;
                     self.submit_bio(bio);
                 }
+                // The slot keeps its (empty) vector for the next batch.
+                self.buf.deferred[slot as usize].0 = bios;
                 self.buf.free_deferred.push(slot);
                 self.kick(core);
             }
@@ -406,17 +408,17 @@ impl Sim {
         if self.buf.batch.is_empty() {
             return;
         }
-        let bios = std::mem::take(&mut self.buf.batch);
         let slot = match self.buf.free_deferred.pop() {
-            Some(s) => {
-                self.buf.deferred[s as usize] = (bios, core);
-                s
-            }
+            Some(s) => s,
             None => {
-                self.buf.deferred.push((bios, core));
+                self.buf.deferred.push((Vec::new(), core));
                 (self.buf.deferred.len() - 1) as u32
             }
         };
+        // Swap vectors: the batch goes to the slot, the slot's empty one is reused.
+        let d = &mut self.buf.deferred[slot as usize];
+        std::mem::swap(&mut d.0, &mut self.buf.batch);
+        d.1 = core;
         self.q.push(at, Ev::Buf(BufEv::Submit(slot)));
     }
 
@@ -439,9 +441,11 @@ impl Sim {
                 CacheIo::Writeback,
                 Op::Fsync {
                     after: After::Write(_),
+                    lo: a,
+                    hi: b,
                     ..
                 },
-            ) => true,
+            ) => lo < b && a < hi,
             _ => false,
         };
         if waited {
