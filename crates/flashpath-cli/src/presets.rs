@@ -44,6 +44,10 @@ pub const SHIPPED: &[(&str, &str)] = &[
         "hosts/jetson-tx1.toml",
         include_str!("../../../presets/hosts/jetson-tx1.toml"),
     ),
+    (
+        "hosts/cortex-a9-sdma.toml",
+        include_str!("../../../presets/hosts/cortex-a9-sdma.toml"),
+    ),
 ];
 
 pub const DEFAULT_DEVICE: &str = "emmc51-hs400-32g";

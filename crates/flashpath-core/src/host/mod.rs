@@ -199,6 +199,13 @@ pub struct MmcHostConfig {
     /// SDHCI `always_defer_done`: request completion runs in the IRQ thread (a wake-up)
     /// instead of the hard interrupt; with hsq this delays the next request's start.
     pub always_defer_done: bool,
+    /// A single-segment host (SDMA, `max_segs == 1`) with CONFIG_MMC_BLOCK_BOUNCE (Linux
+    /// <= 4.14): each request's data goes through a contiguous bounce buffer of this many
+    /// bytes, copied at `[memory] copy_rate` on the dispatching CPU: a write's in prep
+    /// (mmc_blk_rw_rq_prep → mmc_queue_bounce_pre), a read's in post after the transfer
+    /// (mmc_queue_bounce_post). Requests are limited to the buffer (mmc_init_queue sets
+    /// max_hw_sectors to it). `None`: the host maps the request's pages directly (ADMA).
+    pub bounce_bytes: Option<u64>,
 }
 
 /// The eMMC command queue engine of the host controller (CQHCI) and its driver
@@ -500,6 +507,8 @@ pub struct RawMmc {
     pub busy_detect: bool,
     pub cmd23: bool,
     pub always_defer_done: bool,
+    #[serde(default)]
+    pub bounce_buffer: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -605,6 +614,35 @@ impl RawHost {
             busy_detect: m.busy_detect,
             cmd23: m.cmd23,
             always_defer_done: m.always_defer_done,
+            bounce_bytes: match &m.bounce_buffer {
+                None => None,
+                Some(v) => {
+                    let b = bytes_field("mmc.bounce_buffer", v)?;
+                    if !(4096..=1 << 20).contains(&b) || b % 512 != 0 {
+                        return Err(ConfigError::new(
+                            "mmc.bounce_buffer",
+                            "must be 4KiB..=1MiB, a multiple of 512 bytes",
+                        ));
+                    }
+                    if self.block.max_sectors_kb * 1024 > b {
+                        return Err(ConfigError::new(
+                            "block.max_sectors_kb",
+                            format!(
+                                "{} KiB exceeds mmc.bounce_buffer ({} KiB): mmc_init_queue limits requests to the bounce buffer",
+                                self.block.max_sectors_kb,
+                                b / 1024
+                            ),
+                        ));
+                    }
+                    if self.memory.is_none() {
+                        return Err(ConfigError::new(
+                            "mmc.bounce_buffer",
+                            "needs a [memory] section: the bounce copy runs at memory.copy_rate",
+                        ));
+                    }
+                    Some(b)
+                }
+            },
         };
         let b = &self.bus;
         let data_bytes_per_s = rate_field("bus.data_rate", &b.data_rate)?;
@@ -728,6 +766,7 @@ impl HostConfig {
                 busy_detect: true,
                 cmd23: true,
                 always_defer_done: false,
+                bounce_bytes: None,
             },
             bus: BusConfig {
                 mode: "ideal".into(),

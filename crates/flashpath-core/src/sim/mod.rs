@@ -1249,9 +1249,7 @@ impl Sim {
                 if self.trace.is_some() {
                     self.blk_rq(at, r, BlkAction::Issue, core);
                 }
-                let bytes = self.block.req(r).bytes();
-                let m = &self.cfg.host.mmc;
-                let cost = m.prep_ns + m.prep_per_4k_ns * bytes.div_ceil(4096);
+                let cost = self.mmc_prep_ns(r);
                 let end = self.cpu.run_l(core, at, cost, "prep+dma map");
                 match self.cfg.driver {
                     DriverKind::MmcLegacy | DriverKind::SdRtsx { .. } => {
@@ -1342,12 +1340,39 @@ impl Sim {
         );
         self.q.push(t, Ev::BusIssue(r));
         if let Some(p) = prev {
-            let bytes = self.block.req(p).bytes();
-            let m = &self.cfg.host.mmc;
-            let cost = m.post_ns + m.post_per_4k_ns * bytes.div_ceil(4096) + self.end_cost(p);
+            let cost = self.mmc_post_ns(p);
             t = self.cpu.run_l(core, t, cost, "post+complete");
         }
         self.q.push(t, Ev::DispPosted(prev));
+    }
+
+    /// Request prep (mmc_blk_rw_rq_prep, with a write's bounce copy) and DMA map.
+    fn mmc_prep_ns(&self, r: ReqId) -> u64 {
+        let m = &self.cfg.host.mmc;
+        let bytes = self.block.req(r).bytes();
+        m.prep_ns + m.prep_per_4k_ns * bytes.div_ceil(4096) + self.bounce_ns(r, Dir::Write)
+    }
+
+    /// Post-processing (DMA unmap, a read's bounce copy) and ending the block request.
+    fn mmc_post_ns(&self, r: ReqId) -> u64 {
+        let m = &self.cfg.host.mmc;
+        let bytes = self.block.req(r).bytes();
+        m.post_ns
+            + m.post_per_4k_ns * bytes.div_ceil(4096)
+            + self.bounce_ns(r, Dir::Read)
+            + self.end_cost(r)
+    }
+
+    /// The bounce-buffer copy of request `r` if the host has a bounce buffer and `r` moves
+    /// data in direction `dir` (writes are copied in before the transfer, reads out after).
+    fn bounce_ns(&self, r: ReqId, dir: Dir) -> u64 {
+        let q = self.block.req(r);
+        match (&self.cfg.host.mmc.bounce_bytes, &self.cfg.host.memory) {
+            (Some(_), Some(mem)) if q.dir() == dir => {
+                crate::engine::transfer_ns(q.bytes(), mem.copy_bytes_per_s)
+            }
+            _ => 0,
+        }
     }
 
     /// CPU cost of ending a block request: one bio completion per I/O it carries.
@@ -1545,9 +1570,7 @@ impl Sim {
     /// IRQ-core context goes on).
     fn complete_on_submitter(&mut self, r: ReqId, at: SimTime, in_irq: bool) -> (SimTime, SimTime) {
         let irq_core = self.cfg.host.irq_core;
-        let m = &self.cfg.host.mmc;
-        let bytes = self.block.req(r).bytes();
-        let cost = m.post_ns + m.post_per_4k_ns * bytes.div_ceil(4096) + self.end_cost(r);
+        let cost = self.mmc_post_ns(r);
         let req_cpu = self.block.req(r).cpu;
         if req_cpu == irq_core {
             let done = if in_irq {
@@ -1595,9 +1618,7 @@ impl Sim {
         if self.block.req(p).dir() == Dir::Write {
             t = self.poll_busy(core, t, p);
         }
-        let m = &self.cfg.host.mmc;
-        let bytes = self.block.req(p).bytes();
-        let cost = m.post_ns + m.post_per_4k_ns * bytes.div_ceil(4096) + self.end_cost(p);
+        let cost = self.mmc_post_ns(p);
         t = self.cpu.run_l(core, t, cost, "post+complete");
         self.mmc.lock_free_at = t;
         self.q.push(t, Ev::ReqEnd(p));

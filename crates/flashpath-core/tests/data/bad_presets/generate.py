@@ -133,6 +133,8 @@ cases = {
  "host-data-rate-zero": setv(H, "bus.data_rate", '"0MB/s"'),
  "host-cmd-clock-unitless": setv(H, "bus.cmd_clock", '"200"'),
  "host-ncr-clocks-absurd": setv(H, "bus.ncr_clocks", "5000"),
+ "host-bounce-buffer-below-max-sectors": add_after(H, "mmc.cmd23", 'bounce_buffer = "64KiB"'),
+ "host-bounce-buffer-odd-size": add_after(H, "mmc.cmd23", 'bounce_buffer = "1000B"'),
  # host: structure
  "host-wrong-kind": setv(H, "kind", '"device"'),
  "host-unknown-top-level-field": add_after(H, "kind", 'vendor = "unisoc"'),
