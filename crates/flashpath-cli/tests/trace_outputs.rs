@@ -290,7 +290,7 @@ fn timeline_is_trace_event_json_without_overlap_on_cores_and_dies() {
     let t = tracks(&timeline);
     let mut checked = (0, 0);
     for ((pid, tid), v) in &t {
-        // pid 1: host cores (task and interrupt lanes); pid 3: NAND dies (tid < 1000)
+        // pid 1: host cores (task, kernel and interrupt lanes); pid 3: NAND dies (tid < 1000)
         // and channels.
         if *pid == 1 || *pid == 3 {
             for w in v.windows(2) {
@@ -310,8 +310,13 @@ fn timeline_is_trace_event_json_without_overlap_on_cores_and_dies() {
     }
     // Four job threads' cores plus the interrupt lane; every die of the default eMMC.
     assert!(checked.0 >= 5 && checked.1 >= 4, "{checked:?}");
-    // Interrupt work has its own lane on the IRQ core (core 0: tid 1).
-    assert!(t.contains_key(&(1, 1)), "interrupt lane of core 0");
+    // Interrupt work has its own lane on the IRQ core (core 0: tid 2), and the MMC
+    // dispatcher's kernel work its lane (tid 3c + 1) on some core.
+    assert!(t.contains_key(&(1, 2)), "interrupt lane of core 0");
+    assert!(
+        t.keys().any(|&(pid, tid)| pid == 1 && tid % 3 == 1),
+        "a kernel lane"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

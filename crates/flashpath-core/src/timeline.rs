@@ -2,9 +2,10 @@
 //! `displayTimeUnit`), which Perfetto's UI and chrome://tracing open.
 //!
 //! Processes and tracks (pid / tid):
-//! - 1 "host CPU": core c's task work on tid 2c, its interrupt-context work on tid 2c+1
-//!   (interrupts have their own lane in the model: they preempt task work, whose slice
-//!   is drawn stretched by the time the interrupt took). Slices are labelled with what
+//! - 1 "host CPU": core c's task work (user threads) on tid 3c, its kernel work (kernel
+//!   threads and workers that preempt user threads) on tid 3c+1, its interrupt-context
+//!   work on tid 3c+2 (the lanes of host/cpu.rs: higher lanes preempt lower ones, whose
+//!   slice is drawn stretched by the time the preemption took). Slices are labelled with what
 //!   the work is (syscall submit, prep+dma map, irq handler, post+complete, ...).
 //! - 2 "bus": commands on tid 0, data transfers on tid 1.
 //! - 3 "NAND": die d on tid d (array read, program, erase, and the time its register is
@@ -95,8 +96,14 @@ pub fn chrome_json(trace: &Trace) -> String {
     };
     o.meta("process_name", PID_CPU, 0, "host CPU");
     for c in 0..trace.cores {
-        o.meta("thread_name", PID_CPU, 2 * c, &format!("core {c}"));
-        o.meta("thread_name", PID_CPU, 2 * c + 1, &format!("core {c} irq"));
+        o.meta("thread_name", PID_CPU, 3 * c, &format!("core {c}"));
+        o.meta(
+            "thread_name",
+            PID_CPU,
+            3 * c + 1,
+            &format!("core {c} kernel"),
+        );
+        o.meta("thread_name", PID_CPU, 3 * c + 2, &format!("core {c} irq"));
     }
     o.meta("process_name", PID_BUS, 0, "bus");
     o.meta("thread_name", PID_BUS, 0, "commands");
@@ -127,7 +134,7 @@ pub fn chrome_json(trace: &Trace) -> String {
 
     for c in &trace.cpu {
         if c.start >= t0 && c.end > c.start {
-            let tid = 2 * c.core + c.irq as u32;
+            let tid = 3 * c.core + c.lane as u32;
             o.slice(PID_CPU, tid, c.label, c.start - t0, c.end - t0);
         }
     }

@@ -86,9 +86,20 @@ pub struct CpuSlice {
     pub core: u32,
     pub start: SimTime,
     pub end: SimTime,
-    /// Interrupt context (its own lane on the core), else task work.
-    pub irq: bool,
+    /// Which of the core's lanes ran it (host/cpu.rs).
+    pub lane: CpuLane,
     pub label: &'static str,
+}
+
+/// The lanes of a host core, lowest priority first (host/cpu.rs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CpuLane {
+    /// User threads in their system calls.
+    Task = 0,
+    /// Kernel threads, workers and softirq work that preempt user threads.
+    Kernel = 1,
+    /// Hard interrupt context.
+    Irq = 2,
 }
 
 /// A NAND resource: a die or a channel.

@@ -1,16 +1,23 @@
-//! Host CPU cores. A span of task work (threads, kworkers) is booked on one core and
-//! runs when the core has finished the task work booked before it (first come, first
-//! served). Interrupt work (hard IRQ and what runs in its context) has its own lane on
-//! the core: it waits only for earlier interrupt work, and preempts task work, whose
-//! end moves back by the interrupt's duration. On one core the software phases of
+//! Host CPU cores. Each core has three lanes of work, by priority:
+//! - task work (user threads in their system calls): booked first come, first served,
+//!   after whatever task work was booked before it;
+//! - kernel work that preempts a running user thread: kernel threads and workers woken
+//!   to run (kblockd and mmc_complete are WQ_HIGHPRI, nice -20; mmcqd and IRQ threads
+//!   are woken sleepers that CFS's wakeup preemption, or SCHED_FIFO, puts ahead of a
+//!   running fio thread), and softirq completions;
+//! - interrupt work (the hard IRQ and what runs in its context).
+//! A lane waits only for earlier work of its own lane. Work of a higher lane preempts
+//! the lanes below it: their running work ends that much later. Task work that becomes
+//! ready while kernel work runs waits for it. On one core the software phases of
 //! different requests therefore never overlap; on several they do.
 //! Units: nanoseconds of CPU time.
 
 use crate::engine::{FifoResource, SimTime};
-use crate::trace::CpuSlice;
+use crate::trace::{CpuLane, CpuSlice};
 
 pub struct Cpu {
     cores: Vec<FifoResource>,
+    kernel: Vec<FifoResource>,
     irq: Vec<FifoResource>,
     /// The work booked, when recording (timelines); else None and nothing is kept.
     rec: Option<CpuRecord>,
@@ -19,8 +26,10 @@ pub struct Cpu {
 #[derive(Default)]
 struct CpuRecord {
     slices: Vec<CpuSlice>,
-    /// Per core, the index of its last task slice in `slices`.
+    /// Per core, the index of its last task slice and of its last kernel slice in
+    /// `slices`.
     last_task: Vec<Option<usize>>,
+    last_kernel: Vec<Option<usize>>,
 }
 
 impl Cpu {
@@ -28,6 +37,7 @@ impl Cpu {
         assert!(cores > 0);
         Cpu {
             cores: vec![FifoResource::new(); cores as usize],
+            kernel: vec![FifoResource::new(); cores as usize],
             irq: vec![FifoResource::new(); cores as usize],
             rec: None,
         }
@@ -37,6 +47,7 @@ impl Cpu {
         self.rec = Some(CpuRecord {
             slices: Vec::new(),
             last_task: vec![None; self.cores.len()],
+            last_kernel: vec![None; self.cores.len()],
         });
     }
     /// The slices recorded so far (empty unless recording).
@@ -45,6 +56,7 @@ impl Cpu {
             .as_mut()
             .map(|r| {
                 r.last_task.iter_mut().for_each(|l| *l = None);
+                r.last_kernel.iter_mut().for_each(|l| *l = None);
                 std::mem::take(&mut r.slices)
             })
             .unwrap_or_default()
@@ -58,15 +70,37 @@ impl Cpu {
     /// [`Cpu::run`] with a label for timelines (what the work is).
     #[inline]
     pub fn run_l(&mut self, core: u32, ready: SimTime, cost: u64, label: &'static str) -> SimTime {
-        let (start, end) = self.cores[core as usize].book(ready, cost);
+        let c = core as usize;
+        let ready = ready.max(self.kernel[c].free_at());
+        let (start, end) = self.cores[c].book(ready, cost);
         if self.rec.is_some() {
-            self.keep(core, start, end, false, label, false);
+            self.keep(core, start, end, CpuLane::Task, label);
         }
         end
     }
 
-    /// Keeps a slice of work (off the hot path: only when recording). `stretch`: an
-    /// interrupt delayed the task work on the core, whose last slice ends that much later.
+    /// Runs `cost` ns of kernel work that preempts user threads (see the module doc) on
+    /// `core` as soon as it is ready and earlier kernel work there is done; returns when
+    /// it ends.
+    #[inline]
+    pub fn run_kernel(
+        &mut self,
+        core: u32,
+        ready: SimTime,
+        cost: u64,
+        label: &'static str,
+    ) -> SimTime {
+        let c = core as usize;
+        let (start, end) = self.kernel[c].book(ready, cost);
+        self.cores[c].preempt(start, cost);
+        if self.rec.is_some() {
+            self.keep(core, start, end, CpuLane::Kernel, label);
+        }
+        end
+    }
+
+    /// Keeps a slice of work (off the hot path: only when recording). The slices of the
+    /// lanes below that are running when it starts end that much later.
     #[cold]
     #[inline(never)]
     fn keep(
@@ -74,29 +108,39 @@ impl Cpu {
         core: u32,
         start: SimTime,
         end: SimTime,
-        irq: bool,
+        lane: CpuLane,
         label: &'static str,
-        stretch: bool,
     ) {
         let r = self.rec.as_mut().expect("recording");
-        if !irq {
-            r.last_task[core as usize] = Some(r.slices.len());
-        }
+        let c = core as usize;
+        let i = r.slices.len();
         r.slices.push(CpuSlice {
             core,
             start,
             end,
-            irq,
+            lane,
             label,
         });
-        if stretch {
-            if let Some(i) = r.last_task[core as usize] {
-                r.slices[i].end += end - start;
+        let below = match lane {
+            CpuLane::Task => {
+                r.last_task[c] = Some(i);
+                [None, None]
+            }
+            CpuLane::Kernel => {
+                r.last_kernel[c] = Some(i);
+                [r.last_task[c], None]
+            }
+            CpuLane::Irq => [r.last_task[c], r.last_kernel[c]],
+        };
+        // As FifoResource::preempt: work still running at `start` ends later.
+        for j in below.into_iter().flatten() {
+            if r.slices[j].end > start {
+                r.slices[j].end += end - start;
             }
         }
     }
-    /// Runs `cost` ns of interrupt-context work on `core`: ahead of task work, which it
-    /// delays; returns when it ends.
+    /// Runs `cost` ns of interrupt-context work on `core`: ahead of task and kernel
+    /// work, which it delays; returns when it ends.
     #[inline]
     pub fn run_irq(&mut self, core: u32, ready: SimTime, cost: u64) -> SimTime {
         self.run_irq_l(core, ready, cost, "irq")
@@ -110,13 +154,12 @@ impl Cpu {
         cost: u64,
         label: &'static str,
     ) -> SimTime {
-        let (start, end) = self.irq[core as usize].book(ready, cost);
-        let c = &mut self.cores[core as usize];
-        let before = c.free_at();
-        c.preempt(start, cost);
+        let c = core as usize;
+        let (start, end) = self.irq[c].book(ready, cost);
+        self.cores[c].preempt(start, cost);
+        self.kernel[c].preempt(start, cost);
         if self.rec.is_some() {
-            let stretch = self.cores[core as usize].free_at() != before;
-            self.keep(core, start, end, true, label, stretch);
+            self.keep(core, start, end, CpuLane::Irq, label);
         }
         end
     }
@@ -127,8 +170,9 @@ impl Cpu {
     pub fn busy_ns(&self) -> Vec<u64> {
         self.cores
             .iter()
+            .zip(&self.kernel)
             .zip(&self.irq)
-            .map(|(c, i)| c.busy_ns() + i.busy_ns())
+            .map(|((c, k), i)| c.busy_ns() + k.busy_ns() + i.busy_ns())
             .collect()
     }
 }

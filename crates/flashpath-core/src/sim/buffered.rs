@@ -511,7 +511,7 @@ impl Sim {
         let th = &mut self.threads[t as usize];
         th.state = ThreadState::Running;
         th.stats.ctx += 1;
-        let at = self.wake(core, self.now);
+        let at = self.wake_thread(core, self.now);
         self.q.push(at, Ev::Buf(BufEv::Step(t)));
     }
 

@@ -235,7 +235,9 @@ impl Sim {
     /// queue_rq (mmc_blk_cqe_issue_rw_rq) on the dispatcher's `core`: prep and DMA map
     /// ended at `at`; cqhci_request writes the descriptors and rings the doorbell.
     pub(super) fn cqe_issue(&mut self, core: u32, at: SimTime, r: ReqId) {
-        let t = self.cpu.run_l(core, at, self.cqe.request_ns, "cqe request");
+        let t = self
+            .cpu
+            .run_kernel(core, at, self.cqe.request_ns, "cqe request");
         if self.block.req(r).flush {
             // The DCMD slot (31) is not one of the task slots.
             self.tr(

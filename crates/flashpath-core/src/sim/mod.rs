@@ -1131,9 +1131,20 @@ impl Sim {
         }
     }
 
-    /// A sleeping task wakes on `core` at `at` (scheduler wake-up and context switch);
-    /// returns when it runs.
+    /// A sleeping kernel context (the MMC dispatcher, a worker, an IRQ thread) wakes on
+    /// `core` at `at` (scheduler wake-up and context switch); it preempts the user thread
+    /// running there (host/cpu.rs). Returns when it runs.
     fn wake(&mut self, core: u32, at: SimTime) -> SimTime {
+        let end = self
+            .cpu
+            .run_kernel(core, at, self.cfg.host.costs.wakeup_ns, "wakeup");
+        self.tr(end, None, TraceKind::Wakeup { core });
+        end
+    }
+
+    /// A sleeping user thread wakes on `core` at `at`: it runs once the task work booked
+    /// there before it is done. Returns when it runs.
+    fn wake_thread(&mut self, core: u32, at: SimTime) -> SimTime {
         let end = self
             .cpu
             .run_l(core, at, self.cfg.host.costs.wakeup_ns, "wakeup");
@@ -1250,7 +1261,7 @@ impl Sim {
                     self.blk_rq(at, r, BlkAction::Issue, core);
                 }
                 let cost = self.mmc_prep_ns(r);
-                let end = self.cpu.run_l(core, at, cost, "prep+dma map");
+                let end = self.cpu.run_kernel(core, at, cost, "prep+dma map");
                 match self.cfg.driver {
                     DriverKind::MmcLegacy | DriverKind::SdRtsx { .. } => {
                         self.q.push(end, Ev::DispPrepared(r))
@@ -1292,7 +1303,9 @@ impl Sim {
         let mut backoff_us = 32u64;
         loop {
             // A synchronous CMD13: issue, wait for the command-complete interrupt, wake up.
-            t = self.cpu.run_l(core, t, self.cfg.host.mmc.cmd13_ns, "cmd13");
+            t = self
+                .cpu
+                .run_kernel(core, t, self.cfg.host.mmc.cmd13_ns, "cmd13");
             t = self.bus_cmds(t, &[13], Some(prev));
             self.sys.cmd13 += 1;
             let answered_busy = t < ready;
@@ -1328,7 +1341,7 @@ impl Sim {
         }
         t = self
             .cpu
-            .run_l(core, t, self.cfg.host.mmc.start_ns, "mmc start");
+            .run_kernel(core, t, self.cfg.host.mmc.start_ns, "mmc start");
         self.mmc.active = Some(r);
         self.tr(
             t,
@@ -1341,7 +1354,7 @@ impl Sim {
         self.q.push(t, Ev::BusIssue(r));
         if let Some(p) = prev {
             let cost = self.mmc_post_ns(p);
-            t = self.cpu.run_l(core, t, cost, "post+complete");
+            t = self.cpu.run_kernel(core, t, cost, "post+complete");
         }
         self.q.push(t, Ev::DispPosted(prev));
     }
@@ -1530,7 +1543,7 @@ impl Sim {
         let t = if in_irq {
             self.cpu.run_irq_l(core, at, cost, "hsq start")
         } else {
-            self.cpu.run_l(core, at, cost, "hsq start")
+            self.cpu.run_kernel(core, at, cost, "hsq start")
         };
         self.hsq.hw = Some(next);
         self.mmc.active = Some(next);
@@ -1576,11 +1589,11 @@ impl Sim {
             let done = if in_irq {
                 self.cpu.run_irq_l(irq_core, at, cost, "post+complete")
             } else {
-                self.cpu.run_l(irq_core, at, cost, "post+complete")
+                self.cpu.run_kernel(irq_core, at, cost, "post+complete")
             };
             (done, done)
         } else {
-            (self.cpu.run_l(req_cpu, at, cost, "post+complete"), at)
+            (self.cpu.run_kernel(req_cpu, at, cost, "post+complete"), at)
         }
     }
 
@@ -1619,7 +1632,7 @@ impl Sim {
             t = self.poll_busy(core, t, p);
         }
         let cost = self.mmc_post_ns(p);
-        t = self.cpu.run_l(core, t, cost, "post+complete");
+        t = self.cpu.run_kernel(core, t, cost, "post+complete");
         self.mmc.lock_free_at = t;
         self.q.push(t, Ev::ReqEnd(p));
     }

@@ -376,7 +376,7 @@ impl Sim {
             Then::Finish(r) => self.q.push(t, Ev::Irq(r)),
             Then::Issue(r) => {
                 // udelay(50) busy-waits, then the ring-buffer flush register write.
-                t = self.cpu.run_l(core, t, STOP_UDELAY_NS, "stop udelay");
+                t = self.cpu.run_kernel(core, t, STOP_UDELAY_NS, "stop udelay");
                 self.rtsx_transfer(t, r, false);
             }
             Then::Idle => {
@@ -412,7 +412,7 @@ impl Sim {
     pub(super) fn rtsx_cmd13(&mut self, core: u32, at: SimTime, prev: ReqId) -> SimTime {
         let mut t = self
             .cpu
-            .run_l(core, at, self.cfg.host.mmc.cmd13_ns, "cmd13");
+            .run_kernel(core, at, self.cfg.host.mmc.cmd13_ns, "cmd13");
         t = self.wake(core, t);
         if self.rtsx.seq.is_none() {
             t = self.bus_cmds(t, &[13], Some(prev));

@@ -134,7 +134,7 @@ impl Sim {
         if self.cfg.host.block.scheduler == Scheduler::None && !self.ufs.in_completion {
             // Direct issue: this context dispatches its own request, no hand-off.
             if self.ufs.slots < self.ufs_cfg().nutrs {
-                self.ufs_queuecommand(core, self.now);
+                self.ufs_queuecommand(core, self.now, false);
             }
             return;
         }
@@ -155,14 +155,15 @@ impl Sim {
         let Some(core) = self.ufs.dispatcher else {
             return;
         };
-        if self.ufs.slots >= self.ufs_cfg().nutrs || !self.ufs_queuecommand(core, at) {
+        if self.ufs.slots >= self.ufs_cfg().nutrs || !self.ufs_queuecommand(core, at, true) {
             self.ufs.dispatcher = None;
         }
     }
 
     /// `scsi_queue_rq` → `ufshcd_queuecommand` on `core` from `at`: takes a slot,
-    /// builds UTRD/UPIU/PRDT and rings the doorbell. False if nothing was queued.
-    fn ufs_queuecommand(&mut self, core: u32, at: SimTime) -> bool {
+    /// builds UTRD/UPIU/PRDT and rings the doorbell, from the submitting thread (direct
+    /// issue) or from kblockd (`kernel`). False if nothing was queued.
+    fn ufs_queuecommand(&mut self, core: u32, at: SimTime, kernel: bool) -> bool {
         let Some(r) = self.block.dispatch(at) else {
             return false;
         };
@@ -178,7 +179,11 @@ impl Sim {
         let u = self.ufs_cfg();
         let cost =
             u.queuecommand_ns + u.queuecommand_per_4k_ns * bytes.div_ceil(4096) + u.doorbell_ns;
-        let end = self.cpu.run_l(core, at, cost, "queuecommand");
+        let end = if kernel {
+            self.cpu.run_kernel(core, at, cost, "queuecommand")
+        } else {
+            self.cpu.run_l(core, at, cost, "queuecommand")
+        };
         self.q.push(end, Ev::Ufs(UfsEv::Doorbell { req: r, core }));
         true
     }
