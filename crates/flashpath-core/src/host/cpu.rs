@@ -6,6 +6,7 @@
 //!   are woken sleepers that CFS's wakeup preemption, or SCHED_FIFO, puts ahead of a
 //!   running fio thread), and softirq completions;
 //! - interrupt work (the hard IRQ and what runs in its context).
+//!
 //! A lane waits only for earlier work of its own lane. Work of a higher lane preempts
 //! the lanes below it: their running work ends that much later. Task work that becomes
 //! ready while kernel work runs waits for it. On one core the software phases of
