@@ -131,6 +131,26 @@ pub fn metric(rows: &[JobFigures], name: &str) -> Result<f64> {
                 .ok_or_else(|| anyhow!("metric '{name}': the report has no spans"));
         }
     }
+    // The paper's software share: (pre + post) / (pre + hw + post) of the mean spans.
+    if name == "software_share_pct" {
+        let [r] = rows else {
+            return Err(anyhow!(
+                "metric '{name}' needs one job row (use group_reporting), the run has {}",
+                rows.len()
+            ));
+        };
+        let span = |s: &str| {
+            r.span(s)
+                .ok_or_else(|| anyhow!("metric '{name}': the report has no spans"))
+        };
+        let (pre, hw, post) = (span("pre")?, span("hw")?, span("post")?);
+        let total = pre + hw + post;
+        return Ok(if total > 0.0 {
+            (pre + post) / total * 100.0
+        } else {
+            0.0
+        });
+    }
     let (dir, what) = name
         .split_once('_')
         .ok_or_else(|| anyhow!("unknown metric '{name}' ({METRICS})"))?;
@@ -221,7 +241,7 @@ pub fn check_metric(name: &str) -> Result<()> {
 
 pub const METRICS: &str = "DIR_bw_mib, DIR_bw_mb, DIR_iops, DIR_clat_mean_ms, DIR_clat_mean_us, \
 DIR_clat_p95_ms, DIR_clat_p99_ms with DIR read or write; SPAN_us with SPAN pre, hw, post, q2g, \
-g2i, i2d, d2c or q2c";
+g2i, i2d, d2c or q2c; software_share_pct";
 
 /// The spans the JSON report carries (`jobs[i].flashpath.spans`).
 pub const SPANS: [&str; 8] = ["pre", "hw", "post", "q2g", "g2i", "i2d", "d2c", "q2c"];
@@ -266,6 +286,11 @@ mod tests {
         assert_eq!(metric(&r[..1], "hw_us").unwrap(), 1360.0);
         assert!(metric(&r[..1], "post_us").is_err(), "not reported");
         assert!(metric(&r, "pre_us").is_err(), "needs one row");
+        assert!(metric(&r, "software_share_pct").is_err(), "needs one row");
+        assert!(
+            metric(&r[..1], "software_share_pct").is_err(),
+            "post is not reported"
+        );
         assert!(metric(&r[..1], "foo_us").is_err());
         let e = metric(&r, "read_clat_p99_ms").unwrap_err().to_string();
         assert!(e.contains("needs one job row"), "{e}");

@@ -41,6 +41,10 @@ pub const SHIPPED: &[(&str, &str)] = &[
         include_str!("../../../presets/devices/emmc51-hs400-8g.toml"),
     ),
     (
+        "devices/emmc51-hs400-32g-mlc.toml",
+        include_str!("../../../presets/devices/emmc51-hs400-32g-mlc.toml"),
+    ),
+    (
         "hosts/jetson-tx1.toml",
         include_str!("../../../presets/hosts/jetson-tx1.toml"),
     ),

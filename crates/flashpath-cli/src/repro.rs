@@ -32,6 +32,8 @@ struct RawReproduction {
     source: String,
     #[serde(default)]
     figure: Vec<Figure>,
+    #[serde(default)]
+    bound: Vec<Bound>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -42,6 +44,18 @@ pub struct Figure {
     pub tolerance_pct: f64,
     /// A known, explained miss: the check is reported as such and does not fail the run,
     /// but passing it fails the run until the marker is removed (strict "expected failure").
+    pub known_failure: Option<String>,
+}
+
+/// A published range rather than a figure: the metric must lie in [min, max] (the white
+/// paper's "software dominates (56-91 %)").
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Bound {
+    pub metric: String,
+    pub min: f64,
+    pub max: f64,
+    /// As for figures.
     pub known_failure: Option<String>,
 }
 
@@ -71,6 +85,7 @@ pub struct Reproduction {
     pub precondition: Option<flashpath_core::sim::Precondition>,
     pub source: String,
     pub figures: Vec<Figure>,
+    pub bounds: Vec<Bound>,
     /// The manifest it came from (for messages).
     pub manifest: PathBuf,
 }
@@ -181,6 +196,17 @@ pub fn load_manifest(path: &Path, text: &str, cat: &mut Catalogue) -> Result<()>
                 );
             }
         }
+        for b in &r.bound {
+            crate::measure::check_metric(&b.metric)
+                .map_err(|e| anyhow!("{}: {e}", at(&b.metric)))?;
+            if !(b.min <= b.max) {
+                bail!(
+                    "{}: bound {}: min must not exceed max",
+                    at(&b.metric),
+                    b.metric
+                );
+            }
+        }
         cat.reproductions.push(Reproduction {
             name: r.name,
             job,
@@ -191,6 +217,7 @@ pub fn load_manifest(path: &Path, text: &str, cat: &mut Catalogue) -> Result<()>
             precondition,
             source: r.source,
             figures: r.figure,
+            bounds: r.bound,
             manifest: path.to_path_buf(),
         });
     }

@@ -71,7 +71,7 @@ pub fn validate(
     )?;
     for r in &wanted {
         let rows = &results[&r.name];
-        if r.figures.is_empty() {
+        if r.figures.is_empty() && r.bounds.is_empty() {
             for m in [
                 "read_bw_mib",
                 "write_bw_mib",
@@ -103,9 +103,29 @@ pub fn validate(
                 r.name, f.metric, v, f.published, err, f.tolerance_pct, verdict
             )?;
         }
+        for b in &r.bounds {
+            let v = measure::metric(rows, &b.metric)
+                .map_err(|e| anyhow!("reproduction '{}': {e}", r.name))?;
+            let ok = (b.min..=b.max).contains(&v);
+            let (bad, verdict) = verdict(ok, b.known_failure.as_deref());
+            failed += usize::from(bad);
+            writeln!(
+                out,
+                "{:34} {:20} {:>10.2} {:>21} {:>6}  {}",
+                r.name,
+                b.metric,
+                v,
+                format!("in [{}, {}]", b.min, b.max),
+                "",
+                verdict
+            )?;
+        }
     }
     writeln!(out)?;
-    for r in wanted.iter().filter(|r| !r.figures.is_empty()) {
+    for r in wanted
+        .iter()
+        .filter(|r| !r.figures.is_empty() || !r.bounds.is_empty())
+    {
         writeln!(out, "{:34} source: {}", r.name, r.source)?;
     }
     if !comparisons.is_empty() {
