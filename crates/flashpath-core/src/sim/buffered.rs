@@ -79,6 +79,16 @@
 //! fsync of its range (generic_write_sync) before the system call returns.
 //! Limitation: a page rewritten while under writeback before an fsync is not waited for
 //! by that fsync (Linux's WB_SYNC_ALL waits for it and writes it again).
+//!
+//! **On ext4** (a host with `[fs]`, sim/journal.rs): the jobs' regions are ext4 files and
+//! fsync follows ext4_sync_file (data=ordered): after the writeback wait above, if the
+//! file's inode is in a transaction not yet committed (i_sync_tid; i_datasync_tid for
+//! fdatasync=N and O_DSYNC, set only by writeback converting unwritten blocks), the
+//! caller wakes kjournald2 and sleeps (`FsyncPhase::Commit`) until the commit (log
+//! blocks, then the commit block) is done; a flush follows only if that commit will not
+//! carry the barrier. An O_SYNC write's spans are then recorded when the caller has its
+//! writeback's result, so the journal requests are not in them. Writes note the mtime
+//! change at entry (file_update_time), writeback bios the conversion of unwritten blocks.
 
 use super::{Ev, Io, Sim, ThreadState};
 use crate::device::config::{DeviceModel, Interface};
