@@ -252,8 +252,11 @@ fn job_config(job: &Job, dev: &DeviceConfig) -> Result<JobConfig> {
             o.fdatasync_every
         },
         end_fsync: o.end_fsync,
-        // O_DSYNC and O_SYNC differ only in metadata, which a block device has none of.
+        // O_DSYNC and O_SYNC differ only in metadata, which a block device has none of
+        // (on an ext4 host they differ: sim/journal.rs).
         o_sync: o.sync != flashpath_fio::parse::SyncMode::None,
+        fdatasync: o.fsync_every == 0 && o.fdatasync_every > 0,
+        o_dsync: o.sync == flashpath_fio::parse::SyncMode::Dsync,
         runtime_ns: if o.runtime_ns > 0 {
             Some(o.runtime_ns)
         } else {

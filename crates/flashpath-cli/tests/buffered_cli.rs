@@ -56,7 +56,7 @@ fn o_sync_write_spans_run_from_the_write_call_to_its_return() {
     // On the Jetson preset an O_SYNC 128 KiB write's request pre holds the copy and the
     // per-page filesystem work of the write call (write_page_op, writeback_page_op): far
     // above a direct write's, whose request starts without them; the device's hw is the
-    // same (write-through), and post, which runs to the call's return, too.
+    // same (write-through), and post too.
     let common = [
         "fio",
         "--host",
@@ -79,8 +79,12 @@ fn o_sync_write_spans_run_from_the_write_call_to_its_return() {
         ((pre_s - pre_d) - expected).abs() < 5_000.0,
         "pre {pre_s} vs {pre_d}"
     );
-    assert_eq!(hw_s, hw_d);
-    assert_eq!(post_s, post_d);
+    // The ext4 journal writes between the data writes (the preset's [fs]) leave the
+    // device a little differently: hw within 1 %.
+    assert!((hw_s - hw_d).abs() < 0.01 * hw_d, "hw {hw_s} vs {hw_d}");
+    // With a journal commit after the writeback, post ends when the caller has the
+    // writeback's result: the system call's return (4 us) comes after the commit.
+    assert_eq!(post_s, post_d - 4_000.0);
 }
 
 #[test]

@@ -7,6 +7,7 @@
 
 pub mod block;
 pub mod cpu;
+pub mod fs_config;
 pub mod page_cache;
 pub mod ufs_config;
 
@@ -285,6 +286,9 @@ pub struct HostConfig {
     /// Memory, page cache and writeback (the optional `[memory]` section); required by
     /// buffered jobs (direct=0) only.
     pub memory: Option<MemoryConfig>,
+    /// The filesystem of the jobs' files (the optional `[fs]` section); absent: the raw
+    /// block device.
+    pub fs: Option<FsConfig>,
 }
 
 /// Host memory for the page cache and the writeback tunables (`[memory]`).
@@ -339,6 +343,9 @@ pub struct RawHost {
     /// Optional: needed by buffered (direct=0) jobs only.
     #[serde(default)]
     pub memory: Option<RawMemory>,
+    /// Optional: jobs on an ext4 file with its journal (sim/journal.rs).
+    #[serde(default)]
+    pub fs: Option<RawFs>,
 }
 
 fn default_bg_ratio() -> u32 {
@@ -725,6 +732,10 @@ impl RawHost {
                 Some(m) => Some(m.validate()?),
                 None => None,
             },
+            fs: match &self.fs {
+                Some(f) => Some(f.validate()?),
+                None => None,
+            },
         })
     }
 }
@@ -778,8 +789,10 @@ impl HostConfig {
             ufs: None,
             cqe: None,
             memory: None,
+            fs: None,
         }
     }
 }
 
+pub use fs_config::{FsConfig, RawFs, FS_BLOCK};
 pub use ufs_config::{RawUfs, UfsHostConfig};

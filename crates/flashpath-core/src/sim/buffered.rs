@@ -79,6 +79,16 @@
 //! fsync of its range (generic_write_sync) before the system call returns.
 //! Limitation: a page rewritten while under writeback before an fsync is not waited for
 //! by that fsync (Linux's WB_SYNC_ALL waits for it and writes it again).
+//!
+//! **On ext4** (a host with `[fs]`, sim/journal.rs): the jobs' regions are ext4 files and
+//! fsync follows ext4_sync_file (data=ordered): after the writeback wait above, if the
+//! file's inode is in a transaction not yet committed (i_sync_tid; i_datasync_tid for
+//! fdatasync=N and O_DSYNC, set only by writeback converting unwritten blocks), the
+//! caller wakes kjournald2 and sleeps (`FsyncPhase::Commit`) until the commit (log
+//! blocks, then the commit block) is done; a flush follows only if that commit will not
+//! carry the barrier. An O_SYNC write's spans are then recorded when the caller has its
+//! writeback's result, so the journal requests are not in them. Writes note the mtime
+//! change at entry (file_update_time), writeback bios the conversion of unwritten blocks.
 
 use super::{Ev, Io, Sim, ThreadState};
 use crate::device::config::{DeviceModel, Interface};
@@ -103,6 +113,8 @@ pub(super) enum CacheIo {
     Writeback,
     /// A cache flush request for an fsync.
     Flush,
+    /// A journal write or the flush of a commit (sim/journal.rs).
+    Journal,
 }
 
 #[derive(Debug)]
@@ -144,6 +156,9 @@ enum FsyncPhase {
     Wait,
     /// The flush request is in flight.
     Flush,
+    /// Waiting for the journal commit of transaction `seq_hi` (ext4, sim/journal.rs);
+    /// `barrier`: a flush follows (the commit will not carry it).
+    Commit { barrier: bool },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -207,6 +222,10 @@ pub struct CacheStats {
     pub evictions: u64,
     /// Host-data 4 KiB slots the device was asked to write (its own counter).
     pub device_write_slots: u64,
+    /// ext4 journal commits (sim/journal.rs).
+    pub commits: u64,
+    /// Bytes written to the ext4 journal (log and commit blocks).
+    pub journal_bytes: u64,
 }
 
 pub(super) struct Buffered {
@@ -221,7 +240,7 @@ pub(super) struct Buffered {
     wb_inflight: BTreeSet<u64>,
     wb_seq_of: HashMap<u32, u64>,
     /// Bios built by the current page cache operation, submitted when its CPU work ends.
-    batch: Vec<crate::host::block::Bio>,
+    pub(super) batch: Vec<crate::host::block::Bio>,
     /// Batches waiting for their CPU work to end (`BufEv::Submit`), and free slots.
     deferred: Vec<(Vec<crate::host::block::Bio>, u32)>,
     free_deferred: Vec<u32>,
@@ -324,7 +343,7 @@ pub(super) fn check(cfg: &super::SimConfig) -> Result<(), String> {
 /// The device has a volatile write cache the kernel flushes: an eMMC (or UFS) with a
 /// write-back buffer, or the ideal device. A write-through device has none (the kernel
 /// leaves the queue without a write cache and drops the flush).
-fn volatile_cache(cfg: &super::SimConfig) -> bool {
+pub(super) fn volatile_cache(cfg: &super::SimConfig) -> bool {
     match cfg.device.interface {
         Interface::Emmc | Interface::Ufs => match &cfg.device.model {
             DeviceModel::PageMapped(n) => n.write_buffer_bytes > 0 && !n.write_through,
@@ -404,7 +423,7 @@ impl Sim {
 
     /// The bios built since the last call go to the block layer at `at`, when the CPU
     /// work that built them (page allocation or writepages, on `core`) has ended.
-    fn submit_batch(&mut self, at: SimTime, core: u32) {
+    pub(super) fn submit_batch(&mut self, at: SimTime, core: u32) {
         if self.buf.batch.is_empty() {
             return;
         }
@@ -474,6 +493,10 @@ impl Sim {
             self.q.push(at, Ev::Buf(BufEv::Periodic));
         }
         let end = offset + len;
+        if dir == Dir::Write {
+            // file_update_time (ext4: the inode joins the running transaction).
+            self.jbd_note_write(t);
+        }
         self.buf.threads[t as usize].op = match dir {
             Dir::Read => Op::Read {
                 io,
@@ -717,6 +740,10 @@ impl Sim {
     fn cache_bios(&mut self, t: u32, a: u64, b: u64, dir: Dir, kind: CacheIo, core: u32) -> u64 {
         let max = self.block.max_sectors() as u64 * 512;
         let now = self.now;
+        if kind == CacheIo::Writeback {
+            // ext4 maps the blocks (unwritten extents converted) before the bios.
+            self.jbd_note_writeback(t, a, b);
+        }
         let mut off = a * PAGE;
         let end = b * PAGE;
         let mut n = 0;
@@ -745,7 +772,14 @@ impl Sim {
 
     /// An `Io` the page cache issues now for job thread `t` (one bio: readahead fill,
     /// writeback or flush).
-    fn alloc_cache_io(&mut self, t: u32, dir: Dir, offset: u64, len: u64, kind: CacheIo) -> u32 {
+    pub(super) fn alloc_cache_io(
+        &mut self,
+        t: u32,
+        dir: Dir,
+        offset: u64,
+        len: u64,
+        kind: CacheIo,
+    ) -> u32 {
         let now = self.now;
         let t_start = self.buf.origin.unwrap_or(now);
         self.alloc_io(Io {
@@ -999,23 +1033,66 @@ impl Sim {
                 if waiting {
                     return self.buf_sleep(t);
                 }
-                if !volatile_cache(&self.cfg) {
-                    return self.buf_op_done(t);
+                let job = &self.cfg.jobs[self.threads[t as usize].cfg];
+                let datasync = match after {
+                    After::Write(_) => job.o_dsync,
+                    After::Resume { record: true } => job.fdatasync,
+                    After::Resume { record: false } => false, // end_fsync
+                };
+                if let Some(tid) = self.jbd_needs_commit(t, datasync) {
+                    // ext4_sync_file: jbd2_complete_transaction. The thread has its
+                    // data writeback's result: an O_SYNC write's spans end here.
+                    if let Some((p, h, i)) = self.buf.threads[t as usize].awaited.take() {
+                        let post = self.now - i;
+                        self.threads[t as usize].stats.spans.record_io(p, h, post);
+                    }
+                    let barrier = volatile_cache(&self.cfg) && !self.jbd_will_send_barrier(tid);
+                    set(self, tid, FsyncPhase::Commit { barrier });
+                    self.jbd_start_commit(tid, t);
+                    return self.buf_sleep(t);
                 }
-                // blkdev_issue_flush: an empty REQ_PREFLUSH bio, a flush request.
-                set(self, seq_hi, FsyncPhase::Flush);
-                let now = self.now;
-                let core = self.threads[t as usize].core;
-                let io = self.alloc_cache_io(t, Dir::Write, 0, 0, CacheIo::Flush);
-                self.block.submit_flush(now, io, core);
-                self.buf.stats.flushes += 1;
-                let cost = self.cfg.host.costs.block_submit_ns;
-                self.threads[t as usize].stats.sys_ns += cost;
-                self.cpu.run(core, now, cost);
-                self.kick(core);
-                self.buf_sleep(t);
+                self.fsync_flush(t)
             }
-            FsyncPhase::Flush => self.buf_op_done(t),
+            FsyncPhase::Commit { barrier: true } => self.fsync_flush(t),
+            FsyncPhase::Commit { barrier: false } | FsyncPhase::Flush => self.buf_op_done(t),
+        }
+    }
+
+    /// The end of an fsync: blkdev_issue_flush if the device has a volatile cache.
+    fn fsync_flush(&mut self, t: u32) {
+        if !volatile_cache(&self.cfg) {
+            return self.buf_op_done(t);
+        }
+        // blkdev_issue_flush: an empty REQ_PREFLUSH bio, a flush request.
+        if let Op::Fsync { phase, .. } = &mut self.buf.threads[t as usize].op {
+            *phase = FsyncPhase::Flush;
+        }
+        let now = self.now;
+        let core = self.threads[t as usize].core;
+        let io = self.alloc_cache_io(t, Dir::Write, 0, 0, CacheIo::Flush);
+        self.block.submit_flush(now, io, core);
+        self.buf.stats.flushes += 1;
+        let cost = self.cfg.host.costs.block_submit_ns;
+        self.threads[t as usize].stats.sys_ns += cost;
+        self.cpu.run(core, now, cost);
+        self.kick(core);
+        self.buf_sleep(t);
+    }
+
+    /// Hook of the journal: transaction `seq` is committed; fsyncs waiting for it or an
+    /// earlier one wake.
+    pub(super) fn buf_commit_done(&mut self, seq: u64) {
+        for w in 0..self.buf.threads.len() {
+            if let Op::Fsync {
+                phase: FsyncPhase::Commit { .. },
+                seq_hi,
+                ..
+            } = self.buf.threads[w].op
+            {
+                if seq_hi <= seq {
+                    self.buf_wake(w as u32);
+                }
+            }
         }
     }
 
@@ -1088,6 +1165,7 @@ impl Sim {
                     self.kick(self.cfg.host.irq_core);
                 }
             }
+            CacheIo::Journal => self.jbd_io_done(),
             CacheIo::None => unreachable!("a fio I/O is not a cache I/O"),
         }
     }

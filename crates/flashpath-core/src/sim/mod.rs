@@ -34,6 +34,7 @@ use flashpath_hist::{batch_bucket, depth_level_bucket};
 mod blkev;
 mod buffered;
 mod cqe;
+mod journal;
 mod rtsx;
 mod ufs;
 pub use buffered::CacheStats;
@@ -190,6 +191,8 @@ enum Ev {
     Rtsx(rtsx::RtsxEv),
     /// Buffered I/O: page cache, writeback, fsync (`sim/buffered.rs`).
     Buf(buffered::BufEv),
+    /// The ext4 journal's kjournald2 and commit timer (`sim/journal.rs`).
+    Jbd(journal::JbdEv),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -303,6 +306,8 @@ pub struct Sim {
     rtsx: rtsx::Rtsx,
     /// Page cache and writeback state (`sim/buffered.rs`).
     buf: buffered::Buffered,
+    /// The ext4 journal of a host with `[fs]` (`sim/journal.rs`).
+    jbd: journal::Journal,
     /// The submitting thread's plug, for block-event traces.
     blk_plug: blkev::PlugTrace,
 }
@@ -343,6 +348,7 @@ impl Sim {
         }
         check_driver(&cfg)?;
         buffered::check(&cfg)?;
+        journal::check(&cfg)?;
         let host = &cfg.host;
         let cqe = cqe::MmcCqe::new(cfg.driver, host)?;
         let threads = cfg
@@ -395,6 +401,7 @@ impl Sim {
             blk_plug: blkev::PlugTrace::default(),
             rtsx: rtsx::Rtsx::default(),
             buf: buffered::Buffered::new(&cfg),
+            jbd: journal::Journal::new(&cfg),
             hsq: MmcHsq::default(),
             ufs: ufs::UfsState::default(),
             cpu: Cpu::new(host.cores),
@@ -577,6 +584,7 @@ impl Sim {
             Ev::Cqe(e) => self.cqe_handle(e),
             Ev::Rtsx(e) => self.rtsx_event(e),
             Ev::Buf(e) => self.buf_handle(e),
+            Ev::Jbd(e) => self.jbd_handle(e),
         }
     }
 

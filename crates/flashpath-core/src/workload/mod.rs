@@ -128,6 +128,11 @@ pub struct JobConfig {
     pub end_fsync: bool,
     /// fio's sync=1: the file is opened with O_SYNC.
     pub o_sync: bool,
+    /// The fsyncs of `fsync_every` are fdatasyncs (fio's fdatasync=N). They differ only
+    /// on a filesystem (sim/journal.rs).
+    pub fdatasync: bool,
+    /// `o_sync` is O_DSYNC (fio's sync=dsync): each write is followed by an fdatasync.
+    pub o_dsync: bool,
     /// Stop after this much simulated time (fio's runtime), if set.
     pub runtime_ns: Option<u64>,
     /// Keep going until runtime even after io_limit is reached.
@@ -171,6 +176,8 @@ impl JobConfig {
             fsync_every: 0,
             end_fsync: false,
             o_sync: false,
+            fdatasync: false,
+            o_dsync: false,
             runtime_ns: None,
             time_based: false,
             ramp_ns: 0,
