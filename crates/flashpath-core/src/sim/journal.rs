@@ -341,13 +341,13 @@ impl Sim {
         let cost = fs.commit_start_ns + fs.commit_per_block_ns * log;
         self.jbd.phase = Phase::Start;
         let core = self.jbd_core();
-        let end = self.cpu.run(core, self.now, cost);
+        let end = self.cpu.run_kernel(core, self.now, cost, "jbd2 commit");
         self.q.push(end, Ev::Jbd(JbdEv::Submit));
     }
 
     /// `blocks` journal blocks written at the log head (wrapping to the log's start when
     /// they do not fit before its end), as bios from kjournald2's core.
-    fn jbd_write(&mut self, blocks: u64) {
+    fn jbd_write(&mut self, blocks: u64, at: crate::engine::SimTime) {
         let total = self.fs().journal_bytes / FS_BLOCK;
         if self.jbd.head + blocks > total {
             self.jbd.head = 0;
@@ -369,18 +369,16 @@ impl Sim {
                 sector: pos / 512,
                 sectors: (n / 512) as u32,
                 cpu: core,
-                queued_at: self.now,
+                queued_at: at,
             });
             self.jbd.pending += 1;
             pos += n;
         }
-        let now = self.now;
-        self.submit_batch(now, core);
+        self.submit_batch(at, core);
     }
 
     /// An empty REQ_PREFLUSH request (the flush sequence of the commit block).
-    fn jbd_flush(&mut self) {
-        let now = self.now;
+    fn jbd_flush(&mut self, now: crate::engine::SimTime) {
         let core = self.jbd_core();
         let t = self.jbd.requester;
         let io = self.alloc_cache_io(t, Dir::Write, 0, 0, CacheIo::Journal);
@@ -393,20 +391,21 @@ impl Sim {
     fn jbd_submit(&mut self) {
         let core = self.jbd_core();
         let cost = self.cfg.host.costs.block_submit_ns;
-        self.cpu.run(core, self.now, cost);
+        // submit_bio of the buffers: the requests reach the block layer when it ends.
+        let end = self.cpu.run_kernel(core, self.now, cost, "jbd2 submit");
         match self.jbd.phase {
             Phase::Start => {
                 let n = self.jbd.commit_blocks;
                 self.jbd.phase = Phase::Log;
-                self.jbd_write(n + n.div_ceil(TAGS_PER_DESCRIPTOR));
+                self.jbd_write(n + n.div_ceil(TAGS_PER_DESCRIPTOR), end);
             }
             Phase::CommitPrep => {
                 if super::buffered::volatile_cache(&self.cfg) {
                     self.jbd.phase = Phase::PreFlush;
-                    self.jbd_flush();
+                    self.jbd_flush(end);
                 } else {
                     self.jbd.phase = Phase::Commit;
-                    self.jbd_write(1);
+                    self.jbd_write(1, end);
                 }
             }
             p => unreachable!("journal submission in phase {p:?}"),
@@ -425,11 +424,13 @@ impl Sim {
             // kjournald2.
             Phase::PreFlush => {
                 self.jbd.phase = Phase::Commit;
-                self.jbd_write(1);
+                let now = self.now;
+                self.jbd_write(1, now);
             }
             Phase::Commit if volatile => {
                 self.jbd.phase = Phase::PostFlush;
-                self.jbd_flush();
+                let now = self.now;
+                self.jbd_flush(now);
             }
             Phase::Log | Phase::Commit | Phase::PostFlush => {
                 // wait_on_buffer returns: kjournald2 wakes.
@@ -451,13 +452,13 @@ impl Sim {
             Phase::Log => {
                 self.jbd.phase = Phase::CommitPrep;
                 let cost = self.fs().commit_per_block_ns;
-                let end = self.cpu.run(core, now, cost);
+                let end = self.cpu.run_kernel(core, now, cost, "jbd2 commit block");
                 self.q.push(end, Ev::Jbd(JbdEv::Submit));
             }
             Phase::Commit | Phase::PostFlush => {
                 self.jbd.phase = Phase::End;
                 let cost = self.fs().commit_end_ns;
-                let end = self.cpu.run(core, now, cost);
+                let end = self.cpu.run_kernel(core, now, cost, "jbd2 commit end");
                 self.q.push(end, Ev::Jbd(JbdEv::Done));
             }
             p => unreachable!("kjournald2 woken in phase {p:?}"),
