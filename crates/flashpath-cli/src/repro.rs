@@ -199,7 +199,7 @@ pub fn load_manifest(path: &Path, text: &str, cat: &mut Catalogue) -> Result<()>
         for b in &r.bound {
             crate::measure::check_metric(&b.metric)
                 .map_err(|e| anyhow!("{}: {e}", at(&b.metric)))?;
-            if !(b.min <= b.max) {
+            if b.min.is_nan() || b.max.is_nan() || b.min > b.max {
                 bail!(
                     "{}: bound {}: min must not exceed max",
                     at(&b.metric),
