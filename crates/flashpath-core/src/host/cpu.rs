@@ -91,11 +91,33 @@ impl Cpu {
         cost: u64,
         label: &'static str,
     ) -> SimTime {
+        self.run_preempting(CpuLane::Kernel, core, ready, cost, label)
+    }
+
+    /// Books work on the kernel or interrupt lane of `core`: it waits only for earlier
+    /// work of its lane and delays the running work of the lanes below.
+    #[inline]
+    fn run_preempting(
+        &mut self,
+        lane: CpuLane,
+        core: u32,
+        ready: SimTime,
+        cost: u64,
+        label: &'static str,
+    ) -> SimTime {
         let c = core as usize;
-        let (start, end) = self.kernel[c].book(ready, cost);
+        let (start, end) = match lane {
+            CpuLane::Kernel => self.kernel[c].book(ready, cost),
+            CpuLane::Irq => {
+                let booked = self.irq[c].book(ready, cost);
+                self.kernel[c].preempt(booked.0, cost);
+                booked
+            }
+            CpuLane::Task => unreachable!("task work does not preempt"),
+        };
         self.cores[c].preempt(start, cost);
         if self.rec.is_some() {
-            self.keep(core, start, end, CpuLane::Kernel, label);
+            self.keep(core, start, end, lane, label);
         }
         end
     }
@@ -155,14 +177,7 @@ impl Cpu {
         cost: u64,
         label: &'static str,
     ) -> SimTime {
-        let c = core as usize;
-        let (start, end) = self.irq[c].book(ready, cost);
-        self.cores[c].preempt(start, cost);
-        self.kernel[c].preempt(start, cost);
-        if self.rec.is_some() {
-            self.keep(core, start, end, CpuLane::Irq, label);
-        }
-        end
+        self.run_preempting(CpuLane::Irq, core, ready, cost, label)
     }
     pub fn cores(&self) -> u32 {
         self.cores.len() as u32
