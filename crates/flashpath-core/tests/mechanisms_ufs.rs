@@ -456,3 +456,19 @@ fn device_accepts_queued_writes_in_arrival_order_and_loses_none() {
         assert_ne!(pm.page_map().get(lpn), u32::MAX, "lpn {lpn} lost");
     }
 }
+
+#[test]
+fn link_busy_time_is_counted_per_direction() {
+    // The run's link statistics are the UPIU and data occupancy of each direction on the
+    // trace; the eMMC bus counter stays 0 on UFS.
+    let (tr, r) = common::traced(
+        preset_system(),
+        DriverKind::Ufs,
+        jobs(8, Pattern::Random, 50, 40),
+        true,
+    );
+    let busy = |to_device| -> u64 { link(&tr, to_device).iter().map(|x| x.1 - x.0).sum() };
+    assert_eq!(r.system.link_busy_ns, [busy(true), busy(false)]);
+    assert!(r.system.link_busy_ns.iter().all(|&b| b > 0));
+    assert_eq!(r.system.bus_busy_ns, 0);
+}

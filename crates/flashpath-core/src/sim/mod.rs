@@ -518,6 +518,8 @@ impl Sim {
         self.sys.sim_end_ns = self.now;
         self.sys.core_busy_ns = self.cpu.busy_ns();
         self.sys.bus_busy_ns = self.bus.busy_ns();
+        let (h2d, d2h) = self.ufs_link_busy_ns();
+        self.sys.link_busy_ns = [h2d, d2h];
         self.sys.requests = self.block.requests_dispatched;
         self.sys.merges = self.block.merges;
         self.buf_finish();

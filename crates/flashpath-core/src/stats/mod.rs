@@ -92,7 +92,11 @@ pub struct SystemStats {
     pub requests: u64,
     pub merges: u64,
     pub cmd13: u64,
+    /// Time the eMMC/SD bus (command or data line) was busy; 0 on UFS (see `link_busy_ns`).
     pub bus_busy_ns: u64,
+    /// Time each direction of the UFS link was busy (host→device, device→host): the
+    /// M-PHY lanes are full duplex. 0 on eMMC and SD.
+    pub link_busy_ns: [u64; 2],
     pub core_busy_ns: Vec<u64>,
     /// Bytes the device was asked to write by the host.
     pub device_host_write_bytes: u64,
