@@ -9,7 +9,7 @@ use anyhow::{bail, Result};
 use flashpath_core::device::DeviceConfig;
 use flashpath_core::workload::{self as wl, BlockSizes, Distribution, JobConfig, Pattern};
 use flashpath_fio::parse::{
-    Invocation, IoEngine, Job, OutputFormat, RandomDistribution, RwModifier, SizeSpec,
+    FadviseHint, Invocation, IoEngine, Job, OutputFormat, RandomDistribution, RwModifier, SizeSpec,
 };
 use flashpath_fio::report::model::{JobHeader, RunReport, UnifiedRw};
 use flashpath_fio::report::{write_formats as fio_write_formats, Format};
@@ -67,6 +67,8 @@ const MODELLED: &[&str] = &[
     "fdatasync",
     "end_fsync",
     "sync",
+    // posix_fadvise advice, which shapes buffered readahead (sim/buffered.rs).
+    "fadvise_hint",
     // Only controls whether fio prints disk statistics; flashpath prints none.
     "disk_util",
 ];
@@ -272,6 +274,15 @@ fn job_config(job: &Job, dev: &DeviceConfig) -> Result<JobConfig> {
         seed,
         stonewall: o.stonewall,
         cpu: None,
+        // ioengines.c td_io_open_file: fadvise_hint=1 advises by the workload's type
+        // (td_random: a rand* rw mode).
+        fadvise: match o.fadvise_hint {
+            FadviseHint::None => wl::Fadvise::Normal,
+            FadviseHint::Sequential => wl::Fadvise::Sequential,
+            FadviseHint::Random => wl::Fadvise::Random,
+            FadviseHint::Type if o.rw.mode.is_random() => wl::Fadvise::Random,
+            FadviseHint::Type => wl::Fadvise::Sequential,
+        },
     };
     cfg.validate().map_err(|e| anyhow::anyhow!("{e}"))?;
     Ok(cfg)

@@ -101,3 +101,46 @@ fn a_bad_precondition_is_an_error_naming_it() {
         "{err}"
     );
 }
+
+#[test]
+fn fadvise_hint_shapes_readahead_as_fio_advises_it() {
+    // 128 KiB sequential buffered reads on the Jetson preset. fio's default fadvise_hint=1
+    // advises POSIX_FADV_SEQUENTIAL for rw=read (256 KiB readahead windows issued a window
+    // ahead: their requests queue longest); fadvise_hint=0 leaves the 128 KiB windows;
+    // fadvise_hint=random makes every read() issue its own request, which starts at once.
+    let pre = |hint: Option<&str>| {
+        let mut args = vec![
+            "fio",
+            "--host",
+            "jetson-tx1",
+            "--device",
+            "emmc51-hs400-8g",
+            "--driver",
+            "mmc-legacy",
+            "--precondition",
+            "sequential",
+            "--name=r",
+            "--rw=read",
+            "--ioengine=sync",
+            "--bs=128k",
+            "--size=16m",
+            "--direct=0",
+        ];
+        let h;
+        if let Some(v) = hint {
+            h = format!("--fadvise_hint={v}");
+            args.push(&h);
+        }
+        spans_of(&args).0
+    };
+    let (default, none, random) = (pre(None), pre(Some("0")), pre(Some("random")));
+    assert_eq!(
+        default,
+        pre(Some("sequential")),
+        "1 = sequential for rw=read"
+    );
+    assert!(
+        random < none / 2.0 && none < default / 2.0,
+        "pre: random {random}, none {none}, default {default}"
+    );
+}

@@ -9,7 +9,7 @@ use flashpath_core::host::{DriverKind, HostConfig};
 use flashpath_core::sim::{run, SimConfig};
 use flashpath_core::stats::RunResult;
 use flashpath_core::trace::{Trace, TraceKind};
-use flashpath_core::workload::{Dir, JobConfig, Pattern, Submission};
+use flashpath_core::workload::{Dir, Fadvise, JobConfig, Pattern, Submission};
 
 const DEVICE: &str = include_str!("../../../presets/devices/emmc51-hs400-32g.toml");
 const SHIPPED_HOST: &str = include_str!("../../../presets/hosts/sprd-sc9863a.toml");
@@ -461,6 +461,70 @@ fn cqe_flushes_with_a_dcmd_behind_a_queue_barrier() {
             );
         }
     }
+}
+
+#[test]
+fn fadvise_sequential_doubles_the_window_and_random_reads_only_what_is_asked() {
+    // POSIX_FADV_SEQUENTIAL: ra_pages = 2 × 32, so the ramp goes on to 256 KiB windows:
+    // get_init_ra_size(1, 64) = 4 pages, then ×4 while below max/16 = 4 (no), ×2 up to max.
+    let mut j = buffered(100, 4 * KIB, 2 * MIB);
+    j.fadvise = Fadvise::Sequential;
+    let r = traced(vec![j]).1;
+    let w = &r.system.cache.readahead_bytes;
+    assert_eq!(
+        &w[..6],
+        &[
+            16 * KIB,
+            32 * KIB,
+            64 * KIB,
+            128 * KIB,
+            256 * KIB,
+            256 * KIB
+        ]
+    );
+    assert!(w[4..].iter().all(|&b| b == 256 * KIB));
+    // POSIX_FADV_NORMAL is the bdi's 128 KiB (the test above).
+    let mut j = buffered(100, 4 * KIB, 2 * MIB);
+    j.fadvise = Fadvise::Normal;
+    let r = traced(vec![j]).1;
+    assert_eq!(
+        r.system.cache.readahead_bytes.iter().max(),
+        Some(&(128 * KIB))
+    );
+
+    // POSIX_FADV_RANDOM (FMODE_RANDOM): force_page_cache_readahead reads the pages of the
+    // read() and nothing more, with no mark, so even a sequential reader misses every page
+    // and no read is ever ahead of the reader.
+    for bs in [4 * KIB, 128 * KIB] {
+        let mut j = buffered(100, bs, 2 * MIB);
+        j.fadvise = Fadvise::Random;
+        let (tr, r) = traced(vec![j]);
+        let c = &r.system.cache;
+        assert!(c.readahead_bytes.iter().all(|&b| b == bs), "{bs}");
+        assert_eq!(c.readahead_bytes.len() as u64, 2 * MIB / bs);
+        // Each read() misses once, on its first page (its pages arrive in one bio).
+        assert_eq!(c.miss_pages, 2 * MIB / bs);
+        assert_eq!(
+            r.system.device_host_read_bytes,
+            2 * MIB,
+            "nothing read past the end"
+        );
+        // One read at a time: no transfer starts before the previous read's data is in.
+        let t = transfers(&tr, Dir::Read);
+        assert_eq!(t.len() as u64, 2 * MIB / bs);
+        assert!(t.windows(2).all(|p| p[1].0 >= p[0].1));
+    }
+    // A read larger than max(io_pages, ra_pages) (512 KiB, 32 pages) is read in pieces of
+    // that size, each when the reader reaches its first page.
+    let mut j = buffered(100, 1024 * KIB, 2 * MIB);
+    j.fadvise = Fadvise::Random;
+    let r = traced(vec![j]).1;
+    assert!(r
+        .system
+        .cache
+        .readahead_bytes
+        .iter()
+        .all(|&b| b == 512 * KIB));
 }
 
 #[test]

@@ -182,6 +182,23 @@ impl Cpu {
     pub fn cores(&self) -> u32 {
         self.cores.len() as u32
     }
+    /// Whether no lane of `core` has work booked past `at`.
+    pub fn idle_at(&self, core: u32, at: SimTime) -> bool {
+        let c = core as usize;
+        self.cores[c].free_at() <= at
+            && self.kernel[c].free_at() <= at
+            && self.irq[c].free_at() <= at
+    }
+    /// The core a user thread last on `prev` wakes on at `at`, as CFS's
+    /// select_idle_sibling picks it: `prev` if it is idle, else the first idle core after
+    /// it (all cores share the last-level cache here), else `prev`, where it waits.
+    pub fn wake_core(&self, prev: u32, at: SimTime) -> u32 {
+        let n = self.cores();
+        (0..n)
+            .map(|i| (prev + i) % n)
+            .find(|&c| self.idle_at(c, at))
+            .unwrap_or(prev)
+    }
     /// Busy time of each core.
     pub fn busy_ns(&self) -> Vec<u64> {
         self.cores
@@ -190,5 +207,43 @@ impl Cpu {
             .zip(&self.irq)
             .map(|((c, k), i)| c.busy_ns() + k.busy_ns() + i.busy_ns())
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lanes_preempt_downwards_only() {
+        let mut c = Cpu::new(1);
+        // A thread's 100 ns from 0; kernel work of 30 at 10 preempts it: it ends at 130.
+        assert_eq!(c.run(0, 0, 100), 100);
+        assert_eq!(c.run_kernel(0, 10, 30, "k"), 40);
+        // Task work booked now waits for both.
+        assert_eq!(c.run(0, 0, 10), 140);
+        // An interrupt at 50 delays the task work running then (to 145); the kernel lane
+        // was done at 40, so its next work runs 40-41 and delays the task work to 146.
+        assert_eq!(c.run_irq(0, 50, 5), 55);
+        assert_eq!(c.run_kernel(0, 0, 1, "k"), 41);
+        assert_eq!(c.run(0, 0, 1), 147);
+    }
+
+    #[test]
+    fn a_woken_thread_takes_an_idle_core_if_its_own_is_busy() {
+        let mut c = Cpu::new(4);
+        // Idle everywhere: it stays where it was.
+        assert_eq!(c.wake_core(2, 0), 2);
+        // Its core runs kernel work (the waker going on): the next idle core after it.
+        c.run_kernel(2, 0, 50, "mmcqd");
+        assert_eq!(c.wake_core(2, 10), 3);
+        c.run_irq(3, 0, 50);
+        c.run(0, 0, 50);
+        assert_eq!(c.wake_core(2, 10), 1, "cyclic, skipping busy cores");
+        // Once the work is over, its own core again.
+        assert_eq!(c.wake_core(2, 60), 2);
+        // No idle core: it waits on its own.
+        c.run(1, 0, 100);
+        assert_eq!(c.wake_core(2, 10), 2);
     }
 }

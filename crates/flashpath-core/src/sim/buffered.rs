@@ -10,11 +10,20 @@
 //! plus `memory.page_op` for the lookup). An absent page calls the sync readahead with the
 //! request's remaining pages; a page carrying the PG_readahead mark calls the async
 //! readahead first; a locked page (its read in flight) puts the thread to sleep until the
-//! read bio ends (wait_on_page_locked), then the copy continues. Readahead bios are `Io`s of
+//! read bio ends (wait_on_page_locked), then the copy continues. A woken thread that is
+//! not pinned runs on an idle core if its own is busy at that instant, the waker's work
+//! of the instant included (try_to_wake_up → select_idle_sibling). Readahead bios are `Io`s of
 //! the reading thread whose completion unlocks pages instead of completing a fio I/O.
 //!
+//! **fadvise** (fio's fadvise_hint, mm/fadvise.c generic_fadvise, before the job's I/O):
+//! POSIX_FADV_SEQUENTIAL doubles the file's `ra_pages`; POSIX_FADV_RANDOM sets
+//! FMODE_RANDOM, with which a miss calls force_page_cache_readahead instead of the
+//! on-demand readahead below: the read's own pages, at most max(io_pages, ra_pages), in
+//! 2 MiB chunks, no window and no mark (the readahead state is untouched).
+//!
 //! **On-demand readahead** (mm/readahead.c, 5.4, `ondemand_readahead`), in pages, with
-//! `ra_pages = read_ahead_kb / 4` and `io_pages = max_sectors_kb / 4`:
+//! `ra_pages = read_ahead_kb / 4` (the file's, after fadvise) and
+//! `io_pages = max_sectors_kb / 4`:
 //! - max = ra_pages, or min(req, io_pages) if the request is larger than ra_pages and
 //!   io_pages is larger than ra_pages;
 //! - offset 0 → initial window; offset == start+size-async_size or start+size (the
@@ -95,11 +104,13 @@ use crate::device::config::{DeviceModel, Interface};
 use crate::engine::SimTime;
 use crate::host::page_cache::{PageCache, PageState, PAGE};
 use crate::host::DriverKind;
-use crate::workload::{Dir, Submission};
+use crate::workload::{Dir, Fadvise, Submission};
 use std::collections::{BTreeSet, HashMap};
 
 /// MAX_WRITEBACK_PAGES (fs/fs-writeback.c): pages written per writeback chunk.
 const MAX_WRITEBACK_PAGES: u64 = 1024;
+/// force_page_cache_readahead reads in chunks of 2 MiB (mm/readahead.c).
+const FORCE_RA_CHUNK_PAGES: u64 = (2 << 20) / PAGE;
 
 /// What an `Io` that is not a fio I/O does when it ends.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -121,6 +132,8 @@ pub(super) enum CacheIo {
 pub(super) enum BufEv {
     /// The thread goes on with its buffered operation.
     Step(u32),
+    /// A woken thread is placed on a core and runs.
+    Woken(u32),
     /// The operation's CPU work ended: the system call returns.
     OpDone(u32),
     /// The flusher kworker runs.
@@ -138,6 +151,10 @@ struct Ra {
     size: u64,
     async_size: u64,
     prev_page: Option<u64>,
+    /// The file's `f_ra.ra_pages`: read_ahead_kb / 4, doubled by POSIX_FADV_SEQUENTIAL.
+    ra_pages: u64,
+    /// FMODE_RANDOM (POSIX_FADV_RANDOM).
+    random: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -257,19 +274,29 @@ impl Buffered {
             (Some(m), true) => Some(PageCache::new((m.cache_bytes / PAGE).max(1))),
             _ => None,
         };
+        let bdi_ra_pages = cfg.host.memory.as_ref().map_or(0, |m| m.read_ahead_kb / 4);
         Buffered {
             cache,
-            threads: vec![
-                BufThread {
-                    ra: Ra::default(),
+            threads: cfg
+                .jobs
+                .iter()
+                .map(|j| BufThread {
+                    // file_ra_state_init, then generic_fadvise's change of the file's state.
+                    ra: Ra {
+                        ra_pages: match j.fadvise {
+                            Fadvise::Sequential => bdi_ra_pages * 2,
+                            Fadvise::Normal | Fadvise::Random => bdi_ra_pages,
+                        },
+                        random: j.fadvise == Fadvise::Random,
+                        ..Ra::default()
+                    },
                     op: Op::Idle,
                     writes: 0,
                     end_fsync_done: false,
                     waiting_page: None,
                     awaited: None,
-                };
-                cfg.jobs.len()
-            ],
+                })
+                .collect(),
             flusher_busy: false,
             flusher_blocked: false,
             wb_index: 0,
@@ -403,6 +430,7 @@ impl Sim {
     pub(super) fn buf_handle(&mut self, e: BufEv) {
         match e {
             BufEv::Step(t) => self.buf_step(t),
+            BufEv::Woken(t) => self.buf_woken(t),
             BufEv::OpDone(t) => self.buf_op_done(t),
             BufEv::Flusher => self.flusher_run(),
             BufEv::Periodic => self.periodic(),
@@ -530,10 +558,22 @@ impl Sim {
         if self.threads[t as usize].state != ThreadState::Sleeping {
             return;
         }
-        let core = self.threads[t as usize].core;
         let th = &mut self.threads[t as usize];
         th.state = ThreadState::Running;
         th.stats.ctx += 1;
+        // Where it runs is chosen once the waker's work of this instant is booked: the
+        // waker goes on running on its core (e.g. mmcqd preparing the next request).
+        self.q.push(self.now, Ev::Buf(BufEv::Woken(t)));
+    }
+
+    /// try_to_wake_up: an unpinned thread goes to an idle core if its own is busy
+    /// (select_idle_sibling), then runs there.
+    fn buf_woken(&mut self, t: u32) {
+        let mut core = self.threads[t as usize].core;
+        if self.cfg.jobs[t as usize].cpu.is_none() {
+            core = self.cpu.wake_core(core, self.now);
+            self.threads[t as usize].core = core;
+        }
         let at = self.wake_thread(core, self.now);
         self.q.push(at, Ev::Buf(BufEv::Step(t)));
     }
@@ -576,7 +616,7 @@ impl Sim {
                     self.buf.stats.miss_pages += 1;
                     // Sync readahead: the request serves this system call from its entry.
                     self.buf.origin = Some(self.ios[io as usize].t_start);
-                    self.readahead(t, idx, last - idx, false);
+                    self.sync_readahead(t, idx, last - idx);
                     self.buf.origin = None;
                     if self.cache().state(idx).is_none() {
                         // No clean page to reclaim: wait for writeback to free one.
@@ -616,9 +656,29 @@ impl Sim {
         }
     }
 
+    /// page_cache_sync_readahead for a miss at page `idx` of a read of `req` pages: on an
+    /// FMODE_RANDOM file force_page_cache_readahead, else ondemand_readahead.
+    fn sync_readahead(&mut self, t: u32, idx: u64, req: u64) {
+        let ra = self.buf.threads[t as usize].ra;
+        if !ra.random {
+            return self.readahead(t, idx, req, false);
+        }
+        // force_page_cache_readahead (5.4): at most max(io_pages, ra_pages) pages, read in
+        // 2 MiB chunks with no lookahead mark; the readahead state is left alone.
+        let io_pages = self.cfg.host.block.max_request_bytes / PAGE;
+        let mut left = req.min(io_pages.max(ra.ra_pages));
+        let mut at = idx;
+        while left > 0 {
+            let chunk = left.min(FORCE_RA_CHUNK_PAGES);
+            self.ra_submit(t, at, chunk, 0);
+            at += chunk;
+            left -= chunk;
+        }
+    }
+
     /// ondemand_readahead (see the module doc) for a read at page `idx` of `req` pages.
     fn readahead(&mut self, t: u32, idx: u64, req: u64, hit_marker: bool) {
-        let ra_pages = self.mem().read_ahead_kb / 4;
+        let ra_pages = self.buf.threads[t as usize].ra.ra_pages;
         let io_pages = self.cfg.host.block.max_request_bytes / PAGE;
         let mut max = ra_pages;
         if req > max && io_pages > max {

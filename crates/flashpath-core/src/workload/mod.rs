@@ -154,6 +154,22 @@ pub struct JobConfig {
     pub stonewall: bool,
     /// Host core the thread runs on; `None` lets the simulator spread threads.
     pub cpu: Option<u32>,
+    /// The posix_fadvise advice given for the job's file before its I/O (fio's
+    /// fadvise_hint); it shapes readahead of buffered reads (sim/buffered.rs).
+    pub fadvise: Fadvise,
+}
+
+/// posix_fadvise advice on a file (mm/fadvise.c), as it changes the file's readahead.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Fadvise {
+    /// POSIX_FADV_NORMAL or no call: `ra_pages` = the device's read_ahead_kb.
+    #[default]
+    Normal,
+    /// POSIX_FADV_SEQUENTIAL: the file's `ra_pages` is twice the device's.
+    Sequential,
+    /// POSIX_FADV_RANDOM: FMODE_RANDOM, so a page cache miss reads just the pages asked
+    /// for (force_page_cache_readahead), without a readahead window or PG_readahead mark.
+    Random,
 }
 
 impl JobConfig {
@@ -189,6 +205,7 @@ impl JobConfig {
             seed: 0x5eed,
             stonewall: false,
             cpu: None,
+            fadvise: Fadvise::Normal,
         }
     }
 

@@ -71,6 +71,7 @@ pub struct JobOptions {
     pub end_fsync: bool,
     pub fsync_on_close: bool,
     pub invalidate: bool,
+    pub fadvise_hint: FadviseHint,
     pub overwrite: bool,
     pub runtime_ns: u64,
     pub time_based: bool,
@@ -174,6 +175,7 @@ impl Default for JobOptions {
             end_fsync: false,
             fsync_on_close: false,
             invalidate: true,
+            fadvise_hint: FadviseHint::Type,
             overwrite: false,
             runtime_ns: 0,
             time_based: false,
@@ -448,6 +450,14 @@ pub fn apply(
         "end_fsync" => o.end_fsync = b(conv).unwrap_or(false),
         "fsync_on_close" => o.fsync_on_close = b(conv).unwrap_or(false),
         "invalidate" => o.invalidate = b(conv).unwrap_or(true),
+        "fadvise_hint" => {
+            o.fadvise_hint = match text {
+                "0" => FadviseHint::None,
+                "random" => FadviseHint::Random,
+                "sequential" => FadviseHint::Sequential,
+                _ => FadviseHint::Type,
+            }
+        }
         "overwrite" => o.overwrite = b(conv).unwrap_or(false),
         "runtime" => o.runtime_ns = us_to_ns(num(conv, 0).unwrap_or(0)),
         "time_based" => o.time_based = b(conv).unwrap_or(true),

@@ -299,6 +299,22 @@ pub enum RandomDistribution {
     ZonedAbs(Vec<ZoneSpec>),
 }
 
+/// `fadvise_hint=` (fio's `enum fio_fadvise_hint` of fio 3.33: F_ADV_NONE, F_ADV_TYPE,
+/// F_ADV_RANDOM, F_ADV_SEQUENTIAL).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FadviseHint {
+    /// `0`: no posix_fadvise call.
+    None,
+    /// `1` (the default): POSIX_FADV_RANDOM for a random workload, POSIX_FADV_SEQUENTIAL
+    /// otherwise.
+    #[default]
+    Type,
+    /// `random`: POSIX_FADV_RANDOM.
+    Random,
+    /// `sequential`: POSIX_FADV_SEQUENTIAL.
+    Sequential,
+}
+
 /// `sync=`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SyncMode {
