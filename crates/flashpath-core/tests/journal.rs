@@ -248,3 +248,48 @@ fn bad_fs_values_name_their_line_and_field() {
         assert_eq!(e.lines().count(), 1);
     }
 }
+
+#[test]
+fn on_a_volatile_cache_the_commit_block_is_flushed_before_and_after() {
+    // The same O_SYNC writes on the 32 GB part of the family, whose write-back cache
+    // is volatile: jbd2's commit block goes with REQ_PREFLUSH|REQ_FUA, which the block
+    // layer's flush sequence runs as flush, write, flush (no FUA on the modelled eMMC);
+    // the commit carried the barrier, so ext4_sync_file sends no flush of its own.
+    const WB: &str = include_str!("../../../presets/devices/emmc51-hs400-32g-mlc.toml");
+    let n = 3;
+    let mut j = write_job(128 * KIB, n);
+    j.o_sync = true;
+    let (tr, r) = common::traced(
+        common::system(HOST, WB),
+        DriverKind::MmcLegacy,
+        vec![j],
+        false,
+    );
+    // Writes with data (a flush request has no sectors).
+    let data = |a| -> Vec<_> { blk(&tr, a).into_iter().filter(|x| x.2 > 0).collect() };
+    let (issued, done) = (data(BlkAction::Issue), data(BlkAction::Complete));
+    // CMD6 SWITCH FLUSH_CACHE: when each flush is sent.
+    let flushes: Vec<u64> = tr.commands(6).iter().map(|e| e.t).collect();
+    assert_eq!(
+        flushes.len() as u64,
+        2 * n,
+        "two flushes per commit: {flushes:?}"
+    );
+    assert_eq!(r.system.cache.flushes, 2 * n);
+    assert_eq!(
+        issued.len() as u64,
+        3 * n,
+        "data, log, commit per write: {issued:?}"
+    );
+    for w in 0..n as usize {
+        let (log, commit) = (3 * w + 1, 3 * w + 2);
+        let (pre, post) = (flushes[2 * w], flushes[2 * w + 1]);
+        // The preflush after the log is written, before the commit block; the
+        // postflush after the commit block is written.
+        assert!(done[log].0 <= pre && pre < issued[commit].0, "write {w}");
+        assert!(done[commit].0 <= post, "write {w}");
+        if w + 1 < n as usize {
+            assert!(post < issued[3 * w + 3].0, "the next write waits for it");
+        }
+    }
+}
