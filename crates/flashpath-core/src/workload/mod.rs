@@ -16,8 +16,8 @@
 //! TRIM when the last write and trim positions meet), counting both in the job's bytes
 //! (fio adds the region once more to the bytes to do).
 //!
-//! Leaves out: verify, trim_percentage/trim_backlog (verify trims), file layout (a job addresses the raw device), fio's
-//! tausworthe generator (offsets come from the run's seeded ChaCha stream, so the
+//! Leaves out: verify, trim_percentage/trim_backlog (verify trims), file layout (a job
+//! addresses the raw device), fio's tausworthe generator (offsets come from the run's seeded ChaCha stream, so the
 //! sequence differs from fio's while the distribution is the same).
 //! Units: bytes, nanoseconds.
 
