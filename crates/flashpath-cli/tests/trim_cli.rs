@@ -62,5 +62,5 @@ fn trimwrite_reports_trims_and_writes() {
     // Both directions: each block trimmed, then written.
     assert!(out.contains("  trim: IOPS="), "{out}");
     assert!(out.contains("  write: IOPS="), "{out}");
-    assert!(out.contains("(1024KiB/46msec)"), "{out}");
+    assert_eq!(out.matches("(1024KiB/").count(), 2, "{out}");
 }

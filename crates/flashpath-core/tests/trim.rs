@@ -240,7 +240,7 @@ fn cqe_discard_halts_an_idle_queue_and_resumes_it() {
     }
     assert_eq!(halts, 16);
     // Each halt is cleared by the next task (the last may find none after it).
-    assert!(resumes >= 15 && resumes <= 16, "{resumes}");
+    assert!((15..=16).contains(&resumes), "{resumes}");
     assert_eq!(res.jobs[0].trim.ios, 16);
     assert_eq!(
         res.jobs.iter().skip(1).map(|j| j.dirs[1].ios).sum::<u64>(),
@@ -363,8 +363,7 @@ fn trims_on_sd_and_async_submission_are_refused() {
         jobs: vec![trim_job(4, 0)],
         precondition: false.into(),
     })
-    .err()
-    .expect("refused");
+    .expect_err("refused");
     assert!(err.contains("trims on an SD card"), "{err}");
     let (host, device) = common::system(HOST, DEVICE);
     let mut j = trim_job(4, 0);
@@ -380,8 +379,7 @@ fn trims_on_sd_and_async_submission_are_refused() {
         jobs: vec![j],
         precondition: false.into(),
     })
-    .err()
-    .expect("refused");
+    .expect_err("refused");
     assert!(err.contains("trims are synchronous"), "{err}");
 }
 
