@@ -152,7 +152,14 @@ fn bad_command_lines_are_one_line_errors() {
         "trims on an SD card",
     );
     rejects(
-        &with(&["--rw=trimwrite", "--ioengine=libaio"]),
+        &[
+            "fio",
+            "--name=t",
+            "--rw=trimwrite",
+            "--ioengine=libaio",
+            "--size=1m",
+            "--direct=1",
+        ],
         "rw=trimwrite",
     );
     rejects(&["bogus"], "unknown command 'bogus'");
