@@ -2,7 +2,13 @@
 //!
 //! Every option a job sets must be one flashpath models; anything else is an error
 //! naming the option and where it was set. Options that are modelled only for some
-//! values (trims, normal/zoned distributions, ...) are errors for the others.
+//! values (normal/zoned distributions, ...) are errors for the others.
+//! Trims (rw=trim, randtrim, trimwrite, randtrimwrite) are BLKDISCARD ioctls, which fio
+//! issues synchronously with every modelled engine (psync/sync: `do_io_u_trim`; libaio
+//! and io_uring: `FIO_Q_COMPLETED` inline once nothing is queued, io_uring's async trim
+//! needing a kernel newer than the modelled ones): a trim-only job runs one trim at a
+//! time. trimwrite with an asynchronous engine mixes synchronous trims with queued
+//! writes, which is not modelled (an error).
 
 use crate::report::JobMeta;
 use anyhow::{bail, Result};
@@ -148,11 +154,18 @@ fn check_modelled(job: &Job) -> Result<()> {
             at("ioengine")
         ),
     }
-    if o.rw.mode.trims() {
+    if o.rw.mode.trims() && o.rw.mode.writes() && !o.ioengine.is_sync() {
         bail!(
-            "rw={}{} is not modelled by flashpath (trims)",
+            "rw={}{} with ioengine={} is not modelled by flashpath (synchronous trims between queued writes); use a synchronous engine",
             o.rw.mode.as_fio(),
-            at("rw")
+            at("rw"),
+            o.ioengine.as_fio()
+        );
+    }
+    if o.rw.mode.trims() && (o.rate_bytes_per_s[2] > 0 || o.rate_iops[2] > 0) {
+        bail!(
+            "rate/rate_iops for trims{} are not modelled by flashpath",
+            at("rate")
         );
     }
     match o.random_distribution {
@@ -195,6 +208,7 @@ fn job_config(job: &Job, dev: &DeviceConfig) -> Result<JobConfig> {
         Pattern::Sequential
     };
     let read_pct = match (o.rw.mode.reads(), o.rw.mode.writes()) {
+        _ if o.rw.mode.trims() => 0,
         (true, false) => 100,
         (false, true) => 0,
         _ => o.rwmix_read_percent,
@@ -204,7 +218,19 @@ fn job_config(job: &Job, dev: &DeviceConfig) -> Result<JobConfig> {
         RwModifier::SeqAddBytes(b) => (b, 1),
         RwModifier::RandomEvery(n) => (0, n.max(1)),
     };
-    let submission = if o.ioengine.is_sync() {
+    let trim = match (o.rw.mode.trims(), o.rw.mode.writes()) {
+        (false, _) => wl::Trim::None,
+        (true, false) => wl::Trim::Only,
+        (true, true) => wl::Trim::ThenWrite,
+    };
+    // trimwrite trims and writes every byte: fio adds the bytes once more.
+    let io_limit = if trim == wl::Trim::ThenWrite {
+        io_limit * 2
+    } else {
+        io_limit
+    };
+    let submission = if o.ioengine.is_sync() || trim != wl::Trim::None {
+        // Trims are synchronous whatever the engine (module doc).
         wl::Submission::Sync
     } else {
         let depth = o.iodepth.max(1);
@@ -238,6 +264,8 @@ fn job_config(job: &Job, dev: &DeviceConfig) -> Result<JobConfig> {
         pattern,
         read_pct,
         bs: [block_sizes(job, 0), block_sizes(job, 1)],
+        trim,
+        bs_trim: block_sizes(job, 2),
         offset: base,
         size,
         io_limit,

@@ -55,8 +55,12 @@ fn job_report(meta: &JobMeta, s: &JobStats) -> JobReport {
     let runtime_ms = s.runtime_ns / 1_000_000;
     let full_windows = (s.runtime_ns / BW_INTERVAL_NS) as usize;
     let mut buckets = LatencyBuckets::default();
-    for (i, d) in [Ddir::Read, Ddir::Write].into_iter().enumerate() {
-        let src = &s.dirs[i];
+    for d in [Ddir::Read, Ddir::Write, Ddir::Trim] {
+        let src = match d {
+            Ddir::Read => &s.dirs[0],
+            Ddir::Write => &s.dirs[1],
+            Ddir::Trim => &s.trim,
+        };
         let dst = r.dir_mut(d);
         dst.io_bytes = src.bytes;
         dst.total_ios = src.ios;

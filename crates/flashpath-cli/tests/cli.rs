@@ -137,9 +137,30 @@ fn bad_command_lines_are_one_line_errors() {
         "asynchronous",
     );
     rejects(&with(&["--ioengine=mmap"]), "ioengine=mmap");
+    // Trims where they are not modelled: SD erase, trimwrite between queued writes.
     rejects(
-        &["fio", "--name=t", "--rw=trim", "--size=1m", "--direct=1"],
-        "trim",
+        &[
+            "fio",
+            "--device=sd-samsung-pro-plus-128g",
+            "--host=x86-laptop-rtsx",
+            "--driver=sd-rtsx",
+            "--name=t",
+            "--rw=trim",
+            "--size=1m",
+            "--direct=1",
+        ],
+        "trims on an SD card",
+    );
+    rejects(
+        &[
+            "fio",
+            "--name=t",
+            "--rw=trimwrite",
+            "--ioengine=libaio",
+            "--size=1m",
+            "--direct=1",
+        ],
+        "rw=trimwrite",
     );
     rejects(&["bogus"], "unknown command 'bogus'");
 }

@@ -37,6 +37,11 @@ pub enum TraceKind {
     Completed,
     /// A sleeping task woke on `core`: a context switch.
     Wakeup { core: u32 },
+    /// mmc-cqe: `cqhci_off` halted the command queue engine (CQHCI_HALT) before a legacy
+    /// command (a discard's CMD35/36/38; sim/discard.rs).
+    CqeHalted,
+    /// mmc-cqe: the next `cqhci_request` cleared the halt: the queue runs again.
+    CqeResumed,
     /// A block-layer event as blktrace records it (`action`), for the bio or request
     /// `sector`..+`sectors`, on `cpu`, in the context of task `pid` (see [`pid`]).
     Block {

@@ -14,6 +14,12 @@
 //! (blk_mq_add_to_requeue_list(rq, add_front)), so they are dispatched first, one at a
 //! time (blk-flush has one flush request per queue in flight; flushes that arrive
 //! meanwhile wait for it; their coalescing into one flush is left out).
+//! Discard requests (REQ_OP_DISCARD, from blkdev_issue_discard): a write operation (so
+//! mq-deadline queues them with the writes), no data, bounded by the queue's
+//! max_discard_sectors instead of max_sectors (the caller splits them:
+//! __blkdev_issue_discard); they merge only with discards (blk_rq_merge_ok compares the
+//! operation), contiguously, as on queues with max_discard_segments = 1 (MMC, and UFS's
+//! single-descriptor UNMAP).
 //! Leaves out: I/O priorities, zoned write locking, multiple hardware queues.
 //! Units: 512-byte sectors, nanoseconds.
 
@@ -35,6 +41,8 @@ pub struct Bio {
     pub cpu: u32,
     /// When it entered the block layer (blktrace's Q).
     pub queued_at: SimTime,
+    /// A discard (REQ_OP_DISCARD); `dir` is then Write.
+    pub discard: bool,
 }
 
 /// A block request: one or more merged bios, contiguous on the device.
@@ -62,6 +70,8 @@ pub struct Request {
     pub cpu: u32,
     /// A cache flush (REQ_OP_FLUSH): no data; `dir` is Write, `sectors` 0.
     pub flush: bool,
+    /// A discard (REQ_OP_DISCARD): no data; `dir` is Write.
+    pub discard: bool,
 }
 
 impl Request {
@@ -96,6 +106,8 @@ pub struct BlockLayer {
     sched: Scheduler,
     nr_requests: u32,
     max_sectors: u32,
+    /// The queue's max_discard_sectors (0: the device takes no discards).
+    max_discard_sectors: u32,
     reqs: Vec<Request>,
     free: Vec<ReqId>,
     /// Requests in the scheduler, in arrival order.
@@ -124,6 +136,7 @@ impl BlockLayer {
             sched,
             nr_requests,
             max_sectors: (max_request_bytes / 512) as u32,
+            max_discard_sectors: 0,
             reqs: Vec::with_capacity(nr_requests as usize),
             free: Vec::new(),
             queued: Vec::with_capacity(nr_requests as usize),
@@ -143,6 +156,24 @@ impl BlockLayer {
 
     pub fn max_sectors(&self) -> u32 {
         self.max_sectors
+    }
+
+    /// The queue's max_discard_sectors (blk_queue_max_discard_sectors).
+    pub fn set_max_discard_sectors(&mut self, sectors: u32) {
+        self.max_discard_sectors = sectors;
+    }
+    pub fn max_discard_sectors(&self) -> u32 {
+        self.max_discard_sectors
+    }
+
+    /// The size bound of a request of this kind.
+    #[inline]
+    fn limit(&self, discard: bool) -> u32 {
+        if discard {
+            self.max_discard_sectors
+        } else {
+            self.max_sectors
+        }
     }
 
     pub fn req(&self, id: ReqId) -> &Request {
@@ -166,7 +197,7 @@ impl BlockLayer {
     /// the last `SW_QUEUE_MERGE_SCAN` requests of the submitting CPU's software queue
     /// (blk_mq_bio_list_merge), so bios from threads on other CPUs do not merge.
     fn try_merge(&mut self, bio: &Bio) -> bool {
-        let max = self.max_sectors;
+        let max = self.limit(bio.discard);
         let mut hit = None;
         let per_cpu = self.sched == Scheduler::None;
         let mut scanned = 0;
@@ -181,7 +212,7 @@ impl BlockLayer {
                     break;
                 }
             }
-            if r.dir != Some(bio.dir) || r.sectors + bio.sectors > max {
+            if r.dir != Some(bio.dir) || r.discard != bio.discard || r.sectors + bio.sectors > max {
                 continue;
             }
             if r.end() == bio.sector {
@@ -220,14 +251,18 @@ impl BlockLayer {
             return true;
         }
         // The grown request may now touch a neighbour: merge the two (attempt_*_merge).
-        let (s, e, dir) = {
+        let (s, e, dir, discard) = {
             let r = &self.reqs[id as usize];
-            (r.sector, r.end(), r.dir)
+            (r.sector, r.end(), r.dir, r.discard)
         };
         let sectors = self.reqs[id as usize].sectors;
         if let Some(j) = self.queued.iter().position(|&o| {
             let q = &self.reqs[o as usize];
-            o != id && q.dir == dir && q.sectors + sectors <= max && (q.sector == e || q.end() == s)
+            o != id
+                && q.dir == dir
+                && q.discard == discard
+                && q.sectors + sectors <= max
+                && (q.sector == e || q.end() == s)
         }) {
             let other = self.queued.remove(j);
             let o = std::mem::take(&mut self.reqs[other as usize]);
@@ -259,6 +294,7 @@ impl BlockLayer {
         self.reqs[id as usize].bios = bios;
         self.reqs[id as usize].dir = None;
         self.reqs[id as usize].flush = false;
+        self.reqs[id as usize].discard = false;
         self.free.push(id);
         self.tags_used -= 1;
     }
@@ -286,6 +322,7 @@ impl BlockLayer {
         r.hw_at = SimTime::MAX;
         r.irq_at = SimTime::MAX;
         r.flush = false;
+        r.discard = bio.discard;
         if self.log.is_some() {
             self.note(BioFate::NewRequest { bio: *bio, req: id });
         }
@@ -327,6 +364,7 @@ impl BlockLayer {
                 sectors: 0,
                 cpu,
                 queued_at: now,
+                discard: false,
             },
         );
         self.reqs[id as usize].flush = true;
@@ -336,7 +374,7 @@ impl BlockLayer {
     /// Submits a bio (already split to at most max_sectors). Returns false if it had to
     /// wait for a tag.
     pub fn submit(&mut self, now: SimTime, bio: Bio) -> bool {
-        assert!(bio.sectors > 0 && bio.sectors <= self.max_sectors);
+        assert!(bio.sectors > 0 && bio.sectors <= self.limit(bio.discard));
         if self.try_merge(&bio) {
             return true;
         }
@@ -473,6 +511,7 @@ mod tests {
             sectors,
             cpu: 0,
             queued_at: 0,
+            discard: false,
         }
     }
 
@@ -582,6 +621,33 @@ mod tests {
         assert!(b.has_queued());
         let f2 = b.dispatch(3).unwrap();
         assert!(b.req(f2).flush);
+    }
+
+    #[test]
+    fn discards_merge_only_with_discards_up_to_max_discard_sectors() {
+        let mut b = BlockLayer::new(Scheduler::MqDeadline, 16, 4096);
+        b.set_max_discard_sectors(16);
+        let d = |io, sector| Bio {
+            discard: true,
+            ..bio(io, Dir::Write, sector, 8)
+        };
+        b.submit(0, bio(1, Dir::Write, 0, 8));
+        b.submit(0, d(2, 8)); // contiguous with the write: no merge
+        b.submit(0, d(3, 16)); // back merge with the discard (16 sectors: the limit)
+        b.submit(0, d(4, 24)); // over max_discard_sectors: a request of its own
+        b.submit(0, bio(5, Dir::Write, 32, 8)); // contiguous with a discard: no merge
+        assert_eq!(b.queued_len(), 4);
+        let order: Vec<(u64, u32, bool)> = std::iter::from_fn(|| {
+            b.dispatch(1).map(|id| {
+                let r = b.req(id);
+                (r.sector, r.sectors, r.discard)
+            })
+        })
+        .collect();
+        assert_eq!(
+            order,
+            vec![(0, 8, false), (8, 16, true), (24, 8, true), (32, 8, false)]
+        );
     }
 
     #[test]

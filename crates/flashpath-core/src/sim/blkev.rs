@@ -232,6 +232,7 @@ impl Sim {
             sectors: q.sectors,
             cpu,
             queued_at: q.bio_queued_at,
+            discard: q.discard,
         };
         self.blk_ev(at, Some(r), action, &bio, p);
     }

@@ -823,6 +823,7 @@ impl Sim {
                 sectors: (len / 512) as u32,
                 cpu: core,
                 queued_at: now,
+                discard: false,
             });
             off += len;
             n += 1;
@@ -854,6 +855,7 @@ impl Sim {
             t_hw: SimTime::MAX,
             t_irq: 0,
             cache: kind,
+            trim: false,
         })
     }
 

@@ -35,8 +35,9 @@
 //!   the DCMD — CMD6 FLUSH_CACHE, R1b — once every earlier task has completed; DAT0 is
 //!   busy until the device has flushed; then its completion interrupt, and the waiting
 //!   tasks are queued. Without DCMD the flush would halt the queue (not modelled: an
-//!   error before the run). Discard/trim (legacy CMD35/36/38 with the queue halted) is
-//!   not modelled (trim jobs are refused before a run). Nor are
+//!   error before the run). Discard/trim: queue_rq waits until no task is in flight
+//!   (cqhci_wait_for_idle), cqhci_off halts the engine, the legacy CMD35/36/38 run, and
+//!   the next cqhci_request resumes the queue (sim/discard.rs). Not modelled:
 //!   task error recovery (halt, CMD48, requeue) and interrupt coalescing.
 //!
 //! Units: ns.
@@ -217,7 +218,10 @@ impl Sim {
                 }
                 self.cqe_pump();
             }
-            CqeEv::Done(r) if self.block.req(r).flush => self.req_end(r),
+            CqeEv::Done(r) if self.block.req(r).flush => {
+                self.req_end(r);
+                self.discard_host_idle(now);
+            }
             CqeEv::Done(r) => {
                 self.cqe.in_flight -= 1;
                 if self.cqe.dcmd.is_some() {
@@ -225,6 +229,8 @@ impl Sim {
                     self.cqe_pump();
                 }
                 self.req_end(r);
+                // cqhci_wait_for_idle: a discard waiting in queue_rq goes on.
+                self.discard_host_idle(now);
                 // mmc_cqe_request_done reruns the queue that was refused as full.
                 let core = self.cfg.host.irq_core;
                 self.kick(core);
@@ -238,6 +244,7 @@ impl Sim {
         let t = self
             .cpu
             .run_kernel(core, at, self.cqe.request_ns, "cqe request");
+        self.discard_cqe_resume(t, r);
         if self.block.req(r).flush {
             // The DCMD slot (31) is not one of the task slots.
             self.tr(
@@ -268,6 +275,11 @@ impl Sim {
         let (queued, in_flight) = (self.cqe.pending, self.cqe.in_flight);
         self.tr(t, Some(r), TraceKind::DriverQueued { queued, in_flight });
         self.q.push(t, Ev::Cqe(CqeEv::Doorbell(r)));
+    }
+
+    /// No task and no DCMD in flight (cqhci_is_idle).
+    pub(super) fn cqe_idle(&self) -> bool {
+        self.cqe.in_flight == 0 && self.cqe.dcmd.is_none()
     }
 
     /// `n` commands on the CMD line from `at`, traced; returns when the last response

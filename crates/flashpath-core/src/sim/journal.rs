@@ -370,6 +370,7 @@ impl Sim {
                 sectors: (n / 512) as u32,
                 cpu: core,
                 queued_at: at,
+                discard: false,
             });
             self.jbd.pending += 1;
             pos += n;

@@ -34,6 +34,7 @@ use flashpath_hist::{batch_bucket, depth_level_bucket};
 mod blkev;
 mod buffered;
 mod cqe;
+mod discard;
 mod journal;
 mod rtsx;
 mod ufs;
@@ -193,6 +194,8 @@ enum Ev {
     Buf(buffered::BufEv),
     /// The ext4 journal's kjournald2 and commit timer (`sim/journal.rs`).
     Jbd(journal::JbdEv),
+    /// A discard request's synchronous issue in the MMC drivers (`sim/discard.rs`).
+    Discard(discard::DiscardEv),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -224,6 +227,8 @@ struct Io {
     /// Not a fio I/O but a page cache read, a writeback or a flush (`thread` is the job
     /// it is done for: the reader, the job that dirtied the pages, the fsync caller).
     cache: buffered::CacheIo,
+    /// A trim (BLKDISCARD): its bios are discards; `dir` is Write.
+    trim: bool,
 }
 
 struct Thread {
@@ -310,6 +315,8 @@ pub struct Sim {
     jbd: journal::Journal,
     /// The submitting thread's plug, for block-event traces.
     blk_plug: blkev::PlugTrace,
+    /// A discard request waiting for the MMC host to be idle (`sim/discard.rs`).
+    disc: discard::DiscardState,
 }
 
 impl Sim {
@@ -349,6 +356,7 @@ impl Sim {
         check_driver(&cfg)?;
         buffered::check(&cfg)?;
         journal::check(&cfg)?;
+        discard::check(&cfg)?;
         let host = &cfg.host;
         let cqe = cqe::MmcCqe::new(cfg.driver, host)?;
         let threads = cfg
@@ -378,6 +386,7 @@ impl Sim {
                         job: i,
                         name: j.name.clone(),
                         dirs: [DirStats::default(), DirStats::default()],
+                        trim: DirStats::default(),
                         runtime_ns: 0,
                         start_ns: 0,
                         end_ns: 0,
@@ -399,6 +408,7 @@ impl Sim {
             prefill,
             trace: None,
             blk_plug: blkev::PlugTrace::default(),
+            disc: discard::DiscardState::default(),
             rtsx: rtsx::Rtsx::default(),
             buf: buffered::Buffered::new(&cfg),
             jbd: journal::Journal::new(&cfg),
@@ -427,6 +437,8 @@ impl Sim {
             now: 0,
             cfg,
         };
+        let max_discard = discard::max_discard_sectors(&sim.cfg);
+        sim.block.set_max_discard_sectors(max_discard);
         if instant_pre {
             for j in precondition_jobs(&sim.cfg.jobs) {
                 sim.dev.precondition(j.offset / 512, j.size / 512);
@@ -504,7 +516,7 @@ impl Sim {
         let ios = self
             .threads
             .iter()
-            .map(|t| t.stats.dirs[0].ios + t.stats.dirs[1].ios)
+            .map(|t| t.stats.dirs[0].ios + t.stats.dirs[1].ios + t.stats.trim.ios)
             .sum();
         (self.now, ios)
     }
@@ -587,6 +599,7 @@ impl Sim {
             Ev::Rtsx(e) => self.rtsx_event(e),
             Ev::Buf(e) => self.buf_handle(e),
             Ev::Jbd(e) => self.jbd_handle(e),
+            Ev::Discard(e) => self.discard_handle(e),
         }
     }
 
@@ -620,6 +633,9 @@ impl Sim {
                 }
                 device::Output::Done { tag, .. } if tag == rtsx::STOP_TAG => {
                     self.rtsx_stop_answered(at);
+                }
+                device::Output::Done { tag, .. } if self.block.req(tag).discard => {
+                    self.discard_busy_end(tag, at);
                 }
                 device::Output::Done { tag, .. } => {
                     // A write or flush released busy at `at`: known now, so the driver's
@@ -776,6 +792,7 @@ impl Sim {
             Submission::Async { .. } => c_aio,
         };
         let max_bytes = self.cfg.host.block.max_request_bytes;
+        let max_discard_bytes = (self.block.max_discard_sectors() as u64 * 512).max(512);
         let direct = cfg.direct;
         let mut picked = std::mem::take(&mut self.threads[t as usize].submitting);
         for _ in 0..batch {
@@ -786,11 +803,20 @@ impl Sim {
                 break;
             }
             let spec = th.src.next_io();
+            let max_bytes = if spec.trim {
+                // __blkdev_issue_discard: bios of at most max_discard_sectors.
+                max_discard_bytes
+            } else {
+                max_bytes
+            };
             let nbios = spec.len.div_ceil(max_bytes) as u32;
             if let Submission::Async { .. } = submission {
                 cost += c_syscall;
             }
-            if direct {
+            if spec.trim {
+                // ioctl(BLKDISCARD): no pages to pin; the discard bios.
+                cost += c_block * nbios as u64;
+            } else if direct {
                 // Buffered I/O books its page cache work in sim/buffered.rs.
                 let pin = match spec.dir {
                     Dir::Read => c_pin_read,
@@ -810,6 +836,7 @@ impl Sim {
                 t_hw: SimTime::MAX,
                 t_irq: 0,
                 cache: buffered::CacheIo::None,
+                trim: spec.trim,
             });
             picked.push(io);
         }
@@ -847,7 +874,8 @@ impl Sim {
         let now = self.now;
         self.account_outstanding(t);
         let picked = std::mem::take(&mut self.threads[t as usize].submitting);
-        let max_sectors = self.block.max_sectors() as u64;
+        let max_rw_sectors = self.block.max_sectors() as u64;
+        let max_discard_sectors = self.block.max_discard_sectors() as u64;
         let core = self.threads[t as usize].core;
         let tracing = self.trace.is_some();
         if tracing {
@@ -855,6 +883,12 @@ impl Sim {
         }
         for &io in &picked {
             let (dir, offset, len) = self.note_issued(t, io);
+            let discard = self.ios[io as usize].trim;
+            let max_sectors = if discard {
+                max_discard_sectors
+            } else {
+                max_rw_sectors
+            };
             let mut sector = offset / 512;
             let end = (offset + len) / 512;
             if tracing {
@@ -869,6 +903,7 @@ impl Sim {
                     sectors: n,
                     cpu: core,
                     queued_at: now,
+                    discard,
                 };
                 self.submit_bio(bio);
                 sector += n as u64;
@@ -956,10 +991,12 @@ impl Sim {
         let now = self.now;
         let x = &self.ios[io as usize];
         let (dir, len, t_start, t_issued) = (x.dir, x.len, x.t_start, x.t_issued);
-        let (t_hw, t_irq) = (x.t_hw, x.t_irq);
+        let (t_hw, t_irq, trim) = (x.t_hw, x.t_irq, x.trim);
         debug_assert!(x.t_done <= now);
         self.free_ios.push(io);
-        self.buf.note_done(t, dir);
+        if !trim {
+            self.buf.note_done(t, dir);
+        }
         let th = &mut self.threads[t as usize];
         th.inflight -= 1;
         th.outstanding -= 1;
@@ -973,7 +1010,12 @@ impl Sim {
         } else {
             (Some(t_issued - t_start), now - t_issued)
         };
-        th.stats.dirs[dir.index()].record(since, len, slat, clat, now - t_start);
+        let stats = if trim {
+            &mut th.stats.trim
+        } else {
+            &mut th.stats.dirs[dir.index()]
+        };
+        stats.record(since, len, slat, clat, now - t_start);
         if t_hw != SimTime::MAX && t_irq >= t_hw {
             th.stats
                 .spans
@@ -1270,6 +1312,10 @@ impl Sim {
                 if self.trace.is_some() {
                     self.blk_rq(at, r, BlkAction::Issue, core);
                 }
+                if self.block.req(r).discard {
+                    // MMC_ISSUE_SYNC: no prep or DMA map; sim/discard.rs.
+                    return self.discard_dispatch(core, at, r);
+                }
                 let cost = self.mmc_prep_ns(r);
                 let end = self.cpu.run_kernel(core, at, cost, "prep+dma map");
                 match self.cfg.driver {
@@ -1336,6 +1382,9 @@ impl Sim {
     /// The previous request is off the hardware: complete it (CMD13 for writes), start
     /// `r`, then post-process the previous one.
     fn disp_proceed(&mut self, at: SimTime, r: ReqId) {
+        if self.block.req(r).discard {
+            return self.discard_legacy_idle(at, r);
+        }
         let core = self.disp_core();
         // complete_lock: if the kworker is completing the previous request, wait for it.
         let mut t = if self.mmc.lock_free_at > at {
@@ -1583,6 +1632,9 @@ impl Sim {
         t = after;
         if !self.hsq.queue.is_empty() {
             self.hsq_start(irq_core, t, in_irq);
+        } else {
+            // mmc_hsq_wait_for_idle: a discard waiting in queue_rq goes on.
+            self.discard_host_idle(t);
         }
     }
 

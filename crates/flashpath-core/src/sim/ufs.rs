@@ -24,6 +24,9 @@
 //! and sends the RESPONSE. Each RESPONSE sets the request's completion; the interrupt
 //! (one per completion unless aggregation is on) runs the completion.
 //!
+//! Discards (fio trims) are SCSI UNMAP (sd.c sd_setup_unmap_cmnd, one block descriptor
+//! per request): a COMMAND UPIU, a READY_TO_TRANSFER and DATA OUT of the 24-byte
+//! parameter list, the device unmaps the range, then the RESPONSE.
 //! Leaves out: task management, query requests, clock gating/hibern8, auto-hibern8,
 //! error handling, the legacy (non-mq) SCSI request path of 4.4 kernels, several DATA
 //! IN streams interleaved by the device (each read's data goes out in one piece).
@@ -36,6 +39,9 @@ use std::collections::VecDeque;
 
 /// UPIU transaction codes (JEDEC UFS 2.1 §10.5), used as `TraceKind::Command` opcodes.
 pub mod upiu {
+    /// The parameter list of an UNMAP with one block descriptor (SBC-3 §5.28): an
+    /// 8-byte header and one 16-byte descriptor, sent as DATA OUT.
+    pub const UNMAP_PARAM_BYTES: u64 = 24;
     pub const COMMAND: u8 = 0x01;
     pub const RESPONSE: u8 = 0x21;
     pub const READY_TO_TRANSFER: u8 = 0x31;
@@ -175,7 +181,7 @@ impl Sim {
             self.ufs.slots <= self.ufs_cfg().nutrs,
             "more commands than UTP slots"
         );
-        let bytes = self.block.req(r).bytes();
+        let bytes = self.ufs_data_bytes(r);
         let u = self.ufs_cfg();
         let cost =
             u.queuecommand_ns + u.queuecommand_per_4k_ns * bytes.div_ceil(4096) + u.doorbell_ns;
@@ -226,6 +232,16 @@ impl Sim {
         }
     }
 
+    /// Bytes of the command's data: an UNMAP carries its parameter list, not the range.
+    fn ufs_data_bytes(&self, r: ReqId) -> u64 {
+        let q = self.block.req(r);
+        if q.discard {
+            upiu::UNMAP_PARAM_BYTES
+        } else {
+            q.bytes()
+        }
+    }
+
     fn ufs_dev_command(&self, r: ReqId) -> DevCommand {
         let q = self.block.req(r);
         DevCommand {
@@ -233,6 +249,8 @@ impl Sim {
             op: match q.dir() {
                 // SYNCHRONIZE CACHE (sd_setup_flush_cmnd): no data.
                 _ if q.flush => DevOp::Flush,
+                // UNMAP (sd_setup_unmap_cmnd): one descriptor for the request's range.
+                _ if q.discard => DevOp::Discard,
                 Dir::Read => DevOp::Read,
                 Dir::Write => DevOp::Write,
             },
@@ -255,7 +273,9 @@ impl Sim {
             // A flush carries no data: no READY_TO_TRANSFER.
             DevOp::Flush => self.device(device::Input::Command(cmd)),
             _ => {
-                self.sys.device_host_write_bytes += bytes;
+                if cmd.op == DevOp::Write {
+                    self.sys.device_host_write_bytes += bytes;
+                }
                 if self.ufs.rtt < self.ufs_cfg().max_rtt {
                     self.ufs_grant_rtt(r, now);
                 } else {
@@ -271,7 +291,7 @@ impl Sim {
     fn ufs_grant_rtt(&mut self, r: ReqId, at: SimTime) {
         self.ufs.rtt += 1;
         let cmd = self.ufs_dev_command(r);
-        let mut left = cmd.sectors as u64 * 512;
+        let mut left = self.ufs_data_bytes(r);
         let (seg_max, rtt_ns) = (
             self.ufs_cfg().max_data_segment_bytes,
             self.ufs_cfg().upiu_ns(0),

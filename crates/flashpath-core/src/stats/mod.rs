@@ -57,6 +57,8 @@ pub struct JobStats {
     pub name: String,
     /// Read and write.
     pub dirs: [DirStats; 2],
+    /// Trims (BLKDISCARD), fio's third direction.
+    pub trim: DirStats,
     /// Simulated time the job measured (after ramp), ns.
     pub runtime_ns: u64,
     /// When the job started and finished, simulated ns since the run began.

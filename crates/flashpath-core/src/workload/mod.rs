@@ -7,8 +7,17 @@
 //! a time and reaping at least `iodepth_batch_complete_min`). Think time and rate limits
 //! delay the next submission in simulated time.
 //!
-//! Leaves out: verify, trims, file layout (a job addresses the raw device), fio's
-//! tausworthe generator (offsets come from the run's seeded ChaCha stream, so the
+//! Trims (`rw=trim`, `randtrim`, `trimwrite`, `randtrimwrite`): a trim I/O is fio's
+//! `do_io_u_trim`, ioctl(BLKDISCARD) on the block device, which the kernel runs as
+//! `blkdev_issue_discard` and the caller waits for; fio's psync, libaio and io_uring
+//! engines all issue it that way (libaio/io_uring: `FIO_Q_COMPLETED` inline once nothing
+//! is queued), so a trim job submits one trim at a time whatever its engine. trimwrite
+//! trims a block, then writes the same block (fio's `set_rw_ddir`: the next direction is
+//! TRIM when the last write and trim positions meet), counting both in the job's bytes
+//! (fio adds the region once more to the bytes to do).
+//!
+//! Leaves out: verify, trim_percentage/trim_backlog (verify trims), file layout (a job
+//! addresses the raw device), fio's tausworthe generator (offsets come from the run's seeded ChaCha stream, so the
 //! sequence differs from fio's while the distribution is the same).
 //! Units: bytes, nanoseconds.
 
@@ -29,6 +38,18 @@ impl Dir {
     pub fn index(self) -> usize {
         self as usize
     }
+}
+
+/// The trims of a job (fio's `rw=trim`, `randtrim`, `trimwrite`, `randtrimwrite`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Trim {
+    /// No trims: reads and writes as `read_pct` says.
+    #[default]
+    None,
+    /// Every I/O is a trim (a discard request).
+    Only,
+    /// Each block is trimmed, then written (the write at the trim's offset and length).
+    ThenWrite,
 }
 
 /// Whether offsets follow each other or are drawn at random.
@@ -105,6 +126,10 @@ pub struct JobConfig {
     pub read_pct: u32,
     /// Block sizes for reads and writes.
     pub bs: [BlockSizes; 2],
+    /// Trims of the job (`Trim::None`: none; `read_pct` is then 0).
+    pub trim: Trim,
+    /// Block sizes of trims (fio's third `bs` value).
+    pub bs_trim: BlockSizes,
     /// First byte of the job's region on the device.
     pub offset: u64,
     /// Length of the region in bytes.
@@ -180,6 +205,8 @@ impl JobConfig {
             pattern,
             read_pct,
             bs: [BlockSizes::Fixed(bs), BlockSizes::Fixed(bs)],
+            trim: Trim::None,
+            bs_trim: BlockSizes::Fixed(bs),
             offset: 0,
             size,
             io_limit: size,
@@ -220,6 +247,25 @@ impl JobConfig {
     /// Checks the invariants the simulator relies on.
     pub fn validate(&self) -> Result<(), String> {
         let min_bs = self.bs[0].min().min(self.bs[1].min());
+        if self.trim != Trim::None
+            && (self.bs_trim.min() == 0
+                || !self.bs_trim.min().is_multiple_of(512)
+                || !self.bs_trim.max().is_multiple_of(512))
+        {
+            return Err(format!(
+                "job '{}': trim block sizes must be non-zero multiples of 512 bytes",
+                self.name
+            ));
+        }
+        if self.trim == Trim::ThenWrite && self.bs_trim != self.bs[1] {
+            return Err(format!(
+                "job '{}': trimwrite writes each trimmed block again: trim and write block sizes must be the same",
+                self.name
+            ));
+        }
+        if self.trim != Trim::None && self.read_pct != 0 {
+            return Err(format!("job '{}': a trim job does not read", self.name));
+        }
         if min_bs == 0
             || !min_bs.is_multiple_of(512)
             || self.bs.iter().any(|b| !b.max().is_multiple_of(512))
@@ -257,7 +303,10 @@ impl JobConfig {
 /// When and how big: the next I/O a job thread wants to issue.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct IoSpec {
+    /// `Write` for a trim (REQ_OP_DISCARD is a write operation).
     pub dir: Dir,
+    /// A trim (discard), not a write.
+    pub trim: bool,
     pub offset: u64,
     pub len: u64,
 }
@@ -266,6 +315,10 @@ pub struct IoSpec {
 pub struct IoSource {
     read_pct: u32,
     bs: [BlockSizes; 2],
+    trim: Trim,
+    bs_trim: BlockSizes,
+    /// trimwrite: the trim whose write comes next (offset, length).
+    write_after_trim: Option<(u64, u64)>,
     gen: OffsetGen,
     rng: crate::engine::SimRng,
     pub issued_bytes: u64,
@@ -274,10 +327,16 @@ pub struct IoSource {
 
 impl IoSource {
     pub fn new(cfg: &JobConfig) -> Self {
-        let align = cfg.bs[0].min().min(cfg.bs[1].min());
+        let mut align = cfg.bs[0].min().min(cfg.bs[1].min());
+        if cfg.trim == Trim::Only {
+            align = cfg.bs_trim.min();
+        }
         IoSource {
             read_pct: cfg.read_pct,
             bs: cfg.bs.clone(),
+            trim: cfg.trim,
+            bs_trim: cfg.bs_trim.clone(),
+            write_after_trim: None,
             gen: OffsetGen::new(cfg, align),
             rng: crate::engine::SimRng::new(cfg.seed, 1),
             issued_bytes: 0,
@@ -285,8 +344,13 @@ impl IoSource {
         }
     }
 
-    fn pick_bs(&mut self, dir: Dir) -> u64 {
-        match &self.bs[dir.index()] {
+    fn pick_bs(&mut self, dir: Dir, trim: bool) -> u64 {
+        let bs = if trim {
+            &self.bs_trim
+        } else {
+            &self.bs[dir.index()]
+        };
+        match bs {
             BlockSizes::Fixed(b) => *b,
             BlockSizes::Range {
                 min,
@@ -313,6 +377,31 @@ impl IoSource {
 
     /// The next I/O.
     pub fn next_io(&mut self) -> IoSpec {
+        if let Some((offset, len)) = self.write_after_trim.take() {
+            self.issued_bytes += len;
+            self.issued_ios += 1;
+            return IoSpec {
+                dir: Dir::Write,
+                trim: false,
+                offset,
+                len,
+            };
+        }
+        if self.trim != Trim::None {
+            let len = self.pick_bs(Dir::Write, true);
+            let offset = self.gen.next(len);
+            self.issued_bytes += len;
+            self.issued_ios += 1;
+            if self.trim == Trim::ThenWrite {
+                self.write_after_trim = Some((offset, len));
+            }
+            return IoSpec {
+                dir: Dir::Write,
+                trim: true,
+                offset,
+                len,
+            };
+        }
         let dir = match self.read_pct {
             100 => Dir::Read,
             0 => Dir::Write,
@@ -324,11 +413,16 @@ impl IoSource {
                 }
             }
         };
-        let len = self.pick_bs(dir);
+        let len = self.pick_bs(dir, false);
         let offset = self.gen.next(len);
         self.issued_bytes += len;
         self.issued_ios += 1;
-        IoSpec { dir, offset, len }
+        IoSpec {
+            dir,
+            trim: false,
+            offset,
+            len,
+        }
     }
 }
 
