@@ -189,7 +189,9 @@ pub struct MmcHostConfig {
     /// `post_req` (DMA unmap) and ending the block request, fixed part.
     pub post_ns: u64,
     pub post_per_4k_ns: u64,
-    /// Sending a CMD13 and processing its response in the MMC core.
+    /// A synchronous command through mmc_wait_for_cmd: sending it and processing its
+    /// response in the MMC core. Preset as `mmc.cmd13` (CMD13 is the common one); the
+    /// erase sequence's CMD35/36/38 (sim/discard.rs) go through the same call.
     pub cmd13_ns: u64,
     pub cmd13_mode: Cmd13Mode,
     /// The controller raises the transfer-complete interrupt only once the card has

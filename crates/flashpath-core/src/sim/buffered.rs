@@ -566,15 +566,9 @@ impl Sim {
         self.q.push(self.now, Ev::Buf(BufEv::Woken(t)));
     }
 
-    /// try_to_wake_up: an unpinned thread goes to an idle core if its own is busy
-    /// (select_idle_sibling), then runs there.
+    /// The woken thread is placed on a core and runs there.
     fn buf_woken(&mut self, t: u32) {
-        let mut core = self.threads[t as usize].core;
-        if self.cfg.jobs[t as usize].cpu.is_none() {
-            core = self.cpu.wake_core(core, self.now);
-            self.threads[t as usize].core = core;
-        }
-        let at = self.wake_thread(core, self.now);
+        let at = self.wake_thread(t, self.now);
         self.q.push(at, Ev::Buf(BufEv::Step(t)));
     }
 

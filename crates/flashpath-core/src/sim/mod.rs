@@ -1194,9 +1194,16 @@ impl Sim {
         end
     }
 
-    /// A sleeping user thread wakes on `core` at `at`: it runs once the task work booked
-    /// there before it is done. Returns when it runs.
-    fn wake_thread(&mut self, core: u32, at: SimTime) -> SimTime {
+    /// Sleeping user thread `t` wakes at `at` (try_to_wake_up): unless pinned, it moves to
+    /// an idle core if its own is busy (select_idle_sibling, `Cpu::wake_core`), and runs
+    /// there once the task work booked before it is done. Returns when it runs.
+    fn wake_thread(&mut self, t: u32, at: SimTime) -> SimTime {
+        let th = &self.threads[t as usize];
+        let mut core = th.core;
+        if self.cfg.jobs[th.cfg].cpu.is_none() {
+            core = self.cpu.wake_core(core, at);
+            self.threads[t as usize].core = core;
+        }
         let end = self
             .cpu
             .run_l(core, at, self.cfg.host.costs.wakeup_ns, "wakeup");
