@@ -150,10 +150,15 @@ impl LatHist {
         self.min = self.min.min(val_ns);
         self.max = self.max.max(val_ns);
         let v = val_ns as u128;
-        self.sum = self.sum.saturating_add(v.saturating_mul(count as u128));
-        self.sum_sq = self
-            .sum_sq
-            .saturating_add((v * v).saturating_mul(count as u128));
+        // v * v cannot overflow a u128 (v < 2^64); only the count multiplications can.
+        let (s, sq) = if count == 1 {
+            (v, v * v)
+        } else {
+            let c = count as u128;
+            (v.saturating_mul(c), (v * v).saturating_mul(c))
+        };
+        self.sum = self.sum.saturating_add(s);
+        self.sum_sq = self.sum_sq.saturating_add(sq);
     }
 
     /// fio's `calc_clat_percentiles`: for each requested percentile (0..=100), the
@@ -313,6 +318,28 @@ pub fn batch_bucket(nr: u32) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn batched_and_single_records_give_the_same_moments() {
+        let (mut one, mut batch) = (LatHist::new(), LatHist::new());
+        for v in [0u64, 7, 1_000, 1 << 40] {
+            for _ in 0..3 {
+                one.record(v);
+            }
+            batch.record_n(v, 3);
+        }
+        assert_eq!(
+            (one.count(), one.sum(), one.sum_sq()),
+            (batch.count(), batch.sum(), batch.sum_sq())
+        );
+        // Exact: 3 * (0 + 7 + 1000 + 2^40) and the same for the squares.
+        let m = 1u128 << 40;
+        assert_eq!(one.sum(), 3 * (1007 + m));
+        assert_eq!(one.sum_sq(), 3 * (49 + 1_000_000 + m * m));
+        // Saturating, not wrapping, when a count would overflow the sums.
+        batch.record_n(u64::MAX, u64::MAX);
+        assert_eq!(batch.sum_sq(), u128::MAX);
+    }
 
     #[test]
     fn small_values_map_one_to_one() {

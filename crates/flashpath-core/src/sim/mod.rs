@@ -1164,6 +1164,11 @@ impl Sim {
         }
         th.state = ThreadState::Running;
         th.stats.ctx += 1;
+        // The thread wakes on its own core, not where select_idle_sibling would put it
+        // (`wake_thread`, used by the buffered path). Known inaccuracy: placement
+        // decides which lockstep threads share a software queue and so how much they
+        // merge, and the hsq sequential calibration rests on this placement (see the
+        // caveat at the top of jobs/hsq/reproductions.toml).
         let cost = wakeup + if sync { ret } else { reap };
         let end = self.cpu.run_l(th.core, now, cost, "wakeup+return");
         self.q.push(end, Ev::ThreadRun(t));
