@@ -218,9 +218,37 @@ fn blktrace_shows_an_fsync_cache_flush_as_the_kernel_does() {
         .iter()
         .filter(|r| r.0 & TC_FLUSH != 0)
         .all(|r| r.1 == 0));
-    assert!(recs
-        .iter()
-        .all(|r| r.1 > 0 || r.0 & TC_FLUSH != 0 || r.0 & 0xffff >= 9));
+    // Every other record moves bytes, but plugs and unplugs (actions 9, 10).
+    let empty_ok =
+        |r: &(u32, u32, u64)| r.1 > 0 || r.0 & TC_FLUSH != 0 || matches!(r.0 & 0xffff, 9 | 10);
+    assert!(recs.iter().all(empty_ok));
+
+    // ext4's journal (jetson-tx1 has [fs]): the commit's flushes are flush requests
+    // only, D and C (FN), never G or I of an empty write.
+    let bt_j = dir.join("bt-journal");
+    ok(&flashpath(&[
+        "fio",
+        "--blktrace",
+        bt_j.to_str().unwrap(),
+        "--host",
+        "jetson-tx1",
+        "--name=j",
+        "--rw=write",
+        "--bs=64k",
+        "--size=256k",
+        "--direct=0",
+        "--sync=1",
+    ]));
+    let recs_j = records(&bt_j);
+    let count = |cat: u32| {
+        recs_j
+            .iter()
+            .filter(|r| r.0 & TC_FLUSH != 0 && r.0 & (TC_READ | TC_WRITE | TC_SYNC) == cat)
+            .count()
+    };
+    assert!(count(TC_READ) >= 2 && count(TC_READ) % 2 == 0, "{recs_j:?}");
+    assert_eq!(count(TC_WRITE | TC_SYNC), 0);
+    assert!(recs_j.iter().all(empty_ok), "{recs_j:?}");
 
     if !(have("blkparse") && have("btt")) {
         eprintln!("note: blkparse/btt not installed (Debian package blktrace): oracle skipped");

@@ -373,8 +373,8 @@ mod tests {
         assert_eq!(d(BlkAction::BackMerge), 0x201a_0002);
         // ... | FS 0x100 | ISSUE 0x40 or COMPLETE 0x80
         assert_eq!(d(BlkAction::Insert), 0x211a_000c);
-        assert_eq!(d(BlkAction::Issue), 0x215a_0007);
-        assert_eq!(d(BlkAction::Complete), 0x219a_0008);
+        assert_eq!(d(BlkAction::Issue), 0x214a_0007);
+        assert_eq!(d(BlkAction::Complete), 0x218a_0008);
         let f = |a| action_word(a, Dir::Write, BlkOp::Flush);
         // READ 0x1 | FLUSH 0x4 | FS 0x100 | ISSUE 0x40 or COMPLETE 0x80
         assert_eq!(f(BlkAction::Issue), 0x0145_0007);

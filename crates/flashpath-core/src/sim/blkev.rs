@@ -181,10 +181,13 @@ impl Sim {
                     let Some(p) = self.bio_task(bio.io) else {
                         continue;
                     };
-                    if self.block.req(req).flush {
-                        // blk-flush's flush request is never G'd or inserted; the
-                        // empty bio of blkdev_issue_flush is queued and gets a request
-                        // (blk_mq_make_request: Q, G; blk_insert_flush: no I).
+                    if bio.sectors == 0 {
+                        // Only a flush request is made from an empty bio (submit_flush;
+                        // `submit` takes none), and its fate may be read after the
+                        // request is gone. blk-flush's flush request is never G'd or
+                        // inserted; the empty bio of blkdev_issue_flush is queued and
+                        // gets a request (blk_mq_make_request: Q, G; blk_insert_flush:
+                        // no I).
                         if pl.preflush {
                             self.blk_ev_op(at, None, BlkAction::Queue, &bio, BlkOp::Preflush, p);
                             self.blk_ev_op(
