@@ -12,6 +12,13 @@
 //! (`--set device.ideal=true`: no device or bus time), so the computed software limit
 //! can be checked against a run. Every figure is read back from the JSON reports of the
 //! two runs, so it is what `flashpath fio --output-format=json` prints.
+//!
+//! Trims (BLKDISCARD) are requests like the others: the spans of a job cover every
+//! request it made, discards included (their hw: the erase sequence or UNMAP on the
+//! device), so the size and bandwidth the limits use count the trims too, with the
+//! bytes each discards, as fio's trim bandwidth counts them. A job with trims says so
+//! and splits its simulated bandwidth by direction: for `trimwrite` the limits describe
+//! the mix of trims and writes, not the writes alone.
 
 use crate::measure::{self, JobFigures};
 use crate::run::{self, Options};
@@ -100,10 +107,30 @@ pub fn render(base: &[JobFigures], what_if: &[JobFigures]) -> String {
             share(l.post_ns),
             share(l.pre_ns + l.post_ns),
         );
-        s += &format!(
-            "  simulated                          {}\n",
-            mib(j.bw_bytes())
-        );
+        let trims = &j.dirs[2];
+        if trims.ios > 0 {
+            let by_dir: Vec<String> = measure::DIRS
+                .iter()
+                .zip(&j.dirs)
+                .filter(|(_, d)| d.ios > 0)
+                .map(|(n, d)| format!("{n} {:.1}", d.bw_bytes / MIB))
+                .collect();
+            s += &format!(
+                "  trims: {} of {} I/Os are discards (no data moved); I/O size and bandwidth count the bytes trimmed, as fio does, and the spans cover every request, discards included\n",
+                trims.ios,
+                j.dirs.iter().map(|d| d.ios).sum::<u64>(),
+            );
+            s += &format!(
+                "  simulated                          {} ({} MiB/s)\n",
+                mib(j.bw_bytes()),
+                by_dir.join(", ")
+            );
+        } else {
+            s += &format!(
+                "  simulated                          {}\n",
+                mib(j.bw_bytes())
+            );
+        }
         // Little's law: I/Os in flight on average = IOPS × mean life of an I/O.
         let in_flight = j.bw_bytes() / l.size * total / 1e9;
         if in_flight > 1.05 {
@@ -144,6 +171,7 @@ mod tests {
                     ..DirFigures::default()
                 },
                 DirFigures::default(),
+                DirFigures::default(),
             ],
             spans: spans.iter().map(|(n, v)| (n.to_string(), *v)).collect(),
         }
@@ -175,6 +203,47 @@ mod tests {
         assert!(text.contains("instant storage: 600.0 MiB/s"), "{text}");
         assert!(
             text.contains("simulated                          71.0 MiB/s"),
+            "{text}"
+        );
+    }
+
+    /// A trimwrite row: the limits use the mean size and the bandwidth of trims and
+    /// writes together (the spans cover both), and the text says so.
+    #[test]
+    fn trims_count_in_size_and_bandwidth_and_are_named() {
+        let mut j = job(
+            64 * 1024 * 16,
+            16,
+            80.0 * MIB,
+            &[("pre", 40e3), ("hw", 290e3), ("post", 66e3)],
+        );
+        j.dirs[2] = DirFigures {
+            ios: 16,
+            io_bytes: 16 * 128 * 1024,
+            bw_bytes: 120.0 * MIB,
+            ..DirFigures::default()
+        };
+        let l = limits(&j).unwrap();
+        assert_eq!(l.size, 96.0 * 1024.0);
+        assert_eq!(l.theoretical, 96.0 * 1024.0 / (396e3 / 1e9));
+        let text = render(std::slice::from_ref(&j), std::slice::from_ref(&j));
+        assert!(
+            text.contains("trims: 16 of 32 I/Os are discards (no data moved)"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "simulated                          200.0 MiB/s (read 80.0, trim 120.0 MiB/s)"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("I/O size 96 KiB"), "{text}");
+        // Without trims, no such line.
+        j.dirs[2] = DirFigures::default();
+        let text = render(std::slice::from_ref(&j), std::slice::from_ref(&j));
+        assert!(!text.contains("trims"), "{text}");
+        assert!(
+            text.contains("simulated                          80.0 MiB/s\n"),
             "{text}"
         );
     }

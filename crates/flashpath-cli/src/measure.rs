@@ -1,6 +1,6 @@
 //! One simulated fio run reduced to the figures people compare: per job row (as fio
-//! reports it, so `group_reporting` gives one row) and direction, bandwidth, IOPS and
-//! completion latency. The figures are read back from fio's own JSON report, so they are
+//! reports it, so `group_reporting` gives one row) and direction (fio's three: read,
+//! write, trim), bandwidth, IOPS and completion latency. The figures are read back from fio's own JSON report, so they are
 //! exactly what `flashpath fio --output-format=json` prints.
 
 use crate::run::{self, Options};
@@ -26,8 +26,8 @@ pub struct DirFigures {
 #[derive(Clone, Debug, PartialEq)]
 pub struct JobFigures {
     pub name: String,
-    /// read, write
-    pub dirs: [DirFigures; 2],
+    /// read, write, trim (as [`DIRS`])
+    pub dirs: [DirFigures; 3],
     /// flashpath's spans: (name, mean ns), in report order.
     pub spans: Vec<(String, f64)>,
 }
@@ -37,18 +37,21 @@ impl JobFigures {
     pub fn span(&self, name: &str) -> Option<f64> {
         self.spans.iter().find(|(n, _)| n == name).map(|(_, v)| *v)
     }
-    /// Bytes per I/O over both directions.
+    /// Bytes per I/O over all directions (a trim counts the bytes it discards, as fio
+    /// counts them).
     pub fn io_size(&self) -> Option<f64> {
-        let ios = self.dirs[0].ios + self.dirs[1].ios;
-        (ios > 0).then(|| (self.dirs[0].io_bytes + self.dirs[1].io_bytes) as f64 / ios as f64)
+        let ios: u64 = self.dirs.iter().map(|d| d.ios).sum();
+        let bytes: u64 = self.dirs.iter().map(|d| d.io_bytes).sum();
+        (ios > 0).then(|| bytes as f64 / ios as f64)
     }
-    /// Bandwidth of both directions, bytes/s.
+    /// Bandwidth of all directions, bytes/s (trims count as fio's trim bandwidth does).
     pub fn bw_bytes(&self) -> f64 {
-        self.dirs[0].bw_bytes + self.dirs[1].bw_bytes
+        self.dirs.iter().map(|d| d.bw_bytes).sum()
     }
 }
 
-pub const DIRS: [&str; 2] = ["read", "write"];
+/// fio's directions, in the order of its reports (`jobs[i].read`, `.write`, `.trim`).
+pub const DIRS: [&str; 3] = ["read", "write", "trim"];
 
 /// Runs the fio arguments on the system the options describe (no progress line).
 pub fn run_fio_quiet(opts: &Options, fio_args: &[String]) -> Result<Vec<JobFigures>> {
@@ -106,7 +109,7 @@ pub fn figures_of(v: &serde_json::Value) -> Result<Vec<JobFigures>> {
                 .unwrap_or_default();
             Ok(JobFigures {
                 name: j["jobname"].as_str().unwrap_or("?").to_string(),
-                dirs: [dir("read"), dir("write")],
+                dirs: DIRS.map(dir),
                 spans,
             })
         })
@@ -220,27 +223,19 @@ pub fn parallel<T: Sync, R: Send>(
 pub fn check_metric(name: &str) -> Result<()> {
     let probe = [JobFigures {
         name: String::new(),
-        dirs: [
-            DirFigures {
-                ios: 1,
-                clat_p95_ns: Some(0.0),
-                clat_p99_ns: Some(0.0),
-                ..DirFigures::default()
-            },
-            DirFigures {
-                ios: 1,
-                clat_p95_ns: Some(0.0),
-                clat_p99_ns: Some(0.0),
-                ..DirFigures::default()
-            },
-        ],
+        dirs: std::array::from_fn(|_| DirFigures {
+            ios: 1,
+            clat_p95_ns: Some(0.0),
+            clat_p99_ns: Some(0.0),
+            ..DirFigures::default()
+        }),
         spans: SPANS.iter().map(|s| (s.to_string(), 0.0)).collect(),
     }];
     metric(&probe, name).map(|_| ())
 }
 
 pub const METRICS: &str = "DIR_bw_mib, DIR_bw_mb, DIR_iops, DIR_clat_mean_ms, DIR_clat_mean_us, \
-DIR_clat_p95_ms, DIR_clat_p99_ms with DIR read or write; SPAN_us with SPAN pre, hw, post, q2g, \
+DIR_clat_p95_ms, DIR_clat_p99_ms with DIR read, write or trim; SPAN_us with SPAN pre, hw, post, q2g, \
 g2i, i2d, d2c or q2c; software_share_pct";
 
 /// The spans the JSON report carries (`jobs[i].flashpath.spans`).
@@ -263,12 +258,16 @@ mod tests {
         vec![
             JobFigures {
                 name: "a".into(),
-                dirs: [d(1048576.0, 100, 1e6), d(0.0, 0, 0.0)],
+                dirs: [d(1048576.0, 100, 1e6), d(0.0, 0, 0.0), d(0.0, 0, 0.0)],
                 spans: vec![("pre".into(), 141_000.0), ("hw".into(), 1_360_000.0)],
             },
             JobFigures {
                 name: "b".into(),
-                dirs: [d(2097152.0, 300, 2e6), d(0.0, 0, 0.0)],
+                dirs: [
+                    d(2097152.0, 300, 2e6),
+                    d(0.0, 0, 0.0),
+                    d(524288.0, 128, 5e5),
+                ],
                 spans: Vec::new(),
             },
         ]
@@ -296,6 +295,13 @@ mod tests {
         assert!(e.contains("needs one job row"), "{e}");
         assert!(metric(&r, "write_clat_mean_ms").is_err());
         assert!(metric(&r, "read_speed").is_err());
-        assert!(metric(&r, "trim_bw_mib").is_err());
+        // fio's third direction.
+        assert_eq!(metric(&r, "trim_bw_mib").unwrap(), 0.5);
+        assert_eq!(metric(&r, "trim_iops").unwrap(), 128.0);
+        assert_eq!(metric(&r, "trim_clat_mean_us").unwrap(), 500.0);
+        assert!(metric(&r, "discard_bw_mib").is_err());
+        // Size and bandwidth of a row count its trims.
+        assert_eq!(r[1].io_size(), Some(4096.0));
+        assert_eq!(r[1].bw_bytes(), 2097152.0 + 524288.0);
     }
 }

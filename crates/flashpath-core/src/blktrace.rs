@@ -11,14 +11,27 @@
 //! 32 u32 pid                       36 u32 device = major << 20 | minor (the kernel's dev_t)
 //! 40 u32 cpu                       44 u16 error     46 u16 pdu_len
 //! ```
-//! As in the kernel's `__blk_add_trace`, every event carries its direction's category
-//! (READ, or WRITE with SYNC as O_DIRECT writes are REQ_SYNC), request events (I, D, C)
-//! carry FS, P and U carry READ (their op is 0), and U's payload is the plug depth as a
-//! big-endian u64. Task names go in BLK_TN_PROCESS notes (pdu = the 16-byte comm).
+//! As in the kernel's `__blk_add_trace` (Linux 5.4, kernel/trace/blktrace.c):
+//! ```text
+//! what |= ddir_act[op_is_write(op) ? WRITE : READ];
+//! what |= MASK_TC_BIT(op_flags, SYNC); ... MASK_TC_BIT(op_flags, PREFLUSH); ...
+//! if (op == REQ_OP_DISCARD || op == REQ_OP_SECURE_ERASE) what |= BLK_TC_ACT(BLK_TC_DISCARD);
+//! if (op == REQ_OP_FLUSH) what |= BLK_TC_ACT(BLK_TC_FLUSH);
+//! ```
+//! every event carries its direction's category: READ; WRITE with SYNC, as O_DIRECT
+//! writes are REQ_SYNC; a discard (REQ_OP_DISCARD = 3, so op_is_write) WRITE, SYNC (the
+//! BLKDISCARD ioctl's blkdev_issue_discard ends in submit_bio_wait, which sets REQ_SYNC;
+//! bio_split copies it to the pieces) and DISCARD; blk-flush's flush request
+//! (`flush_rq->cmd_flags = REQ_OP_FLUSH | REQ_PREFLUSH`, REQ_OP_FLUSH = 2, so not a
+//! write) READ and FLUSH (BLK_TC_PREFLUSH is BLK_TC_FLUSH), with 0 bytes and sector 0
+//! (blk_rq_trace_sector of a request whose sector was never set). Request events (I, D,
+//! C) carry FS, P and U carry READ (their op is 0), and U's payload is the plug depth as
+//! a big-endian u64. blkparse shows these as RWBS `R`, `WS`, `DS` and `FN` ([`rwbs`]).
+//! Task names go in BLK_TN_PROCESS notes (pdu = the 16-byte comm).
 //! Times start at the first reported job's start.
 
 use crate::host::DriverKind;
-use crate::trace::{pid, BlkAction, Trace, TraceKind};
+use crate::trace::{pid, BlkAction, BlkOp, Trace, TraceKind};
 use crate::workload::Dir;
 
 pub const BLK_IO_TRACE_MAGIC: u32 = 0x6561_7400;
@@ -29,12 +42,17 @@ pub const RECORD_BYTES: usize = 48;
 const BLK_TC_SHIFT: u32 = 16;
 const BLK_TC_READ: u32 = 1 << 0;
 const BLK_TC_WRITE: u32 = 1 << 1;
+const BLK_TC_FLUSH: u32 = 1 << 2;
 const BLK_TC_SYNC: u32 = 1 << 3;
 const BLK_TC_QUEUE: u32 = 1 << 4;
 const BLK_TC_ISSUE: u32 = 1 << 6;
 const BLK_TC_COMPLETE: u32 = 1 << 7;
 const BLK_TC_FS: u32 = 1 << 8;
 const BLK_TC_NOTIFY: u32 = 1 << 10;
+const BLK_TC_AHEAD: u32 = 1 << 11;
+const BLK_TC_META: u32 = 1 << 12;
+const BLK_TC_DISCARD: u32 = 1 << 13;
+const BLK_TC_FUA: u32 = 1 << 15;
 
 const fn act(cat: u32) -> u32 {
     cat << BLK_TC_SHIFT
@@ -121,11 +139,15 @@ impl Record {
     }
 }
 
-/// The action word of a block event.
-pub fn action_word(a: BlkAction, dir: Dir) -> u32 {
-    let dir_cat = match dir {
-        Dir::Read => act(BLK_TC_READ),
-        Dir::Write => act(BLK_TC_WRITE | BLK_TC_SYNC),
+/// The action word of a block event on a bio or request of direction `dir` and
+/// operation `op`.
+pub fn action_word(a: BlkAction, dir: Dir, op: BlkOp) -> u32 {
+    let dir_cat = match (op, dir) {
+        (BlkOp::Data, Dir::Read) => act(BLK_TC_READ),
+        (BlkOp::Data, Dir::Write) => act(BLK_TC_WRITE | BLK_TC_SYNC),
+        (BlkOp::Discard, _) => act(BLK_TC_WRITE | BLK_TC_SYNC | BLK_TC_DISCARD),
+        (BlkOp::Flush, _) => act(BLK_TC_READ | BLK_TC_FLUSH),
+        (BlkOp::Preflush, _) => act(BLK_TC_WRITE | BLK_TC_SYNC | BLK_TC_FLUSH),
     };
     match a {
         BlkAction::Queue => TA_QUEUE | dir_cat,
@@ -138,6 +160,37 @@ pub fn action_word(a: BlkAction, dir: Dir) -> u32 {
         BlkAction::Plug => TA_PLUG | act(BLK_TC_READ),
         BlkAction::Unplug { .. } => TA_UNPLUG_IO | act(BLK_TC_READ),
     }
+}
+
+/// The RWBS field blkparse prints for a record (blkparse_fmt.c `fill_rwbs`): F for a
+/// flush, then D (discard), W (write), R (any other record with bytes) or N (none), then
+/// F (FUA), A (readahead), S (sync), M (metadata).
+pub fn rwbs(action: u32, bytes: u32) -> String {
+    let has = |cat: u32| action & act(cat) != 0;
+    let mut s = String::new();
+    if has(BLK_TC_FLUSH) {
+        s.push('F');
+    }
+    s.push(if has(BLK_TC_DISCARD) {
+        'D'
+    } else if has(BLK_TC_WRITE) {
+        'W'
+    } else if bytes != 0 {
+        'R'
+    } else {
+        'N'
+    });
+    for (cat, c) in [
+        (BLK_TC_FUA, 'F'),
+        (BLK_TC_AHEAD, 'A'),
+        (BLK_TC_SYNC, 'S'),
+        (BLK_TC_META, 'M'),
+    ] {
+        if has(cat) {
+            s.push(c);
+        }
+    }
+    s
 }
 
 /// The task name blkparse shows for `p`.
@@ -177,6 +230,7 @@ pub fn encode(trace: &Trace, dev: &BlkDevice) -> Vec<Vec<u8>> {
                 sector,
                 sectors,
                 dir,
+                op,
                 pid: p,
                 ..
             } = trace.events[i].kind
@@ -212,7 +266,7 @@ pub fn encode(trace: &Trace, dev: &BlkDevice) -> Vec<Vec<u8>> {
                 time,
                 sector,
                 bytes: sectors * 512,
-                action: action_word(action, dir),
+                action: action_word(action, dir, op),
                 pid: p,
                 device,
                 cpu: cpu as u32,
@@ -243,7 +297,7 @@ mod tests {
             time: 0x1122_3344_5566_7788,
             sector: 0x0000_0001_0000_0008,
             bytes: 4096,
-            action: action_word(BlkAction::Issue, Dir::Write),
+            action: action_word(BlkAction::Issue, Dir::Write, BlkOp::Data),
             pid: 104,
             device: dev.dev_t(),
             cpu: 3,
@@ -272,17 +326,71 @@ mod tests {
 
     #[test]
     fn actions_carry_blktraces_category_bits() {
-        assert_eq!(action_word(BlkAction::Queue, Dir::Read), 0x0011_0001);
-        assert_eq!(action_word(BlkAction::BackMerge, Dir::Read), 0x0011_0002);
-        assert_eq!(action_word(BlkAction::FrontMerge, Dir::Write), 0x001a_0003);
-        assert_eq!(action_word(BlkAction::GetRq, Dir::Read), 0x0011_0004);
-        assert_eq!(action_word(BlkAction::Insert, Dir::Read), 0x0111_000c);
-        assert_eq!(action_word(BlkAction::Complete, Dir::Read), 0x0181_0008);
-        assert_eq!(action_word(BlkAction::Plug, Dir::Write), 0x0011_0009);
         assert_eq!(
-            action_word(BlkAction::Unplug { depth: 3 }, Dir::Read),
+            action_word(BlkAction::Queue, Dir::Read, BlkOp::Data),
+            0x0011_0001
+        );
+        assert_eq!(
+            action_word(BlkAction::BackMerge, Dir::Read, BlkOp::Data),
+            0x0011_0002
+        );
+        assert_eq!(
+            action_word(BlkAction::FrontMerge, Dir::Write, BlkOp::Data),
+            0x001a_0003
+        );
+        assert_eq!(
+            action_word(BlkAction::GetRq, Dir::Read, BlkOp::Data),
+            0x0011_0004
+        );
+        assert_eq!(
+            action_word(BlkAction::Insert, Dir::Read, BlkOp::Data),
+            0x0111_000c
+        );
+        assert_eq!(
+            action_word(BlkAction::Complete, Dir::Read, BlkOp::Data),
+            0x0181_0008
+        );
+        assert_eq!(
+            action_word(BlkAction::Plug, Dir::Write, BlkOp::Data),
+            0x0011_0009
+        );
+        assert_eq!(
+            action_word(BlkAction::Unplug { depth: 3 }, Dir::Read, BlkOp::Data),
             0x0011_000a
         );
         assert_eq!(TN_PROCESS, 0x0400_0000);
+    }
+
+    /// A trim's bio and request: WRITE (REQ_OP_DISCARD is a write op), SYNC (from
+    /// submit_bio_wait) and DISCARD (1 << 13); blk-flush's flush request: READ
+    /// (REQ_OP_FLUSH is not) and FLUSH (1 << 2).
+    #[test]
+    fn discards_and_flushes_carry_their_categories() {
+        let d = |a| action_word(a, Dir::Write, BlkOp::Discard);
+        // QUEUE 0x10 | WRITE 0x2 | SYNC 0x8 | DISCARD 0x2000
+        assert_eq!(d(BlkAction::Queue), 0x201a_0001);
+        assert_eq!(d(BlkAction::GetRq), 0x201a_0004);
+        assert_eq!(d(BlkAction::BackMerge), 0x201a_0002);
+        // ... | FS 0x100 | ISSUE 0x40 or COMPLETE 0x80
+        assert_eq!(d(BlkAction::Insert), 0x211a_000c);
+        assert_eq!(d(BlkAction::Issue), 0x214a_0007);
+        assert_eq!(d(BlkAction::Complete), 0x218a_0008);
+        let f = |a| action_word(a, Dir::Write, BlkOp::Flush);
+        // READ 0x1 | FLUSH 0x4 | FS 0x100 | ISSUE 0x40 or COMPLETE 0x80
+        assert_eq!(f(BlkAction::Issue), 0x0145_0007);
+        assert_eq!(f(BlkAction::Complete), 0x0185_0008);
+    }
+
+    /// blkparse's RWBS of each kind of record: `R`, `WS`, `DS` (a discard replaces the
+    /// W), `FN` (a flush request moves no bytes), `N` for a plug.
+    #[test]
+    fn rwbs_is_blkparses() {
+        let w = |op, dir| action_word(BlkAction::Issue, dir, op);
+        assert_eq!(rwbs(w(BlkOp::Data, Dir::Read), 4096), "R");
+        assert_eq!(rwbs(w(BlkOp::Data, Dir::Write), 4096), "WS");
+        assert_eq!(rwbs(w(BlkOp::Discard, Dir::Write), 4096), "DS");
+        assert_eq!(rwbs(w(BlkOp::Flush, Dir::Write), 0), "FN");
+        let plug = action_word(BlkAction::Plug, Dir::Read, BlkOp::Data);
+        assert_eq!(rwbs(plug, 0), "N");
     }
 }

@@ -259,14 +259,18 @@ fn block_events(trace: &Trace, o: &mut Out) {
             sector,
             sectors,
             dir,
+            op,
             cpu,
             pid,
         } = e.kind
         else {
             unreachable!("filtered");
         };
+        // The RWBS blkparse would print for the same record (a trim: "DS").
+        let rwbs =
+            crate::blktrace::rwbs(crate::blktrace::action_word(action, dir, op), sectors * 512);
         o.ev(format_args!(
-            "\"ph\":\"i\",\"s\":\"t\",\"name\":\"{}\",\"pid\":{PID_REQ},\"tid\":1,\"ts\":{},\"args\":{{\"sector\":{sector},\"sectors\":{sectors},\"dir\":\"{dir:?}\",\"cpu\":{cpu},\"task\":{pid}}}",
+            "\"ph\":\"i\",\"s\":\"t\",\"name\":\"{}\",\"pid\":{PID_REQ},\"tid\":1,\"ts\":{},\"args\":{{\"sector\":{sector},\"sectors\":{sectors},\"dir\":\"{dir:?}\",\"rwbs\":\"{rwbs}\",\"cpu\":{cpu},\"task\":{pid}}}",
             action_letter(action),
             ts(e.t.saturating_sub(t0))
         ));

@@ -49,9 +49,26 @@ pub enum TraceKind {
         sector: u64,
         sectors: u32,
         dir: Dir,
+        /// The operation, where it is not the plain read or write `dir` says.
+        op: BlkOp,
         cpu: u32,
         pid: u32,
     },
+}
+
+/// The operation of a block event's bio or request beyond its direction: what gives
+/// blktrace's DISCARD and FLUSH categories (blktrace.rs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlkOp {
+    /// REQ_OP_READ or REQ_OP_WRITE, as `dir` says.
+    Data,
+    /// REQ_OP_DISCARD (`dir` is Write): a trim's bio or request.
+    Discard,
+    /// REQ_OP_FLUSH: the flush request of blk-flush (`flush_rq`), no data.
+    Flush,
+    /// The empty REQ_PREFLUSH write bio of blkdev_issue_flush (`dir` is Write), and its
+    /// request.
+    Preflush,
 }
 
 /// The block-layer events blktrace records (include/uapi/linux/blktrace_api.h), at the

@@ -19,7 +19,7 @@
 use super::{Sim, Submission};
 use crate::engine::SimTime;
 use crate::host::block::{Bio, BioFate, ReqId};
-use crate::trace::{pid, BlkAction, TraceKind};
+use crate::trace::{pid, BlkAction, BlkOp, TraceKind};
 use crate::workload::Dir;
 
 /// BIO_MAX_PAGES × 4 KiB: larger sync direct I/O goes through `__blkdev_direct_IO`.
@@ -36,6 +36,11 @@ pub(super) struct PlugTrace {
     whole_call: bool,
     /// Requests added to the plug, with the bio that started each (for their I).
     reqs: Vec<(ReqId, Bio)>,
+    /// The flush request being submitted comes from blkdev_issue_flush's bio.
+    preflush: bool,
+    /// Flush requests whose empty REQ_PREFLUSH bio was traced (Q, G): their own C
+    /// follows the flush request's.
+    preflush_reqs: Vec<ReqId>,
 }
 
 impl Sim {
@@ -46,6 +51,23 @@ impl Sim {
     }
 
     fn blk_ev(&mut self, at: SimTime, req: Option<ReqId>, action: BlkAction, bio: &Bio, pid: u32) {
+        let op = if bio.discard {
+            BlkOp::Discard
+        } else {
+            BlkOp::Data
+        };
+        self.blk_ev_op(at, req, action, bio, op, pid);
+    }
+
+    fn blk_ev_op(
+        &mut self,
+        at: SimTime,
+        req: Option<ReqId>,
+        action: BlkAction,
+        bio: &Bio,
+        op: BlkOp,
+        pid: u32,
+    ) {
         self.tr(
             at,
             req,
@@ -54,6 +76,7 @@ impl Sim {
                 sector: bio.sector,
                 sectors: bio.sectors,
                 dir: bio.dir,
+                op,
                 cpu: bio.cpu,
                 pid,
             },
@@ -70,6 +93,7 @@ impl Sim {
                 sector: 0,
                 sectors: 0,
                 dir: Dir::Read,
+                op: BlkOp::Data,
                 cpu,
                 pid,
             },
@@ -157,6 +181,27 @@ impl Sim {
                     let Some(p) = self.bio_task(bio.io) else {
                         continue;
                     };
+                    if bio.sectors == 0 {
+                        // Only a flush request is made from an empty bio (submit_flush;
+                        // `submit` takes none), and its fate may be read after the
+                        // request is gone. blk-flush's flush request is never G'd or
+                        // inserted; the empty bio of blkdev_issue_flush is queued and
+                        // gets a request (blk_mq_make_request: Q, G; blk_insert_flush:
+                        // no I).
+                        if pl.preflush {
+                            self.blk_ev_op(at, None, BlkAction::Queue, &bio, BlkOp::Preflush, p);
+                            self.blk_ev_op(
+                                at,
+                                Some(req),
+                                BlkAction::GetRq,
+                                &bio,
+                                BlkOp::Preflush,
+                                p,
+                            );
+                            pl.preflush_reqs.push(req);
+                        }
+                        continue;
+                    }
                     self.blk_ev(at, Some(req), BlkAction::GetRq, &bio, p);
                     match plugged {
                         true if pl.active => {
@@ -209,6 +254,20 @@ impl Sim {
         self.blk_plug = pl;
     }
 
+    /// blkdev_issue_flush (an fsync's cache flush) for fio I/O `io` from `core`: its
+    /// empty REQ_PREFLUSH bio becomes blk-flush's flush request. Traced as the kernel
+    /// traces it: Q and G of the bio (WRITE|SYNC|PREFLUSH, blkparse's `FWS`), D and C of
+    /// the flush request (`FN`), then the C of the bio's own request, which
+    /// blk_flush_complete_seq ends (blk_mq_end_request) once the flush is done.
+    pub(super) fn submit_preflush(&mut self, now: SimTime, io: u32, core: u32) {
+        self.block.submit_flush(now, io, core);
+        if self.trace.is_some() {
+            self.blk_plug.preflush = true;
+            self.blk_fates(now, false);
+            self.blk_plug.preflush = false;
+        }
+    }
+
     /// D (`core`: the dispatching task's core) or C (on the request's CPU, in interrupt
     /// context) for request `r`.
     #[cold]
@@ -234,6 +293,18 @@ impl Sim {
             queued_at: q.bio_queued_at,
             discard: q.discard,
         };
-        self.blk_ev(at, Some(r), action, &bio, p);
+        // A flush request is blk-flush's flush_rq (REQ_OP_FLUSH), not a write.
+        let op = match (q.flush, q.discard) {
+            (true, _) => BlkOp::Flush,
+            (false, true) => BlkOp::Discard,
+            (false, false) => BlkOp::Data,
+        };
+        self.blk_ev_op(at, Some(r), action, &bio, op, p);
+        if action == BlkAction::Complete {
+            if let Some(i) = self.blk_plug.preflush_reqs.iter().position(|&x| x == r) {
+                self.blk_plug.preflush_reqs.swap_remove(i);
+                self.blk_ev_op(at, Some(r), action, &bio, BlkOp::Preflush, p);
+            }
+        }
     }
 }

@@ -1126,7 +1126,7 @@ impl Sim {
         let now = self.now;
         let core = self.threads[t as usize].core;
         let io = self.alloc_cache_io(t, Dir::Write, 0, 0, CacheIo::Flush);
-        self.block.submit_flush(now, io, core);
+        self.submit_preflush(now, io, core);
         self.buf.stats.flushes += 1;
         let cost = self.cfg.host.costs.block_submit_ns;
         self.threads[t as usize].stats.sys_ns += cost;
