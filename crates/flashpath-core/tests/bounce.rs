@@ -30,6 +30,7 @@ fn host(bounce: bool, driver: &str) -> HostConfig {
             request_ns: 0,
             sqs_idle_ns: 1_000,
             sqs_block_counter: 1,
+            halt_ns: None,
         });
     }
     h.memory = Some(MemoryConfig {

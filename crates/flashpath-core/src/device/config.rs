@@ -36,6 +36,41 @@ pub struct RawDeviceConfig {
     pub map_cache: Option<RawMapCache>,
     pub write_buffer: Option<RawWriteBuffer>,
     pub ftl: Option<RawFtl>,
+    /// eMMC erase parameters (`[ext_csd]`); optional, required by trims on an eMMC.
+    pub ext_csd: Option<RawExtCsd>,
+    /// UFS Block Limits VPD page (`[block_limits]`); optional, required by trims on UFS.
+    pub block_limits: Option<RawBlockLimits>,
+}
+
+/// The eMMC registers the Linux MMC core reads for discards (mmc.c mmc_decode_csd,
+/// mmc_decode_ext_csd; core.c mmc_init_erase, mmc_calc_max_discard): `[ext_csd]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawExtCsd {
+    /// EXT_CSD[175] ERASE_GROUP_DEF bit 0 as Linux reads it (0 or 1): 1 selects the
+    /// high-capacity erase groups and timeouts.
+    pub erase_group_def: Option<u32>,
+    /// EXT_CSD[224] HC_ERASE_GRP_SIZE: the high-capacity erase group in 512 KiB units.
+    pub hc_erase_grp_size: Option<u32>,
+    /// EXT_CSD[223] ERASE_TIMEOUT_MULT: an ERASE's timeout per erase group, × 300 ms.
+    pub erase_timeout_mult: Option<u32>,
+    /// EXT_CSD[232] TRIM_MULT: a TRIM's or DISCARD's timeout per erase group, × 300 ms.
+    pub trim_mult: Option<u32>,
+    /// CSD ERASE_GRP_SIZE (5 bits): with ERASE_GRP_MULT, the erase group used while
+    /// ERASE_GROUP_DEF is 0: (size + 1) × (mult + 1) sectors.
+    pub csd_erase_grp_size: Option<u32>,
+    /// CSD ERASE_GRP_MULT (5 bits).
+    pub csd_erase_grp_mult: Option<u32>,
+}
+
+/// The UFS logical unit's Block Limits VPD page (B0h) as the SCSI disk driver reads it
+/// (sd.c sd_read_block_limits): `[block_limits]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RawBlockLimits {
+    /// MAXIMUM UNMAP LBA COUNT (bytes 20-23), in logical blocks, 1..=FFFFFFFFh (0 means
+    /// UNMAP is not implemented: the disk driver would use WRITE SAME, not modelled).
+    pub max_unmap_lba_count: Option<u64>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -153,6 +188,30 @@ pub struct DeviceConfig {
     /// User capacity in bytes (a multiple of 512).
     pub capacity_bytes: u64,
     pub model: DeviceModel,
+    /// eMMC erase registers (`[ext_csd]`), if the preset gives them.
+    pub ext_csd: Option<ExtCsdErase>,
+    /// UFS Block Limits VPD values (`[block_limits]`), if the preset gives them.
+    pub block_limits: Option<UfsBlockLimits>,
+}
+
+/// The eMMC's erase registers, validated (`[ext_csd]`; field docs on `RawExtCsd`).
+/// The model is an eMMC 4.5+ part (EXT_CSD_REV >= 6, SEC_FEATURE_SUPPORT with
+/// SEC_GB_CL_EN): TRIM and DISCARD take TRIM_MULT's timeout (mmc_mmc_erase_timeout).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExtCsdErase {
+    pub erase_group_def: bool,
+    pub hc_erase_grp_size: u8,
+    pub erase_timeout_mult: u8,
+    pub trim_mult: u8,
+    pub csd_erase_grp_size: u8,
+    pub csd_erase_grp_mult: u8,
+}
+
+/// A UFS logical unit's Block Limits VPD page, validated (`[block_limits]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UfsBlockLimits {
+    /// MAXIMUM UNMAP LBA COUNT in 4 KiB logical blocks (at least 1).
+    pub max_unmap_lba_count: u32,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -262,6 +321,8 @@ impl DeviceConfig {
                 write_ns,
                 other_ns: 0,
             }),
+            ext_csd: None,
+            block_limits: None,
         }
     }
 
@@ -305,6 +366,8 @@ impl DeviceConfig {
             interface: Interface::Emmc,
             capacity_bytes,
             model: DeviceModel::PageMapped(Box::new(nand)),
+            ext_csd: None,
+            block_limits: None,
         }
     }
 
@@ -620,12 +683,93 @@ pub fn validate(raw: &RawDeviceConfig) -> Result<DeviceConfig, ConfigError> {
             ),
         ));
     }
+    let ext_csd = match &raw.ext_csd {
+        None => None,
+        Some(_) if interface != Interface::Emmc => {
+            return Err(ConfigError::new(
+                "ext_csd",
+                "is an eMMC register section; this device is not an eMMC",
+            ))
+        }
+        Some(e) => Some(validate_ext_csd(e)?),
+    };
+    let block_limits = match &raw.block_limits {
+        None => None,
+        Some(_) if interface != Interface::Ufs => {
+            return Err(ConfigError::new(
+                "block_limits",
+                "is a UFS (SCSI VPD) section; this device is not UFS",
+            ))
+        }
+        Some(b) => {
+            let v = *req(&b.max_unmap_lba_count, "block_limits.max_unmap_lba_count")?;
+            let max_unmap_lba_count = u32::try_from(v).map_err(|_| {
+                ConfigError::new(
+                    "block_limits.max_unmap_lba_count",
+                    format!("{v} does not fit the 32-bit VPD field"),
+                )
+            })?;
+            if max_unmap_lba_count == 0 {
+                return Err(ConfigError::new(
+                    "block_limits.max_unmap_lba_count",
+                    "0 (no UNMAP): sd_discard_mode would choose WRITE SAME, which is not modelled",
+                ));
+            }
+            Some(UfsBlockLimits {
+                max_unmap_lba_count,
+            })
+        }
+    };
     Ok(DeviceConfig {
         name: req(&raw.name, "name")?.clone(),
         description: req(&raw.description, "description")?.clone(),
         interface,
         capacity_bytes,
         model: DeviceModel::PageMapped(Box::new(nand)),
+        ext_csd,
+        block_limits,
+    })
+}
+
+fn validate_ext_csd(e: &RawExtCsd) -> Result<ExtCsdErase, ConfigError> {
+    let erase_group_def = match *req(&e.erase_group_def, "ext_csd.erase_group_def")? {
+        0 => false,
+        1 => true,
+        v => {
+            return Err(ConfigError::new(
+                "ext_csd.erase_group_def",
+                format!("{v} is not 0 or 1"),
+            ))
+        }
+    };
+    // A register byte: 0 (no high-capacity erase / no timeout given) is not modelled.
+    let byte = |field: &str, v: &Option<u32>| -> Result<u8, ConfigError> {
+        let v = *req(v, field)?;
+        if !(1..=255).contains(&v) {
+            return Err(ConfigError::new(
+                field,
+                format!("{v} is outside 1..=255 (an EXT_CSD byte; 0 is not modelled)"),
+            ));
+        }
+        Ok(v as u8)
+    };
+    let five_bits = |field: &str, v: &Option<u32>| -> Result<u8, ConfigError> {
+        let v = *req(v, field)?;
+        if v > 31 {
+            return Err(ConfigError::new(
+                field,
+                format!("{v} is outside 0..=31 (a 5-bit CSD field)"),
+            ));
+        }
+        Ok(v as u8)
+    };
+    Ok(ExtCsdErase {
+        erase_group_def,
+        hc_erase_grp_size: byte("ext_csd.hc_erase_grp_size", &e.hc_erase_grp_size)?,
+        erase_timeout_mult: byte("ext_csd.erase_timeout_mult", &e.erase_timeout_mult)?,
+        trim_mult: byte("ext_csd.trim_mult", &e.trim_mult)?,
+        csd_erase_grp_size: five_bits("ext_csd.csd_erase_grp_size", &e.csd_erase_grp_size)?,
+        csd_erase_grp_mult: five_bits("ext_csd.csd_erase_grp_mult", &e.csd_erase_grp_mult)?,
     })
 }
 

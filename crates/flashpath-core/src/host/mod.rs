@@ -7,6 +7,7 @@
 
 pub mod block;
 pub mod cpu;
+pub mod discard_limits;
 pub mod fs_config;
 pub mod page_cache;
 pub mod ufs_config;
@@ -209,6 +210,15 @@ pub struct MmcHostConfig {
     /// (mmc_queue_bounce_post). Requests are limited to the buffer (mmc_init_queue sets
     /// max_hw_sectors to it). `None`: the host maps the request's pages directly (ADMA).
     pub bounce_bytes: Option<u64>,
+    /// `mmc->max_busy_timeout` in ms, the longest R1b busy the host can wait for in
+    /// hardware (sdhci: the data timeout counter's maximum over the timeout clock);
+    /// 0: the host gives none. Optional (`mmc.max_busy_timeout`); trims on an eMMC
+    /// need it: mmc_calc_max_discard and mmc_do_erase's R1b/R1 choice use it.
+    pub max_busy_timeout_ms: Option<u32>,
+    /// MMC_CAP_NEED_RSP_BUSY: the host needs R1b responses (mmc_do_erase keeps R1b even
+    /// when the erase timeout exceeds max_busy_timeout). Optional (`mmc.need_rsp_busy`);
+    /// trims on an eMMC need it.
+    pub need_rsp_busy: Option<bool>,
 }
 
 /// The eMMC command queue engine of the host controller (CQHCI) and its driver
@@ -227,6 +237,10 @@ pub struct CqeHostConfig {
     /// SSC1.CBC: during a data transfer the CQE sends CMD13 (SQS) at data block
     /// BLOCK_CNT − CBC, so it knows the next task when the transfer ends.
     pub sqs_block_counter: u32,
+    /// `cqhci_off` before a discard's erase sequence: write CQHCI_HALT to CQHCI_CTL and
+    /// poll CQHCI_CTL until the halt bit reads back (with no task in flight, at once),
+    /// plus the host's `disable` hook. Optional (`cqe.halt`); trims on mmc-cqe need it.
+    pub halt_ns: Option<u64>,
 }
 
 impl CqeHostConfig {
@@ -467,6 +481,8 @@ pub struct RawCqe {
     pub request: String,
     pub sqs_idle: String,
     pub sqs_block_counter: u32,
+    #[serde(default)]
+    pub halt: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -518,6 +534,10 @@ pub struct RawMmc {
     pub always_defer_done: bool,
     #[serde(default)]
     pub bounce_buffer: Option<String>,
+    #[serde(default)]
+    pub max_busy_timeout: Option<String>,
+    #[serde(default)]
+    pub need_rsp_busy: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -540,6 +560,26 @@ pub(crate) fn cost(field: &str, s: &str) -> Result<u64, ConfigError> {
         ));
     }
     Ok(v)
+}
+
+/// `mmc.max_busy_timeout`: whole milliseconds (the kernel's unit), 0 for none.
+fn busy_timeout_ms(s: &str) -> Result<u32, ConfigError> {
+    const FIELD: &str = "mmc.max_busy_timeout";
+    let ns = ns_field(FIELD, s)?;
+    if ns % 1_000_000 != 0 {
+        return Err(ConfigError::new(
+            FIELD,
+            format!("{s} is not whole milliseconds (mmc->max_busy_timeout is in ms)"),
+        ));
+    }
+    let ms = ns / 1_000_000;
+    if ms > 3_600_000 {
+        return Err(ConfigError::new(
+            FIELD,
+            format!("{s} is absurd for a host's busy timeout (over 1 h)"),
+        ));
+    }
+    Ok(ms as u32)
 }
 
 impl RawHost {
@@ -652,6 +692,11 @@ impl RawHost {
                     Some(b)
                 }
             },
+            max_busy_timeout_ms: match &m.max_busy_timeout {
+                None => None,
+                Some(v) => Some(busy_timeout_ms(v)?),
+            },
+            need_rsp_busy: m.need_rsp_busy,
         };
         let b = &self.bus;
         let data_bytes_per_s = rate_field("bus.data_rate", &b.data_rate)?;
@@ -702,6 +747,10 @@ impl RawHost {
                     request_ns: cost("cqe.request", &c.request)?,
                     sqs_idle_ns,
                     sqs_block_counter: c.sqs_block_counter,
+                    halt_ns: match &c.halt {
+                        None => None,
+                        Some(v) => Some(cost("cqe.halt", v)?),
+                    },
                 })
             }
         };
@@ -780,6 +829,8 @@ impl HostConfig {
                 cmd23: true,
                 always_defer_done: false,
                 bounce_bytes: None,
+                max_busy_timeout_ms: None,
+                need_rsp_busy: None,
             },
             bus: BusConfig {
                 mode: "ideal".into(),

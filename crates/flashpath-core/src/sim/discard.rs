@@ -8,13 +8,15 @@
 //!  kblockd: queue_rq ── MMC_ISSUE_SYNC ── mmc_blk_wait_for_idle ─┐
 //!     legacy: mmc_blk_rw_wait(NULL): the request on the bus ends (CMD13, post, end)
 //!     hsq:    mmc_hsq_wait_for_idle: the software queue drains
-//!     cqe:    cqhci_wait_for_idle: every task completes; then cqhci_off (CQHCI_HALT)
+//!     cqe:    cqhci_wait_for_idle: every task completes; then cqhci_off (CQHCI_HALT,
+//!             poll CQHCI_CTL: the host preset's `cqe.halt`)
 //!                                                                 ▼
 //!  mmc_erase → mmc_do_erase, each a synchronous command from the dispatcher
 //!  (issue, response, interrupt, wake-up):
 //!     CMD35 ERASE_GROUP_START (from) ─ CMD36 ERASE_GROUP_END (to) ─ CMD38 ERASE (arg)
 //!     CMD38 has an R1b response: DAT0 busy while the device unmaps (its `Done`);
-//!     busy-detecting hosts take the busy-end interrupt, others poll CMD13 (as a write)
+//!     busy-detecting hosts take the busy-end interrupt, others poll CMD13 (as a write);
+//!     R1 (timeout above max_busy_timeout, see below): CMD13 polling on every host
 //!  blk_mq_end_request inline; queue_rq returns; the dispatcher goes on
 //!  cqe: the next cqhci_request clears the halt (the queue resumes)
 //! ```
@@ -23,33 +25,31 @@
 //! EXT_CSD feature support), TRIM (0x1) before. No other command or data uses the bus
 //! while the sequence runs: the dispatcher is inside queue_rq and the host is idle.
 //!
-//! max_discard_sectors (mmc_queue_setup_discard → mmc_calc_max_discard): hosts with a
-//! busy timeout (SDHCI's max_busy_timeout) fit one erase group's TRIM/DISCARD timeout
-//! (300 ms × EXT_CSD TRIM_MULT per group) in the budget, so max_discard is one erase
-//! group and mmc_erase splits a range crossing an erase-group boundary in two
-//! mmc_do_erase sequences (`card->eg_boundary`). The erase group is 512 KiB here
-//! (HC_ERASE_GRP_SIZE = 1, the common value of eMMC 5.1 parts: an estimate, the
-//! presets do not name one). UFS (sd.c sd_config_discard, UNMAP): the device's Block
-//! Limits VPD MAXIMUM UNMAP LBA COUNT, capped at SD_MAX_WS16_BLOCKS (0x7fffff blocks of
-//! 4 KiB); taken as that cap (estimate).
+//! max_discard_sectors and discard_granularity come from the device's registers and
+//! the host's busy timeout as the kernel computes them (`host/discard_limits.rs`: MMC
+//! mmc_queue_setup_discard → mmc_calc_max_discard; UFS sd_config_discard from the Block
+//! Limits VPD page). A discard longer than max_discard_sectors is split where
+//! blk_bio_discard_split splits it (granularity-aligned). mmc_erase issues one
+//! mmc_do_erase per request, two when the card can fit only one erase group in the
+//! host's busy timeout (card->eg_boundary) and the range crosses a group boundary.
+//! CMD38 is R1b unless its erase timeout (TRIM_MULT × 300 ms per group touched)
+//! exceeds the host's max_busy_timeout on a host without MMC_CAP_NEED_RSP_BUSY: then R1,
+//! and the core polls for the end of busy (CMD13, as on hosts without busy detection)
+//! even where the host could detect busy itself.
 //!
-//! Leaves out: discard_granularity alignment of the bios (fio's trims are block-size
-//! aligned), secure discard / secure trim, REQ_OP_WRITE_ZEROES, the INAND CMD38 quirk,
+//! Leaves out: secure discard / secure trim, REQ_OP_WRITE_ZEROES, the INAND CMD38 quirk,
 //! the erase-group alignment of MMC_ERASE_ARG (never chosen for eMMC 4.5+).
 //! Units: ns, 512-byte sectors.
 
 use super::{Ev, Sim};
+use crate::device::config::Interface;
 use crate::device::{self, DevCommand, DevOp};
 use crate::engine::SimTime;
 use crate::host::block::ReqId;
+use crate::host::discard_limits::{self as lim, MmcDiscardLimits};
 use crate::host::DriverKind;
 use crate::trace::{Ctx, TraceKind};
 use crate::workload::{Dir, Submission, Trim};
-
-/// The eMMC erase group: 512 KiB (HC_ERASE_GRP_SIZE 1; estimate, see the module doc).
-pub const MMC_ERASE_GROUP_SECTORS: u64 = 1024;
-/// UFS: SD_MAX_WS16_BLOCKS (0x7fffff) logical blocks of 4 KiB, in 512-byte sectors.
-pub const UFS_MAX_UNMAP_SECTORS: u64 = 0x7f_ffff * 8;
 
 #[derive(Clone, Copy, Debug)]
 pub(super) enum DiscardEv {
@@ -69,6 +69,8 @@ struct Active {
     end: u64,
     /// End of the mmc_do_erase in progress (exclusive).
     to: u64,
+    /// CMD38 of the mmc_do_erase in progress has an R1b response (else R1).
+    r1b: bool,
 }
 
 #[derive(Default)]
@@ -79,16 +81,75 @@ pub(super) struct DiscardState {
     active: Option<Active>,
     /// mmc-cqe: the engine is halted (cqhci_off ran; no cqhci_request since).
     cqe_halted: bool,
+    /// The queue's discard_granularity, sectors (0: none).
+    granularity: u32,
+    /// The MMC core's discard limits (eMMC devices whose preset gives `[ext_csd]`).
+    mmc: Option<MmcDiscardLimits>,
 }
 
-/// The queue's max_discard_sectors for the run's driver and device.
-pub(super) fn max_discard_sectors(cfg: &super::SimConfig) -> u32 {
-    use crate::device::config::Interface;
-    match cfg.device.interface {
-        Interface::Emmc => MMC_ERASE_GROUP_SECTORS as u32,
-        Interface::Ufs => UFS_MAX_UNMAP_SECTORS as u32,
+impl DiscardState {
+    /// blk_bio_discard_split: the next discard request's length (sectors) of the
+    /// `remaining` sectors at `sector`, under `max` sectors.
+    pub(super) fn split(&self, sector: u64, remaining: u64, max: u64) -> u64 {
+        lim::discard_split(sector, remaining, max as u32, self.granularity)
+    }
+
+    /// The discard requests a trim of `len` bytes at `offset` becomes.
+    pub(super) fn pieces(&self, offset: u64, len: u64, max_bytes: u64) -> u32 {
+        lim::discard_pieces(
+            offset / 512,
+            len / 512,
+            (max_bytes / 512) as u32,
+            self.granularity,
+        )
+    }
+}
+
+/// The queue's discard limits for the run's device and host: (max_discard_sectors,
+/// discard_granularity, the MMC core's limits), or why they cannot be computed.
+fn limits(cfg: &super::SimConfig) -> Result<(u32, u32, Option<MmcDiscardLimits>), String> {
+    let dev = &cfg.device;
+    match dev.interface {
+        Interface::Emmc => {
+            let Some(card) = &dev.ext_csd else {
+                return Err(format!(
+                    "device '{}' has no [ext_csd] section (erase group, TRIM_MULT...): the MMC core derives max_discard_sectors from it",
+                    dev.name
+                ));
+            };
+            let m = &cfg.host.mmc;
+            let (Some(busy), Some(need_r1b)) = (m.max_busy_timeout_ms, m.need_rsp_busy) else {
+                return Err(format!(
+                    "host '{}' lacks mmc.max_busy_timeout or mmc.need_rsp_busy: mmc_calc_max_discard and mmc_do_erase need them",
+                    cfg.host.name
+                ));
+            };
+            let l = lim::mmc_discard_limits(card, dev.capacity_bytes, busy, need_r1b);
+            Ok((l.max_discard, l.granularity, Some(l)))
+        }
+        Interface::Ufs => match &dev.block_limits {
+            Some(b) => Ok((
+                lim::ufs_max_discard_sectors(b.max_unmap_lba_count),
+                lim::UFS_LOGICAL_BLOCK_SECTORS,
+                None,
+            )),
+            None => Err(format!(
+                "device '{}' has no [block_limits] section (MAXIMUM UNMAP LBA COUNT): sd_config_discard takes max_discard_sectors from it",
+                dev.name
+            )),
+        },
         // SD erase (CMD32/33/38) is not modelled: trims on SD are refused.
-        Interface::Sd => 0,
+        Interface::Sd => Ok((0, 0, None)),
+    }
+}
+
+/// `Sim::new`: the queue's discard limits (none when the presets lack them: then the
+/// run has no trims, `check` saw to it).
+pub(super) fn setup(sim: &mut Sim) {
+    if let Ok((max, granularity, mmc)) = limits(&sim.cfg) {
+        sim.block.set_max_discard_sectors(max);
+        sim.disc.granularity = granularity;
+        sim.disc.mmc = mmc;
     }
 }
 
@@ -101,6 +162,21 @@ pub(super) fn check(cfg: &super::SimConfig) -> Result<(), String> {
                 j.name,
                 cfg.driver.name()
             ));
+        }
+        let (max, _, _) = limits(cfg).map_err(|e| format!("job '{}': {e}", j.name))?;
+        if max == 0 {
+            return Err(format!(
+                "job '{}': the device takes no discards (max_discard_sectors 0)",
+                j.name
+            ));
+        }
+        if let DriverKind::MmcCqe { .. } = cfg.driver {
+            if cfg.host.cqe.as_ref().and_then(|c| c.halt_ns).is_none() {
+                return Err(format!(
+                    "job '{}': host '{}' has no cqe.halt (cqhci_off before the erase sequence)",
+                    j.name, cfg.host.name
+                ));
+            }
         }
         if !j.direct {
             return Err(format!(
@@ -123,10 +199,11 @@ impl Sim {
         let now = self.now;
         match e {
             DiscardEv::Cmd38Response(r) => {
-                if self.cfg.host.mmc.busy_detect {
+                let a = self.discard_active(r);
+                if self.cfg.host.mmc.busy_detect && a.r1b {
                     return; // the busy-end interrupt follows (BusyIrq)
                 }
-                let core = self.discard_active(r).core;
+                let core = a.core;
                 // Command-complete interrupt at the R1 response; then CMD13 polling until
                 // the card leaves the programming state (mmc_poll_for_busy).
                 let mut t = self.irq_run(now, self.cfg.host.costs.irq_ns, r);
@@ -188,11 +265,10 @@ impl Sim {
         };
         if let DriverKind::MmcCqe { .. } = self.cfg.driver {
             // __mmc_start_request of CMD35: cqhci_off writes CQHCI_HALT and polls for
-            // the halt (immediate with no task in flight). Its register work is costed
-            // like a request start (estimate).
-            t = self
-                .cpu
-                .run_kernel(core, t, self.cfg.host.mmc.start_ns, "cqhci off");
+            // the halt (immediate with no task in flight): `cqe.halt`.
+            let halt = self.cfg.host.cqe.as_ref().and_then(|c| c.halt_ns);
+            let halt = halt.expect("cqe.halt (checked before the run)");
+            t = self.cpu.run_kernel(core, t, halt, "cqhci off");
             self.disc.cqe_halted = true;
             self.tr(t, Some(r), TraceKind::CqeHalted);
         }
@@ -242,13 +318,18 @@ impl Sim {
                 ctx: Ctx::Task,
             },
         );
-        let to = erase_end(from, end);
+        let l = self
+            .disc
+            .mmc
+            .expect("MMC discard limits (checked before the run)");
+        let to = l.first_erase_end(from, end);
         self.disc.active = Some(Active {
             req: r,
             core,
             from,
             end,
             to,
+            r1b: l.discard_uses_r1b(from, to),
         });
         self.discard_do_erase(at);
     }
@@ -295,7 +376,7 @@ impl Sim {
         }
         self.dev_ready_at[i] = at;
         self.tr(at, Some(r), TraceKind::DeviceDone);
-        if self.cfg.host.mmc.busy_detect {
+        if self.cfg.host.mmc.busy_detect && self.discard_active(r).r1b {
             let t = self.irq_run(at, self.cfg.host.costs.irq_ns, r);
             self.q.push(t, Ev::Discard(DiscardEv::BusyIrq(r)));
         }
@@ -306,8 +387,13 @@ impl Sim {
     fn discard_erase_done(&mut self, at: SimTime, r: ReqId) {
         let mut a = self.discard_active(r);
         if a.to < a.end {
+            // mmc_erase's second mmc_do_erase: the rest of the range.
             a.from = a.to;
-            a.to = erase_end(a.from, a.end);
+            a.to = a.end;
+            a.r1b = self
+                .disc
+                .mmc
+                .is_some_and(|l| l.discard_uses_r1b(a.from, a.to));
             self.disc.active = Some(a);
             return self.discard_do_erase(at);
         }
@@ -316,11 +402,4 @@ impl Sim {
         let t = self.cpu.run_kernel(a.core, at, cost, "discard end");
         self.q.push(t, Ev::DispPosted(Some(r)));
     }
-}
-
-/// The end of the mmc_do_erase starting at `from` within `..end`: mmc_erase splits a
-/// range that crosses an erase-group boundary when one group fits the busy timeout.
-fn erase_end(from: u64, end: u64) -> u64 {
-    let boundary = (from / MMC_ERASE_GROUP_SECTORS + 1) * MMC_ERASE_GROUP_SECTORS;
-    end.min(boundary)
 }

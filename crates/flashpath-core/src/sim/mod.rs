@@ -437,8 +437,7 @@ impl Sim {
             now: 0,
             cfg,
         };
-        let max_discard = discard::max_discard_sectors(&sim.cfg);
-        sim.block.set_max_discard_sectors(max_discard);
+        discard::setup(&mut sim);
         if instant_pre {
             for j in precondition_jobs(&sim.cfg.jobs) {
                 sim.dev.precondition(j.offset / 512, j.size / 512);
@@ -809,7 +808,11 @@ impl Sim {
             } else {
                 max_bytes
             };
-            let nbios = spec.len.div_ceil(max_bytes) as u32;
+            let nbios = if spec.trim {
+                self.disc.pieces(spec.offset, spec.len, max_discard_bytes)
+            } else {
+                spec.len.div_ceil(max_bytes) as u32
+            };
             if let Submission::Async { .. } = submission {
                 cost += c_syscall;
             }
@@ -895,7 +898,11 @@ impl Sim {
                 self.blk_io_start(t, picked.len(), len);
             }
             while sector < end {
-                let n = (end - sector).min(max_sectors) as u32;
+                let n = if discard {
+                    self.disc.split(sector, end - sector, max_sectors)
+                } else {
+                    (end - sector).min(max_sectors)
+                } as u32;
                 let bio = Bio {
                     io,
                     dir,

@@ -91,6 +91,14 @@ cases = {
  "device-copy-rate-tiny": setv(D, "write_buffer.copy_rate", '"10KB/s"'),
  "device-gc-threshold-one": setv(D, "ftl.gc_threshold_blocks", "1"),
  "device-unknown-gc-copy": setv(D, "ftl.gc_copy", '"dma"'),
+ # device: ext_csd (discard registers)
+ "device-erase-group-def-two": setv(D, "ext_csd.erase_group_def", "2"),
+ "device-hc-erase-grp-size-zero": setv(D, "ext_csd.hc_erase_grp_size", "0"),
+ "device-trim-mult-above-byte": setv(D, "ext_csd.trim_mult", "256"),
+ "device-erase-timeout-mult-string": setv(D, "ext_csd.erase_timeout_mult", '"1"'),
+ "device-csd-erase-grp-mult-above-5-bits": setv(D, "ext_csd.csd_erase_grp_mult", "32"),
+ "device-missing-trim-mult": drop(D, "ext_csd.trim_mult"),
+ "device-unknown-field-in-ext-csd": add_after(D, "ext_csd.trim_mult", "sec_trim_mult = 2"),
  # device: structure
  "device-unknown-top-level-field": add_after(D, "interface", 'vendor = "acme"'),
  "device-unknown-field-in-nand": add_after(D, "nand.t_erase", 't_read_fast = "20us"'),
@@ -135,6 +143,10 @@ cases = {
  "host-ncr-clocks-absurd": setv(H, "bus.ncr_clocks", "5000"),
  "host-bounce-buffer-below-max-sectors": add_after(H, "mmc.cmd23", 'bounce_buffer = "64KiB"'),
  "host-bounce-buffer-odd-size": add_after(H, "mmc.cmd23", 'bounce_buffer = "1000B"'),
+ "host-max-busy-timeout-not-whole-ms": setv(H, "mmc.max_busy_timeout", '"10.5ms"'),
+ "host-max-busy-timeout-2h": setv(H, "mmc.max_busy_timeout", '"7200s"'),
+ "host-max-busy-timeout-unitless": setv(H, "mmc.max_busy_timeout", '"10737"'),
+ "host-need-rsp-busy-not-bool": setv(H, "mmc.need_rsp_busy", '"no"'),
  # host: structure
  "host-wrong-kind": setv(H, "kind", '"device"'),
  "host-unknown-top-level-field": add_after(H, "kind", 'vendor = "unisoc"'),
