@@ -103,6 +103,9 @@ impl Precondition {
 pub fn instant_hardware(host: &mut crate::host::HostConfig, device: &mut DeviceConfig) {
     let mut d = DeviceConfig::ideal(device.capacity_bytes, 0);
     d.interface = device.interface;
+    // The card's registers stay: the kernel derives the queue's discard limits from them.
+    d.ext_csd = device.ext_csd;
+    d.block_limits = device.block_limits;
     d.name = format!("{} (instant)", device.name);
     *device = d;
     let fast = u64::MAX / 4;
