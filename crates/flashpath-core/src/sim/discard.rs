@@ -88,6 +88,13 @@ pub(super) struct DiscardState {
 }
 
 impl DiscardState {
+    /// Whether request `r` is the discard whose erase sequence runs (its CMD38 busy is
+    /// the device's `Done` for it).
+    #[inline]
+    pub(super) fn erasing(&self, r: ReqId) -> bool {
+        self.active.is_some_and(|a| a.req == r)
+    }
+
     /// blk_bio_discard_split: the next discard request's length (sectors) of the
     /// `remaining` sectors at `sector`, under `max` sectors.
     pub(super) fn split(&self, sector: u64, remaining: u64, max: u64) -> u64 {

@@ -636,7 +636,7 @@ impl Sim {
                 device::Output::Done { tag, .. } if tag == rtsx::STOP_TAG => {
                     self.rtsx_stop_answered(at);
                 }
-                device::Output::Done { tag, .. } if self.block.req(tag).discard => {
+                device::Output::Done { tag, .. } if self.disc.erasing(tag) => {
                     self.discard_busy_end(tag, at);
                 }
                 device::Output::Done { tag, .. } => {
@@ -805,13 +805,9 @@ impl Sim {
                 break;
             }
             let spec = th.src.next_io();
-            let max_bytes = if spec.trim {
-                // __blkdev_issue_discard: bios of at most max_discard_sectors.
-                max_discard_bytes
-            } else {
-                max_bytes
-            };
             let nbios = if spec.trim {
+                // __blkdev_issue_discard and blk_bio_discard_split: pieces of at most
+                // max_discard_sectors, granularity-aligned.
                 self.disc.pieces(spec.offset, spec.len, max_discard_bytes)
             } else {
                 spec.len.div_ceil(max_bytes) as u32
