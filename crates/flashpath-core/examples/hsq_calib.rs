@@ -103,5 +103,10 @@ fn main() {
             res.system.bus_busy_ns as f64 / sim * 100.0,
             cores.join(" ")
         );
+        let d = &res.system.device;
+        println!(
+            "           device: read slots {} page-reg hits {} nand reads {} map miss {} buf hits {}",
+            d.host_read_slots, d.page_register_hits, d.nand_page_reads, d.map_misses, d.buffer_read_hits
+        );
     }
 }

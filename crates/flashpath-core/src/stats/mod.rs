@@ -105,6 +105,8 @@ pub struct SystemStats {
     pub device_host_read_bytes: u64,
     /// The page cache, writeback and flushes (buffered jobs and the sync family).
     pub cache: crate::sim::CacheStats,
+    /// The device's own counters at the end of the run (including any preconditioning).
+    pub device: crate::device::DeviceStats,
 }
 
 /// Everything a run produced.
