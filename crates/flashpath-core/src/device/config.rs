@@ -117,6 +117,10 @@ pub struct RawController {
     pub fw_per_command: Option<String>,
     /// Additional firmware time per 4 KiB of data in the command, e.g. "1us".
     pub fw_per_4kib: Option<String>,
+    /// Whether a read command whose page a die's page register still holds (from an
+    /// earlier command, with no program, erase or map read on the die since) is served
+    /// from the register without an array read (tR). Firmware-specific.
+    pub reuse_page_register: Option<bool>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -249,6 +253,10 @@ pub struct NandDeviceConfig {
     pub cache_program: bool,
     pub fw_per_command_ns: u64,
     pub fw_per_4kib_ns: u64,
+    /// A read command is served from a page register that still holds its page from an
+    /// earlier command (no tR); false: every command reads the array (a read of several
+    /// planes of one row within a command still shares one tR).
+    pub reuse_page_register: bool,
     pub map_entries_per_segment: u32,
     pub map_entry_bytes: u64,
     pub map_cache_bytes: u64,
@@ -346,6 +354,7 @@ impl DeviceConfig {
             cache_program: false,
             fw_per_command_ns: 10_000,
             fw_per_4kib_ns: 1_000,
+            reuse_page_register: true,
             map_entries_per_segment: 1024,
             map_entry_bytes: 4,
             map_cache_bytes: 16 * 4096,
@@ -547,6 +556,7 @@ pub fn validate(raw: &RawDeviceConfig) -> Result<DeviceConfig, ConfigError> {
         0,
         NS_PER_MS,
     )?;
+    let reuse_page_register = *req(&c.reuse_page_register, "controller.reuse_page_register")?;
 
     let m = req(&raw.map_cache, "map_cache")?;
     let map_entries_per_segment = positive(
@@ -660,6 +670,7 @@ pub fn validate(raw: &RawDeviceConfig) -> Result<DeviceConfig, ConfigError> {
         cache_program: n.cache_program.unwrap_or(false),
         fw_per_command_ns,
         fw_per_4kib_ns,
+        reuse_page_register,
         map_entries_per_segment,
         map_entry_bytes,
         map_cache_bytes,

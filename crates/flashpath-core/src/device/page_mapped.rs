@@ -28,7 +28,9 @@
 //!   treated as covering all of it (no read-modify-write), and counted.
 //! - An array read loads one plane's page register; a command that reads another plane
 //!   of the same row right after shares that tR (a multi-plane read). The registers
-//!   keep the last page read per plane until a program, erase or map read uses the die.
+//!   keep the last page read per plane until a program, erase or map read uses the die;
+//!   a later command finds its page there (no tR) only if the preset's
+//!   `controller.reuse_page_register` says the firmware trusts them across commands.
 //!   No cache read, no program/erase suspend, no read retry.
 //! - Host data is programmed one row per die at a time; the drain goes to the next die
 //!   in round-robin order and waits for it if it is busy, skipping only a die that has
@@ -588,6 +590,11 @@ impl PageMappedDevice {
         let (first, end) = Self::lpn_range(&cmd);
         let n = end - first;
         self.stats.host_read_slots += n as u64;
+        if !self.c.reuse_page_register {
+            // The firmware reads the array for every command: no register is trusted
+            // from an earlier one.
+            self.page_reg.fill(NONE);
+        }
         let (_, t0) = self.ctrl.book(from, fw);
         let mut first_ready = None;
         let mut last_ready = t0;
@@ -1345,6 +1352,59 @@ mod tests {
                 }
             )]
         );
+        assert_eq!(d.stats().page_register_hits, 1);
+    }
+
+    #[test]
+    fn without_register_reuse_every_command_reads_the_array() {
+        let mut cfg = DeviceConfig::small_test_device();
+        if let DeviceModel::PageMapped(n) = &mut cfg.model {
+            n.reuse_page_register = false;
+        }
+        let mut d = PageMappedDevice::new(cfg.nand().unwrap(), cfg.capacity_bytes);
+        let mut out = Outbox::new();
+        // 32 KiB = one row: LPN 0-3 on plane 0, LPN 4-7 on plane 1 of die 0.
+        d.handle(0, cmd(1, DevOp::Write, 0, 64), &mut out);
+        let (timers, _) = out.drain();
+        let timers: Vec<_> = timers.collect();
+        for (t, i) in timers {
+            d.handle(t, i, &mut out);
+        }
+        out.clear();
+        let t1 = 2_000_000;
+        d.handle(t1, cmd(2, DevOp::Read, 0, 8), &mut out);
+        let r = t1 + FW + FW4K + LOOKUP + TR + X4K;
+        assert_eq!(
+            out.emits(),
+            &[(
+                r,
+                Output::ReadReady {
+                    tag: 2,
+                    last_ready: r
+                }
+            )]
+        );
+        out.clear();
+        // LPN 1, same page, next command: the register is not trusted, tR again.
+        d.handle(r, cmd(3, DevOp::Read, 8, 8), &mut out);
+        let r2 = r + FW + FW4K + LOOKUP + TR + X4K;
+        assert_eq!(
+            out.emits(),
+            &[(
+                r2,
+                Output::ReadReady {
+                    tag: 3,
+                    last_ready: r2
+                }
+            )]
+        );
+        out.clear();
+        assert_eq!(d.stats().page_register_hits, 0);
+        assert_eq!(d.stats().nand_page_reads, 2);
+        // One command over both planes of the row still shares one tR (multi-plane).
+        let t3 = 3_000_000;
+        d.handle(t3, cmd(4, DevOp::Read, 24, 16), &mut out);
+        assert_eq!(d.stats().nand_page_reads, 3);
         assert_eq!(d.stats().page_register_hits, 1);
     }
 

@@ -538,6 +538,7 @@ impl Sim {
         self.sys.merges = self.block.merges;
         self.buf_finish();
         self.sys.cache = std::mem::take(&mut self.buf.stats);
+        self.sys.device = self.dev.stats().clone();
         let prefill = self.prefill;
         RunResult {
             jobs: self
@@ -1171,10 +1172,11 @@ impl Sim {
         th.state = ThreadState::Running;
         th.stats.ctx += 1;
         // The thread wakes on its own core, not where select_idle_sibling would put it
-        // (`wake_thread`, used by the buffered path). Known inaccuracy: placement
-        // decides which lockstep threads share a software queue and so how much they
-        // merge, and the hsq sequential calibration rests on this placement (see the
-        // caveat at the top of jobs/hsq/reproductions.toml).
+        // (`wake_thread`, used by the buffered path). Known inaccuracy: without an
+        // elevator, placement decides which lockstep threads share a software queue and
+        // so how much they merge (with mq-deadline, as on the hsq board, any queued
+        // request is a candidate and placement does not matter for merging; see the
+        // notes at the top of jobs/hsq/reproductions.toml).
         let cost = wakeup + if sync { ret } else { reap };
         let end = self.cpu.run_l(th.core, now, cost, "wakeup+return");
         self.q.push(end, Ev::ThreadRun(t));

@@ -83,6 +83,8 @@ cases = {
  "device-channel-rate-not-per-second": setv(D, "nand.channel_rate", '"400MB"'),
  "device-channel-rate-zero": setv(D, "nand.channel_rate", '"0MB/s"'),
  "device-fw-per-command-2s": setv(D, "controller.fw_per_command", '"2s"'),
+ "device-missing-reuse-page-register": drop(D, "controller.reuse_page_register"),
+ "device-reuse-page-register-not-bool": setv(D, "controller.reuse_page_register", "\"no\""),
  # device: map cache, buffer, ftl
  "device-map-segment-larger-than-page": setv(D, "map_cache.entries_per_segment", "1000000"),
  "device-map-entry-size-zero": setv(D, "map_cache.entry_size", '"0B"'),
