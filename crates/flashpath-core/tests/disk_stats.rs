@@ -138,3 +138,63 @@ fn preconditioning_is_outside_the_window() {
     assert_eq!(d.at_ns, r.jobs[0].end_ns - pre.at_ns);
     assert!(pre.at_ns > 0 && pre.at_ns <= r.jobs[0].start_ns);
 }
+
+mod block_level {
+    use flashpath_core::host::block::{Bio, BlockLayer};
+    use flashpath_core::host::Scheduler;
+    use flashpath_core::workload::Dir;
+
+    fn bio(io: u32, sector: u64, discard: bool) -> Bio {
+        Bio {
+            io,
+            dir: Dir::Write,
+            sector,
+            sectors: 8,
+            cpu: 0,
+            queued_at: 0,
+            discard,
+        }
+    }
+
+    #[test]
+    fn flushes_count_as_writes_discards_apart_request_merges_count_none() {
+        let mut b = BlockLayer::new(Scheduler::MqDeadline, 16, 512 * 1024);
+        b.set_max_discard_sectors(1024);
+        b.submit(10, bio(1, 0, false)); // X [0,8), G at 10
+        b.submit(20, bio(2, 16, false)); // Y [16,24)
+        b.submit(30, bio(3, 8, false)); // back merge into X, which then absorbs Y
+        b.submit(30, bio(4, 100, true)); // discard D
+        b.submit(30, bio(5, 108, true)); // merges into D
+        b.submit_flush(40, 6, 0); // 5.4: REQ_OP_WRITE|REQ_PREFLUSH, a write
+        let mut ios = Vec::new();
+        let mut done = Vec::new();
+        while let Some(id) = b.dispatch(50) {
+            done.push(id);
+        }
+        assert_eq!(done.len(), 3);
+        for (k, id) in done.into_iter().enumerate() {
+            b.complete(100 + k as u64 * 10, id, &mut ios);
+        }
+        let d = b.disk_stats(1000);
+        // Bio merges only (X+Y is a request merge), the discard's counted as a write.
+        assert_eq!(d.merges, [0, 2]);
+        assert_eq!(b.merges, 3);
+        // The data request and the flush; the discard is STAT_DISCARD.
+        assert_eq!(d.ios, [0, 2]);
+        // Busy from the first G (10) to the last completion (120), nothing after.
+        assert_eq!(d.io_ticks_ns, 110);
+        assert_eq!(d.at_ns, 1000);
+    }
+
+    #[test]
+    fn a_snapshot_counts_busy_time_up_to_now() {
+        let mut b = BlockLayer::new(Scheduler::None, 16, 512 * 1024);
+        b.submit(5, bio(1, 0, false));
+        assert_eq!(b.disk_stats(25).io_ticks_ns, 20);
+        let id = b.dispatch(25).unwrap();
+        let mut ios = Vec::new();
+        b.complete(45, id, &mut ios);
+        let d = b.disk_stats(100);
+        assert_eq!((d.io_ticks_ns, d.ticks_ns[1], d.ios[1]), (40, 40, 1));
+    }
+}
