@@ -75,7 +75,8 @@ const MODELLED: &[&str] = &[
     "sync",
     // posix_fadvise advice, which shapes buffered readahead (sim/buffered.rs).
     "fadvise_hint",
-    // Only controls whether fio prints disk statistics; flashpath prints none.
+    // Whether fio prints the disk's statistics (report::disk_util): printed when any
+    // job keeps the default disk_util=1.
     "disk_util",
 ];
 
@@ -87,6 +88,8 @@ pub struct Plan {
     pub jobs: Vec<JobConfig>,
     pub metas: Vec<JobMeta>,
     pub global_options: Vec<(String, String)>,
+    /// Print fio's "Disk stats" (some job has disk_util=1, fio's default).
+    pub disk_util: bool,
 }
 
 fn size_bytes(spec: SizeSpec, capacity: u64, what: &str, job: &Job) -> Result<u64> {
@@ -375,6 +378,7 @@ pub fn plan(inv: &Invocation, dev: &DeviceConfig) -> Result<Plan> {
         jobs,
         metas,
         global_options,
+        disk_util: inv.jobs.iter().any(|j| j.options.disk_util),
     })
 }
 

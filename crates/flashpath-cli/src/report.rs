@@ -2,9 +2,10 @@
 //! unchanged (ns), runtimes become ms, bandwidth samples are fio's KiB/s per 500 ms
 //! window (bwavgtime), IOPS samples per window likewise.
 
-use flashpath_core::stats::{JobStats, RunResult, Span, BW_INTERVAL_NS};
+use flashpath_core::host::block::{DiskStats, KERNEL_HZ};
+use flashpath_core::stats::{JobStats, RunResult, Span, SystemStats, BW_INTERVAL_NS};
 use flashpath_fio::report::model::{
-    Ddir, IoStat, JobHeader, JobReport, LatStat, LatencyBuckets, RunReport, UnifiedRw,
+    Ddir, DiskUtil, IoStat, JobHeader, JobReport, LatStat, LatencyBuckets, RunReport, UnifiedRw,
 };
 
 /// What the report needs to know about a job beyond what the simulator measured.
@@ -107,4 +108,28 @@ pub fn build(
         rep.jobs.push(jr);
     }
     rep
+}
+
+/// fio's disk statistics of the simulated disk `name`: the difference of its two samples
+/// of the stat file (diskutil.c), each field as diskstats_show prints it: request times
+/// in ms rounded down from ns (div_u64(nsecs, NSEC_PER_MSEC)), time_in_queue from
+/// jiffies (jiffies_to_msecs), io_ticks in ms rounded down; util against the ms fio's
+/// clock saw pass between the samples.
+pub fn disk_util(name: &str, sys: &SystemStats) -> DiskUtil {
+    let (a, b) = (&sys.disk_start, &sys.disk_end);
+    let ms = |ns: u64| ns / 1_000_000;
+    let diff = |f: fn(&DiskStats) -> u64| f(b) - f(a);
+    let in_queue = |d: &DiskStats| d.time_in_queue_jiffies * (1000 / KERNEL_HZ);
+    let io_ticks_ms = ms(b.io_ticks_ns) - ms(a.io_ticks_ns);
+    DiskUtil {
+        name: name.to_string(),
+        read_ios: diff(|d| d.ios[0]),
+        write_ios: diff(|d| d.ios[1]),
+        read_merges: diff(|d| d.merges[0]),
+        write_merges: diff(|d| d.merges[1]),
+        read_ticks: ms(b.ticks_ns[0]) - ms(a.ticks_ns[0]),
+        write_ticks: ms(b.ticks_ns[1]) - ms(a.ticks_ns[1]),
+        in_queue: in_queue(b) - in_queue(a),
+        util: DiskUtil::util_from_ticks(io_ticks_ms, ms(b.at_ns - a.at_ns)),
+    }
 }

@@ -240,7 +240,11 @@ pub fn fio_command(args: &[String]) -> Result<()> {
     if let Some(trace) = &trace {
         outputs.write(trace, driver)?;
     }
-    let rep = report::build(&plan.metas, &result, plan.global_options);
+    let mut rep = report::build(&plan.metas, &result, plan.global_options);
+    if plan.disk_util {
+        let name = BlkDevice::for_driver(driver).name;
+        rep.disk_util.push(report::disk_util(name, &result.system));
+    }
     let mut out: Box<dyn Write> = match &inv.output {
         Some(p) => Box::new(std::io::BufWriter::new(
             std::fs::File::create(p)

@@ -685,6 +685,21 @@ impl Sim {
         self.thread_run(t);
     }
 
+    /// fio's disk statistics samples: once preconditioning is over, and at the end.
+    fn disk_sample(&mut self, t: u32) {
+        let now = self.now;
+        if (t as usize) < self.prefill
+            && self.threads[..self.prefill]
+                .iter()
+                .all(|x| x.state == ThreadState::Finished)
+        {
+            self.sys.disk_start = self.block.disk_stats(now);
+        }
+        if self.unfinished == 0 {
+            self.sys.disk_end = self.block.disk_stats(now);
+        }
+    }
+
     fn job_done_issuing(&self, t: u32) -> bool {
         let th = &self.threads[t as usize];
         let cfg = &self.cfg.jobs[th.cfg];
@@ -1039,6 +1054,7 @@ impl Sim {
         th.stats.end_ns = now;
         th.stats.runtime_ns = now.saturating_sub(th.measure_start);
         self.unfinished -= 1;
+        self.disk_sample(t);
         // Stonewall: the next group starts when every earlier job has finished.
         let all_before_done = |sim: &Sim, upto: usize| {
             sim.threads[..upto]

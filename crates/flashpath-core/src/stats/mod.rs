@@ -107,6 +107,11 @@ pub struct SystemStats {
     pub cache: crate::sim::CacheStats,
     /// The device's own counters at the end of the run (including any preconditioning).
     pub device: crate::device::DeviceStats,
+    /// The disk's block-layer accounting (/sys/block/<disk>/stat) as fio samples it:
+    /// when the reported jobs are set up (after any preconditioning) and when the last
+    /// of them finishes. fio's disk statistics are the difference.
+    pub disk_start: crate::host::block::DiskStats,
+    pub disk_end: crate::host::block::DiskStats,
 }
 
 /// Everything a run produced.
