@@ -1181,6 +1181,23 @@ mod tests {
         PageMappedDevice::new(cfg.nand().unwrap(), cfg.capacity_bytes)
     }
 
+    /// Delivers the timers the device set (one round: programs, drains).
+    fn run_timers(d: &mut PageMappedDevice, out: &mut Outbox<Input, Output>) {
+        let (timers, _) = out.drain();
+        let timers: Vec<_> = timers.collect();
+        for (t, i) in timers {
+            d.handle(t, i, out);
+        }
+    }
+
+    /// The device emitted exactly one ReadReady for `tag`, all its data ready at `t`.
+    fn assert_read_ready(out: &Outbox<Input, Output>, tag: u32, t: SimTime) {
+        assert_eq!(
+            out.emits(),
+            &[(t, Output::ReadReady { tag, last_ready: t })]
+        );
+    }
+
     fn cmd(tag: u32, op: DevOp, lba: u64, sectors: u32) -> Input {
         Input::Command(DevCommand {
             tag,
@@ -1197,30 +1214,12 @@ mod tests {
         d.handle(1_000, cmd(7, DevOp::Read, 0, 8), &mut out);
         // Map miss: tR + 4 KiB segment over the channel, then the lookup; no data read.
         let t = 1_000 + FW + FW4K + TR + X4K + LOOKUP;
-        assert_eq!(
-            out.emits(),
-            &[(
-                t,
-                Output::ReadReady {
-                    tag: 7,
-                    last_ready: t
-                }
-            )]
-        );
+        assert_read_ready(&out, 7, t);
         assert!(out.timers().is_empty());
         out.clear();
         d.handle(t, cmd(8, DevOp::Read, 8, 8), &mut out);
         let t2 = t + FW + FW4K + LOOKUP;
-        assert_eq!(
-            out.emits(),
-            &[(
-                t2,
-                Output::ReadReady {
-                    tag: 8,
-                    last_ready: t2
-                }
-            )]
-        );
+        assert_read_ready(&out, 8, t2);
         assert_eq!((d.stats().map_misses, d.stats().map_hits), (1, 1));
     }
 
@@ -1314,44 +1313,17 @@ mod tests {
         assert!(tmap < t1);
         d.handle(t1, cmd(3, DevOp::Read, 0, 8), &mut out);
         let r = t1 + FW + FW4K + LOOKUP + TR + X4K;
-        assert_eq!(
-            out.emits(),
-            &[(
-                r,
-                Output::ReadReady {
-                    tag: 3,
-                    last_ready: r
-                }
-            )]
-        );
+        assert_read_ready(&out, 3, r);
         out.clear();
         // LPN 1 sits in the same 16 KiB page: the page register still holds it.
         d.handle(r, cmd(4, DevOp::Read, 8, 8), &mut out);
         let r2 = r + FW + FW4K + LOOKUP + X4K;
-        assert_eq!(
-            out.emits(),
-            &[(
-                r2,
-                Output::ReadReady {
-                    tag: 4,
-                    last_ready: r2
-                }
-            )]
-        );
+        assert_read_ready(&out, 4, r2);
         out.clear();
         // LPN 4 is on the other plane: a new array read.
         d.handle(r2, cmd(5, DevOp::Read, 32, 8), &mut out);
         let r3 = r2 + FW + FW4K + LOOKUP + TR + X4K;
-        assert_eq!(
-            out.emits(),
-            &[(
-                r3,
-                Output::ReadReady {
-                    tag: 5,
-                    last_ready: r3
-                }
-            )]
-        );
+        assert_read_ready(&out, 5, r3);
         assert_eq!(d.stats().page_register_hits, 1);
     }
 
@@ -1365,39 +1337,17 @@ mod tests {
         let mut out = Outbox::new();
         // 32 KiB = one row: LPN 0-3 on plane 0, LPN 4-7 on plane 1 of die 0.
         d.handle(0, cmd(1, DevOp::Write, 0, 64), &mut out);
-        let (timers, _) = out.drain();
-        let timers: Vec<_> = timers.collect();
-        for (t, i) in timers {
-            d.handle(t, i, &mut out);
-        }
+        run_timers(&mut d, &mut out);
         out.clear();
         let t1 = 2_000_000;
         d.handle(t1, cmd(2, DevOp::Read, 0, 8), &mut out);
         let r = t1 + FW + FW4K + LOOKUP + TR + X4K;
-        assert_eq!(
-            out.emits(),
-            &[(
-                r,
-                Output::ReadReady {
-                    tag: 2,
-                    last_ready: r
-                }
-            )]
-        );
+        assert_read_ready(&out, 2, r);
         out.clear();
         // LPN 1, same page, next command: the register is not trusted, tR again.
         d.handle(r, cmd(3, DevOp::Read, 8, 8), &mut out);
         let r2 = r + FW + FW4K + LOOKUP + TR + X4K;
-        assert_eq!(
-            out.emits(),
-            &[(
-                r2,
-                Output::ReadReady {
-                    tag: 3,
-                    last_ready: r2
-                }
-            )]
-        );
+        assert_read_ready(&out, 3, r2);
         out.clear();
         assert_eq!(d.stats().page_register_hits, 0);
         assert_eq!(d.stats().nand_page_reads, 2);
@@ -1416,16 +1366,7 @@ mod tests {
         out.clear();
         d.handle(50_000, cmd(2, DevOp::Read, 80, 8), &mut out);
         let t = 50_000 + FW + FW4K;
-        assert_eq!(
-            out.emits(),
-            &[(
-                t,
-                Output::ReadReady {
-                    tag: 2,
-                    last_ready: t
-                }
-            )]
-        );
+        assert_read_ready(&out, 2, t);
         assert_eq!(d.stats().buffer_read_hits, 1);
         assert_eq!(d.stats().map_hits + d.stats().map_misses, 0);
     }
@@ -1435,11 +1376,7 @@ mod tests {
         let mut d = dev();
         let mut out = Outbox::new();
         d.handle(0, cmd(1, DevOp::Write, 0, 64), &mut out);
-        let (timers, _) = out.drain();
-        let timers: Vec<_> = timers.collect();
-        for (t, i) in timers {
-            d.handle(t, i, &mut out);
-        }
+        run_timers(&mut d, &mut out);
         out.clear();
         // LPN 1 rewritten: its newest data waits in the buffer.
         d.handle(1_000_000, cmd(2, DevOp::Write, 8, 8), &mut out);
@@ -1622,11 +1559,7 @@ mod tests {
         let mut out = Outbox::new();
         // One full row (LPN 0..8) goes to NAND; LPN 8 stays waiting in the buffer.
         d.handle(0, cmd(1, DevOp::Write, 0, 72), &mut out);
-        let (timers, _) = out.drain();
-        let timers: Vec<_> = timers.collect();
-        for (t, i) in timers {
-            d.handle(t, i, &mut out);
-        }
+        run_timers(&mut d, &mut out);
         out.clear();
         let t = 2_000_000;
         d.handle(t, cmd(2, DevOp::Discard, 0, 72), &mut out);
@@ -1649,16 +1582,7 @@ mod tests {
         // Reading discarded data costs only firmware and the map lookup.
         d.handle(done, cmd(3, DevOp::Read, 0, 8), &mut out);
         let r = done + FW + FW4K + LOOKUP;
-        assert_eq!(
-            out.emits(),
-            &[(
-                r,
-                Output::ReadReady {
-                    tag: 3,
-                    last_ready: r
-                }
-            )]
-        );
+        assert_read_ready(&out, 3, r);
         // A flush has nothing left to program: the dead slot is dropped.
         out.clear();
         d.handle(r, cmd(4, DevOp::Flush, 0, 0), &mut out);
@@ -1708,16 +1632,7 @@ mod tests {
         d.handle(t, cmd(9, DevOp::Read, 8192 + 16, 8), &mut out);
         assert_eq!(d.stats().map_misses, 1);
         let r = t + FW + FW4K + TR + X4K + LOOKUP + TR + X4K;
-        assert_eq!(
-            out.emits(),
-            &[(
-                r,
-                Output::ReadReady {
-                    tag: 9,
-                    last_ready: r
-                }
-            )]
-        );
+        assert_read_ready(&out, 9, r);
     }
 
     #[test]
