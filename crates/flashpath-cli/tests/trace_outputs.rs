@@ -3,23 +3,12 @@
 //! and NAND tracks never hold two overlapping slices; both are deterministic; bad paths
 //! are one-line errors.
 
+mod common;
+
+use common::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn flashpath(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_flashpath"))
-        .args(args)
-        .output()
-        .expect("run flashpath")
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("flashpath-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
+use std::process::Command;
 
 /// Random 4 KiB and sequential 64 KiB reads and writes, libaio with batched submission
 /// (one plug) and psync, four threads on four cores: bios merge, plugs flush.
@@ -128,20 +117,6 @@ fn own_means_from_trace(timeline: &Value) -> (f64, f64, f64) {
     assert!(pending_q.is_empty() && issued.is_empty());
     let mean = |v: &Vec<u64>| v.iter().sum::<u64>() as f64 / v.len() as f64;
     (mean(&d2c_bio), mean(&d2c_req), mean(&q2c))
-}
-
-fn have(tool: &str) -> bool {
-    Command::new(tool).arg("-V").output().is_ok()
-}
-
-/// btt's "All Devices" table: (AVG in ns, N) of a row.
-fn btt_row(text: &str, row: &str) -> (f64, u64) {
-    let line = text
-        .lines()
-        .find(|l| l.split_whitespace().next() == Some(row))
-        .unwrap_or_else(|| panic!("no {row} row in btt's output:\n{text}"));
-    let f: Vec<&str> = line.split_whitespace().collect();
-    (f[2].parse::<f64>().unwrap() * 1e9, f[4].parse().unwrap())
 }
 
 #[test]

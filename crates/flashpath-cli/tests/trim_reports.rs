@@ -4,32 +4,12 @@
 //! files; `compare` has fio's third direction, trim, in its table and JSON; `analyze`
 //! counts the trims and says so.
 
+mod common;
+
+use common::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn flashpath(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_flashpath"))
-        .args(args)
-        .output()
-        .expect("run flashpath")
-}
-
-fn ok(o: &Output) -> String {
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("flashpath-trimrep-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn have(tool: &str) -> bool {
-    Command::new(tool).arg("-V").output().is_ok()
-}
+use std::process::Command;
 
 // blktrace_api.h categories, in the upper 16 bits of `action`.
 const TC_READ: u32 = 1 << 16;
@@ -104,15 +84,6 @@ fn btt(dir: &Path) -> String {
     ok(&o)
 }
 
-/// btt's N of an "All Devices" row.
-fn btt_n(text: &str, row: &str) -> u64 {
-    let line = text
-        .lines()
-        .find(|l| l.split_whitespace().next() == Some(row))
-        .unwrap_or_else(|| panic!("no {row} row in btt's output:\n{text}"));
-    line.split_whitespace().nth(4).unwrap().parse().unwrap()
-}
-
 #[test]
 fn blktrace_marks_discards_as_the_kernel_does() {
     let dir = scratch("bt");
@@ -177,8 +148,8 @@ fn blktrace_marks_discards_as_the_kernel_does() {
     assert_eq!(ev.len() as u64, 5 * (trims + writes), "{ev:?}");
     // btt pairs every bio, trims included, with its request's completion.
     let text = btt(&bt);
-    assert_eq!(btt_n(&text, "Q2C"), trims + writes, "{text}");
-    assert_eq!(btt_n(&text, "D2C"), trims + writes, "{text}");
+    assert_eq!(btt_row_n(&text, "Q2C"), trims + writes, "{text}");
+    assert_eq!(btt_row_n(&text, "D2C"), trims + writes, "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -266,7 +237,7 @@ fn blktrace_shows_an_fsync_cache_flush_as_the_kernel_does() {
     let write_qs = ev.iter().filter(|(a, r)| a == "Q" && r == "WS").count() as u64;
     assert!(write_qs > 0);
     let text = btt(&bt);
-    assert_eq!(btt_n(&text, "Q2C"), write_qs, "{text}");
+    assert_eq!(btt_row_n(&text, "Q2C"), write_qs, "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -398,4 +369,9 @@ fn analyze_counts_trims_and_says_so() {
         "{text}"
     );
     assert!(!text.contains("no I/O measured"), "{text}");
+}
+
+/// btt's N of an "All Devices" row.
+fn btt_row_n(text: &str, row: &str) -> u64 {
+    btt_row(text, row).1
 }
