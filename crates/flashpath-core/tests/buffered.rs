@@ -268,6 +268,36 @@ fn fsync_on_direct_io_only_flushes() {
 }
 
 #[test]
+fn a_card_with_its_cache_off_gets_flushes_that_send_no_command() {
+    // The eMMC queue declares a write cache for any card with reliable write
+    // (MMC_BLK_REL_WR), so fsync sends flush requests even to a write-through card;
+    // mmc_flush_cache finds CACHE_CTRL off and sends nothing: the legacy and hsq
+    // drivers end each flush inline (MMC_ISSUE_SYNC) with no bus command.
+    const WT: &str = include_str!("../../../presets/devices/emmc51-hs400-8g.toml");
+    let sys = common::system(&format!("{}{MEMORY}", bare(SHIPPED_HOST)), WT);
+    for driver in ["mmc-legacy", "mmc-hsq"] {
+        let mut j = JobConfig::simple("d", Pattern::Sequential, 0, 4 * KIB, 32 * 4 * KIB);
+        j.fsync_every = 8;
+        let drv = DriverKind::parse(driver).unwrap();
+        let (tr, r) = common::traced(sys.clone(), drv, vec![j], false);
+        assert_eq!(r.jobs[0].sync_lat_ns.len(), 4, "{driver}");
+        assert_eq!(r.system.cache.flushes, 4, "{driver}");
+        assert!(tr.commands(6).is_empty(), "{driver}: no CMD6 FLUSH_CACHE");
+        // Nothing on the bus but the 32 writes' CMD23 + CMD25 and their CMD13 polls.
+        assert_eq!(tr.commands(25).len(), 32, "{driver}");
+        // Each flush is a request of its own, started and completed without hardware:
+        // its fsync takes less than one 4 KiB write does.
+        let write = r.jobs[0].dirs[1].lat.mean();
+        for &s in &r.jobs[0].sync_lat_ns {
+            assert!(
+                (s as f64) < write,
+                "{driver}: fsync {s} ns, write {write} ns"
+            );
+        }
+    }
+}
+
+#[test]
 fn buffered_runs_are_deterministic() {
     let jobs = || {
         let mut w = buffered(0, 16 * KIB, 24 * MIB);

@@ -208,6 +208,7 @@ fn stop_after_a_write_commits_the_buffer() {
         op: DevOp::Write,
         lba: 0,
         sectors: 32,
+        fua: false,
     };
     d.handle(0, Input::Command(w), &mut out);
     let ack = out.emits()[0].0;

@@ -153,7 +153,8 @@ pub struct RawWriteBuffer {
     /// "write-back" (default): a write is done once its data is in the buffer (a volatile
     /// cache the host flushes). "write-through": a write is done only once its data is
     /// programmed (an eMMC with CACHE_CTRL off, or firmware that programs before it
-    /// releases busy); the host sees no volatile cache and sends no flushes.
+    /// releases busy): no volatile cache, so a flush programs nothing (an eMMC host's
+    /// flush request sends no command; a UFS host sends none).
     pub mode: Option<String>,
 }
 

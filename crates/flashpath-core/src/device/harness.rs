@@ -57,6 +57,7 @@ impl Harness {
                 op,
                 lba,
                 sectors,
+                fua: false,
             }),
         );
         loop {

@@ -11,6 +11,7 @@
 //!   into the device. The device emits `Output::Done { tag }` when it has accepted the
 //!   data (busy released on DAT0): after firmware work and, if the write buffer is
 //!   full, after space has been freed by the background drain.
+//!   A write with `fua` (reliable write / FUA) is done only once its data is programmed.
 //! - Flush / Discard: `Output::Done` when finished.
 //! - SD multi-block streams (open-ended CMD18/CMD25 closed by CMD12; `Input::Continue`,
 //!   `Input::Stop`): a read or write `Command` opens a stream; `Continue` carries the
@@ -102,6 +103,11 @@ pub struct DevCommand {
     pub lba: Lba,
     /// Length in 512-byte sectors (0 for Flush).
     pub sectors: u32,
+    /// A write that must be in non-volatile storage before it is done: the host's
+    /// REQ_FUA as an eMMC reliable write (CMD23 bit 31; mmc_blk_rw_rq_prep `do_rel_wr`,
+    /// or the CQE task descriptor's REL_WRITE) or a SCSI WRITE(10) with FUA (UFS). The
+    /// device holds busy until the data is programmed, as in write-through mode.
+    pub fua: bool,
 }
 
 /// How a command ended (fio counts non-Ok like `err=`).

@@ -55,6 +55,11 @@
 //!   when it is full. GC and host data use separate open blocks per die.
 //! - Writes are admitted to the buffer one at a time, in arrival order; a write whose
 //!   data arrives during another's admission waits in `write_queue` (UFS queues them).
+//! - A write is done once its data is in the buffer, except in write-through mode and
+//!   for a FUA write (eMMC reliable write, CMD23 bit 31, which JEDEC forces past the
+//!   cache to non-volatile storage; SCSI FUA on UFS): those are done once the buffer is
+//!   clean, i.e. once their data and everything buffered before it is programmed (the
+//!   buffer drains in arrival order; a partial row goes out padded, as for a flush).
 //! - No SLC cache, no wear levelling beyond FIFO reuse of erased blocks, no power loss.
 //!
 //! Units: ns, bytes. No randomness.
@@ -78,6 +83,8 @@ struct ActiveWrite {
     ready: SimTime,
     /// Set while waiting for buffer space: since when.
     stalled_since: Option<SimTime>,
+    /// Done only once programmed (write-through mode, or a reliable/FUA write).
+    through: bool,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -125,8 +132,9 @@ pub struct PageMappedDevice {
     write_queue: std::collections::VecDeque<ActiveWrite>,
     /// A flush waiting for the buffer to drain: (tag, firmware done).
     flush: Option<(u32, SimTime)>,
-    /// Write-through: writes whose data is in the buffer, done once it is programmed
-    /// (tag, data in).
+    /// Write-through writes and FUA (reliable) writes whose data is in the buffer, done
+    /// once the buffer is clean, i.e. their data and all buffered before it is
+    /// programmed (tag, data in).
     programming_writes: Vec<(u32, SimTime)>,
     buffer_data_ready: SimTime,
     /// When the last read's data was all ready (an SD stream continues reading from there).
@@ -401,6 +409,7 @@ impl PageMappedDevice {
                     op: DevOp::Flush,
                     lba: 0,
                     sectors: 0,
+                    fua: false,
                 };
                 self.flush_cmd(now, cmd, out)
             }
@@ -744,6 +753,7 @@ impl PageMappedDevice {
             end,
             ready: t,
             stalled_since: None,
+            through: self.c.write_through || cmd.fua,
         };
         if self.active_write.is_some() {
             self.write_queue.push_back(w);
@@ -790,7 +800,7 @@ impl PageMappedDevice {
                     // Waited from when the data could have gone in until the last space freed.
                     self.stats.write_stall_ns += now.saturating_sub(since);
                 }
-                if self.c.write_through {
+                if aw.through {
                     // Busy until the data is in NAND: the partial row goes out padded.
                     self.programming_writes.push((aw.tag, aw.ready));
                 } else {
@@ -1204,6 +1214,7 @@ mod tests {
             op,
             lba,
             sectors,
+            fua: false,
         })
     }
 
@@ -1480,19 +1491,12 @@ mod tests {
         assert_eq!(d.stats().write_stall_ns, p0 - copied);
     }
 
-    #[test]
-    fn write_through_write_is_done_once_its_data_is_programmed() {
-        let mut cfg = DeviceConfig::small_test_device();
-        let DeviceModel::PageMapped(n) = &mut cfg.model else {
-            unreachable!()
-        };
-        n.write_through = true;
-        let mut d = PageMappedDevice::new(cfg.nand().unwrap(), cfg.capacity_bytes);
+    /// One 4 KiB write at LBA 0 that the device must program before it is done (sent
+    /// at 0 with `input`): in the buffer after fw + copy but not done; its partial row
+    /// goes out padded at once, as for a flush, and it is done when the program ends.
+    fn assert_done_once_programmed(mut d: PageMappedDevice, input: Input) {
         let mut out = Outbox::new();
-        // One 4 KiB write: in the buffer after fw + copy, but not done: its partial row
-        // goes out padded at once, as for a flush, and the write is done when the
-        // program ends.
-        d.handle(0, cmd(1, DevOp::Write, 0, 8), &mut out);
+        d.handle(0, input, &mut out);
         let copied = FW + FW4K + COPY4K;
         let p = copied + X4K + TPROG;
         assert!(out.emits().is_empty(), "not done before the program");
@@ -1510,6 +1514,79 @@ mod tests {
             )]
         );
         assert_eq!(d.stats().padding_slots, 7);
+        assert!(d.is_quiescent());
+    }
+
+    #[test]
+    fn write_through_write_is_done_once_its_data_is_programmed() {
+        let mut cfg = DeviceConfig::small_test_device();
+        let DeviceModel::PageMapped(n) = &mut cfg.model else {
+            unreachable!()
+        };
+        n.write_through = true;
+        let d = PageMappedDevice::new(cfg.nand().unwrap(), cfg.capacity_bytes);
+        assert_done_once_programmed(d, cmd(1, DevOp::Write, 0, 8));
+    }
+
+    #[test]
+    fn a_fua_write_on_a_write_back_device_is_done_once_programmed() {
+        // A reliable write (eMMC CMD23 bit 31) or SCSI FUA write bypasses the volatile
+        // buffer's early Done: the device answers as in write-through mode.
+        let fua = Input::Command(DevCommand {
+            tag: 1,
+            op: DevOp::Write,
+            lba: 0,
+            sectors: 8,
+            fua: true,
+        });
+        assert_done_once_programmed(dev(), fua);
+    }
+
+    #[test]
+    fn a_fua_write_waits_for_the_data_buffered_before_it() {
+        // A plain write is done from the buffer; a FUA write after it is done once the
+        // buffer is clean: both 4 KiB units go out in one padded row.
+        let mut d = dev();
+        let mut out = Outbox::new();
+        d.handle(0, cmd(1, DevOp::Write, 0, 8), &mut out);
+        let copied = FW + FW4K + COPY4K;
+        assert_eq!(
+            out.emits(),
+            &[(
+                copied,
+                Output::Done {
+                    tag: 1,
+                    status: DevStatus::Ok
+                }
+            )]
+        );
+        out.clear();
+        let fua = Input::Command(DevCommand {
+            tag: 2,
+            op: DevOp::Write,
+            lba: 8,
+            sectors: 8,
+            fua: true,
+        });
+        d.handle(copied, fua, &mut out);
+        assert!(out.emits().is_empty(), "not done before the program");
+        let (timers, _) = out.drain();
+        let timers: Vec<_> = timers.collect();
+        assert_eq!(timers.len(), 1);
+        let (p, input) = timers[0];
+        assert!(p >= copied + FW + FW4K + COPY4K + TPROG);
+        d.handle(p, input, &mut out);
+        assert_eq!(
+            out.emits(),
+            &[(
+                p,
+                Output::Done {
+                    tag: 2,
+                    status: DevStatus::Ok
+                }
+            )]
+        );
+        assert_eq!(d.stats().padding_slots, 6, "one row: both units and 6 pads");
         assert!(d.is_quiescent());
     }
 

@@ -69,16 +69,18 @@
 //! **fsync / fdatasync** (blkdev_fsync: filemap_write_and_wait_range, then
 //! blkdev_issue_flush; datasync makes no difference on a block device): the caller writes
 //! the dirty pages of the range (one pass, as bios from its own core), waits until every
-//! writeback bio submitted up to then has ended, then, if the device has a volatile write
-//! cache, sends a flush request (REQ_OP_FLUSH) and waits for it: on eMMC (mmc-legacy,
-//! mmc-hsq) CMD6 SWITCH FLUSH_CACHE with an R1b busy, polled like a write's (the kernel's
-//! mmc_blk_issue_flush runs it synchronously in the dispatcher after waiting for the
-//! request in flight; here it goes through the driver's normal start/IRQ/CMD13 path,
-//! which also starts it only once the previous request is off the card); on UFS a
-//! SYNCHRONIZE CACHE command UPIU without data; on mmc-cqe a DCMD behind a queue
-//! barrier (sim/cqe.rs; hosts without a DCMD slot: an error). An eMMC or UFS device
-//! with a write buffer has one (the kernel enables the eMMC cache when CACHE_SIZE > 0);
-//! an SD card has
+//! writeback bio submitted up to then has ended, then, if the queue has a write cache
+//! (`queue_cache`), sends a flush request (REQ_OP_FLUSH) and waits for it: on eMMC
+//! (mmc-legacy, mmc-hsq) CMD6 SWITCH FLUSH_CACHE with an R1b busy, polled like a write's
+//! (the kernel's mmc_blk_issue_flush runs it synchronously in the dispatcher after
+//! waiting for the request in flight; here it goes through the driver's normal
+//! start/IRQ/CMD13 path, which also starts it only once the previous request is off the
+//! card); on UFS a SYNCHRONIZE CACHE command UPIU without data; on mmc-cqe a DCMD behind
+//! a queue barrier (sim/cqe.rs; hosts without a DCMD slot: an error). The eMMC queue has
+//! a write cache whenever the card does reliable writes, even with its cache off
+//! (write-through preset): then mmc_flush_cache sends nothing and the legacy and hsq
+//! drivers end the flush inline, after waiting for idle (MMC_ISSUE_SYNC, sim/discard.rs).
+//! A UFS queue has one when the device has a write-back buffer (WCE); an SD card's has
 //! none here (blk_queue_write_cache only when the card reports a cache, which the modelled
 //! kernels' SD path does not) so the flush is dropped as generic_make_request_checks does.
 //! fio's fsync=N issues it after every N writes once the writes in flight have completed;
@@ -126,6 +128,9 @@ pub(super) enum CacheIo {
     Flush,
     /// A journal write or the flush of a commit (sim/journal.rs).
     Journal,
+    /// The commit block written REQ_FUA on a queue with native FUA (sim/journal.rs):
+    /// the driver sends it as a reliable write (eMMC) or with the FUA bit (UFS).
+    JournalFua,
 }
 
 #[derive(Debug)]
@@ -345,7 +350,7 @@ pub(super) fn check(cfg: &super::SimConfig) -> Result<(), String> {
             ));
         }
         let syncs = j.fsync_every > 0 || j.end_fsync || j.o_sync;
-        if syncs && volatile_cache(cfg) {
+        if syncs && queue_cache(cfg).write_cache {
             match cfg.driver {
                 DriverKind::MmcLegacy
                 | DriverKind::MmcHsq { .. }
@@ -367,10 +372,57 @@ pub(super) fn check(cfg: &super::SimConfig) -> Result<(), String> {
     Ok(())
 }
 
-/// The device has a volatile write cache the kernel flushes: an eMMC (or UFS) with a
-/// write-back buffer, or the ideal device. A write-through device has none (the kernel
-/// leaves the queue without a write cache and drops the flush).
-pub(super) fn volatile_cache(cfg: &super::SimConfig) -> bool {
+/// The write cache flags the kernel gives the device's queue (blk_queue_write_cache(q,
+/// write_cache, fua)): with `write_cache` the block layer keeps REQ_PREFLUSH and sends
+/// flush requests to the driver; with `fua` a REQ_FUA write goes to the driver as such,
+/// without it the flush sequence emulates FUA with a flush after the write. Without
+/// `write_cache` both flags are dropped (generic_make_request_checks).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct QueueCache {
+    pub write_cache: bool,
+    pub fua: bool,
+}
+
+/// The queue's write cache flags for this device and host:
+/// - eMMC (drivers/mmc/core/block.c mmc_blk_alloc_req): a card with reliable write
+///   (EXT_CSD REL_WR_SEC_C or WR_REL_PARAM EN_REL_WR, which every eMMC 4.3+ part
+///   reports; flashpath assumes every modelled eMMC does) behind a host with CMD23
+///   (MMC_BLK_CMD23) gets MMC_BLK_REL_WR and both flags, whether or not its cache is on:
+///   so from 2.6.39 through 6.x. REQ_FUA writes become reliable writes. From 5.18 a
+///   card whose cache is on gets `write_cache` without CMD23 too (taken here for every
+///   host: no shipped eMMC host lacks CMD23).
+/// - UFS (drivers/scsi/sd.c sd_set_flush_flag): `write_cache` from the caching mode
+///   page's WCE bit (the device has a write-back buffer), `fua` from DPOFUA, which UFS
+///   devices report (JESD220 supports FUA in WRITE(10); estimate that every modelled
+///   part sets it).
+/// - SD cards: none (the modelled kernels declare no cache for SD).
+pub(super) fn queue_cache(cfg: &super::SimConfig) -> QueueCache {
+    let cache_on = device_cache_on(cfg);
+    match cfg.device.interface {
+        Interface::Emmc => {
+            let rel_wr = cfg.host.mmc.cmd23;
+            QueueCache {
+                write_cache: rel_wr || cache_on,
+                fua: rel_wr,
+            }
+        }
+        Interface::Ufs => QueueCache {
+            write_cache: cache_on,
+            fua: cache_on,
+        },
+        Interface::Sd => QueueCache {
+            write_cache: false,
+            fua: false,
+        },
+    }
+}
+
+/// The device holds written data in a volatile cache that a flush must program: an
+/// eMMC (CACHE_CTRL on: the kernel enables the cache when CACHE_SIZE > 0) or UFS
+/// device with a write-back buffer, or the ideal device. A write-through device has
+/// none; on eMMC its flush is then a no-op in the driver (mmc_flush_cache sends CMD6
+/// FLUSH_CACHE only while the cache is on).
+pub(super) fn device_cache_on(cfg: &super::SimConfig) -> bool {
     match cfg.device.interface {
         Interface::Emmc | Interface::Ufs => match &cfg.device.model {
             DeviceModel::PageMapped(n) => n.write_buffer_bytes > 0 && !n.write_through,
@@ -1102,7 +1154,8 @@ impl Sim {
                         let post = self.now - i;
                         self.threads[t as usize].stats.spans.record_io(p, h, post);
                     }
-                    let barrier = volatile_cache(&self.cfg) && !self.jbd_will_send_barrier(tid);
+                    let barrier =
+                        queue_cache(&self.cfg).write_cache && !self.jbd_will_send_barrier(tid);
                     set(self, tid, FsyncPhase::Commit { barrier });
                     self.jbd_start_commit(tid, t);
                     return self.buf_sleep(t);
@@ -1114,9 +1167,9 @@ impl Sim {
         }
     }
 
-    /// The end of an fsync: blkdev_issue_flush if the device has a volatile cache.
+    /// The end of an fsync: blkdev_issue_flush if the queue has a write cache.
     fn fsync_flush(&mut self, t: u32) {
-        if !volatile_cache(&self.cfg) {
+        if !queue_cache(&self.cfg).write_cache {
             return self.buf_op_done(t);
         }
         // blkdev_issue_flush: an empty REQ_PREFLUSH bio, a flush request.
@@ -1221,7 +1274,7 @@ impl Sim {
                     self.kick(self.cfg.host.irq_core);
                 }
             }
-            CacheIo::Journal => self.jbd_io_done(),
+            CacheIo::Journal | CacheIo::JournalFua => self.jbd_io_done(),
             CacheIo::None => unreachable!("a fio I/O is not a cache I/O"),
         }
     }
@@ -1347,6 +1400,7 @@ impl Sim {
             op: crate::device::DevOp::Flush,
             lba: 0,
             sectors: 0,
+            fua: false,
         };
         self.q
             .push(end, Ev::Dev(crate::device::Input::Command(cmd)));

@@ -220,7 +220,7 @@ impl Sim {
             }
             CqeEv::Done(r) if self.block.req(r).flush => {
                 self.req_end(r);
-                self.discard_host_idle(now);
+                self.mmc_sync_host_idle(now);
             }
             CqeEv::Done(r) => {
                 self.cqe.in_flight -= 1;
@@ -230,7 +230,7 @@ impl Sim {
                 }
                 self.req_end(r);
                 // cqhci_wait_for_idle: a discard waiting in queue_rq goes on.
-                self.discard_host_idle(now);
+                self.mmc_sync_host_idle(now);
                 // mmc_cqe_request_done reruns the queue that was refused as full.
                 let core = self.cfg.host.irq_core;
                 self.kick(core);
@@ -309,6 +309,7 @@ impl Sim {
                 op: DevOp::Read,
                 lba,
                 sectors,
+                fua: false,
             }));
         }
         self.cqe_pump();
@@ -390,6 +391,8 @@ impl Sim {
                     op: DevOp::Write,
                     lba,
                     sectors,
+                    // REQ_FUA: the task descriptor's REL_WRITE (cqhci_prep_task_desc).
+                    fua: self.req_fua(r),
                 };
                 // DAT0 stays busy until the device's Done (BusyEnd).
                 self.q.push(end, Ev::Dev(device::Input::Command(cmd)));
@@ -415,6 +418,7 @@ impl Sim {
             op: DevOp::Flush,
             lba: 0,
             sectors: 0,
+            fua: false,
         };
         self.q.push(end, Ev::Dev(device::Input::Command(cmd)));
     }

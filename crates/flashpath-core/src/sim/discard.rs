@@ -232,16 +232,17 @@ impl Sim {
         a
     }
 
-    /// The dispatcher on `core` took discard `r` at `at` (queue_rq, MMC_ISSUE_SYNC):
-    /// mmc_blk_wait_for_idle, then the erase sequence.
-    pub(super) fn discard_dispatch(&mut self, core: u32, at: SimTime, r: ReqId) {
+    /// The dispatcher on `core` took discard `r` (or a flush the card's cache makes a
+    /// no-op, `Sim::mmc_flush_is_noop`) at `at` (queue_rq, MMC_ISSUE_SYNC):
+    /// mmc_blk_wait_for_idle, then the erase sequence (or the flush's inline end).
+    pub(super) fn mmc_sync_dispatch(&mut self, core: u32, at: SimTime, r: ReqId) {
         match self.cfg.driver {
             // mmc_blk_rw_wait(mq, NULL) sleeps like a prepared request: it goes on in
-            // `discard_legacy_idle` once the request on the bus has finished.
+            // `mmc_sync_legacy_idle` once the request on the bus has finished.
             DriverKind::MmcLegacy => self.q.push(at, Ev::DispPrepared(r)),
             DriverKind::MmcHsq { .. } | DriverKind::MmcCqe { .. } => {
                 self.disc.waiting = Some((r, core));
-                self.discard_host_idle(at);
+                self.mmc_sync_host_idle(at);
             }
             DriverKind::Ufs | DriverKind::SdRtsx { .. } => {
                 unreachable!("discards on this driver do not take the MMC path")
@@ -250,8 +251,8 @@ impl Sim {
     }
 
     /// Hook of the hsq and cqe completion paths: if the host has nothing in flight, a
-    /// discard waiting for idle goes on from `at`.
-    pub(super) fn discard_host_idle(&mut self, at: SimTime) {
+    /// discard (or no-op flush) waiting for idle goes on from `at`.
+    pub(super) fn mmc_sync_host_idle(&mut self, at: SimTime) {
         let Some((r, core)) = self.disc.waiting else {
             return;
         };
@@ -279,7 +280,7 @@ impl Sim {
             self.disc.cqe_halted = true;
             self.tr(t, Some(r), TraceKind::CqeHalted);
         }
-        self.discard_erase(core, t, r);
+        self.sync_issue(core, t, r);
     }
 
     /// Hook of cqhci_request: the first request after a halt clears it.
@@ -292,8 +293,8 @@ impl Sim {
 
     /// Legacy: the previous request is off the bus (mmc_blk_rw_wait): complete it as
     /// mmc_blk_mq_complete_prev_req does (CMD13 after a write, post_req, end), then
-    /// the erase sequence.
-    pub(super) fn discard_legacy_idle(&mut self, at: SimTime, r: ReqId) {
+    /// the erase sequence (or the no-op flush's end).
+    pub(super) fn mmc_sync_legacy_idle(&mut self, at: SimTime, r: ReqId) {
         let core = self.disp_core();
         let mut t = if self.mmc.lock_free_at > at {
             self.wake(core, self.mmc.lock_free_at)
@@ -308,7 +309,34 @@ impl Sim {
             t = self.cpu.run_kernel(core, t, cost, "post+complete");
             self.q.push(t, Ev::ReqEnd(p));
         }
-        self.discard_erase(core, t, r);
+        self.sync_issue(core, t, r);
+    }
+
+    /// The MMC_ISSUE_SYNC request `r` runs in the dispatcher on `core` from `at`.
+    fn sync_issue(&mut self, core: u32, at: SimTime, r: ReqId) {
+        if self.block.req(r).flush {
+            self.mmc_flush_noop(core, at, r)
+        } else {
+            self.discard_erase(core, at, r)
+        }
+    }
+
+    /// mmc_blk_issue_flush on a card whose cache is off: mmc_flush_cache sends nothing
+    /// (it issues CMD6 FLUSH_CACHE only while EXT_CSD CACHE_CTRL is on), and the request
+    /// ends inline (blk_mq_end_request) before queue_rq returns. No bus command, no
+    /// interrupt.
+    fn mmc_flush_noop(&mut self, core: u32, at: SimTime, r: ReqId) {
+        self.tr(
+            at,
+            Some(r),
+            TraceKind::Started {
+                core,
+                ctx: Ctx::Task,
+            },
+        );
+        let cost = self.end_cost(r);
+        let t = self.cpu.run_kernel(core, at, cost, "flush end");
+        self.q.push(t, Ev::DispPosted(Some(r)));
     }
 
     /// mmc_blk_issue_discard_rq → mmc_erase on `core` from `at`.
@@ -357,6 +385,7 @@ impl Sim {
             op: DevOp::Discard,
             lba: a.from,
             sectors: (a.to - a.from) as u32,
+            fua: false,
         };
         // The device first (its Done is known at once), then the response.
         self.q.push(end, Ev::Dev(device::Input::Command(cmd)));

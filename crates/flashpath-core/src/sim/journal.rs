@@ -19,8 +19,8 @@
 //!
 //! **fsync** (ext4_sync_file, data=ordered, after filemap_write_and_wait_range): the tid
 //! to wait for is i_datasync_tid for fdatasync / O_DSYNC, i_sync_tid otherwise. If it is
-//! already committed, a cache flush follows when the device has a volatile cache
-//! (blkdev_issue_flush, as on the block device). Otherwise the caller asks for its
+//! already committed, a cache flush follows when the queue has a write cache
+//! (blkdev_issue_flush, as on the block device; `buffered::queue_cache`). Otherwise the caller asks for its
 //! commit (jbd2_log_start_commit wakes kjournald2) and sleeps until it is done
 //! (jbd2_log_wait_commit); if the commit will not carry the barrier (its commit block
 //! was already sent) a flush follows as well.
@@ -30,10 +30,14 @@
 //! descriptor block and the transaction's metadata blocks go to the journal as one write
 //! (jbd2 submits them buffer by buffer inside a plug: contiguous, they merge into one
 //! request); it sleeps until it ends, wakes, builds the commit block (`commit_per_block`)
-//! and sends it REQ_FLUSH|REQ_FUA (barrier=1): on a device without a volatile cache the
-//! block layer drops both flags (a plain write); with one, a flush request goes first
-//! and another after (the modelled devices have no FUA, so the block layer's flush
-//! sequence emulates it with a post-flush). It sleeps until that ends, wakes, runs
+//! and sends it REQ_FLUSH|REQ_FUA (barrier=1): on a queue without a write cache the
+//! block layer drops both flags (a plain write); with one, a flush request goes first,
+//! then the commit block as a FUA write where the queue has native FUA (eMMC: a
+//! reliable write, CMD23 bit 31, done by the device only once programmed; UFS: WRITE(10)
+//! with FUA), else as a plain write and another flush after it (blk-flush's emulation).
+//! On eMMC the queue has both flags even when the card's cache is off (MMC_BLK_REL_WR),
+//! so a write-through card still gets the flush request, which the driver ends without
+//! a command. It sleeps until that ends, wakes, runs
 //! `commit_end` and wakes the waiters; a commit asked for meanwhile starts at once. The
 //! running transaction's commit timer (`commit_interval`, commit=5) asks for a commit
 //! too. The journal requests are real device writes but are no fio I/O: they count at
@@ -346,8 +350,8 @@ impl Sim {
     }
 
     /// `blocks` journal blocks written at the log head (wrapping to the log's start when
-    /// they do not fit before its end), as bios from kjournald2's core.
-    fn jbd_write(&mut self, blocks: u64, at: crate::engine::SimTime) {
+    /// they do not fit before its end), as bios of `kind` from kjournald2's core.
+    fn jbd_write(&mut self, blocks: u64, at: crate::engine::SimTime, kind: CacheIo) {
         let total = self.fs().journal_bytes / FS_BLOCK;
         if self.jbd.head + blocks > total {
             self.jbd.head = 0;
@@ -362,7 +366,7 @@ impl Sim {
         let mut pos = off;
         while pos < off + len {
             let n = (off + len - pos).min(max);
-            let io = self.alloc_cache_io(t, Dir::Write, pos, n, CacheIo::Journal);
+            let io = self.alloc_cache_io(t, Dir::Write, pos, n, kind);
             self.buf.batch.push(crate::host::block::Bio {
                 io,
                 dir: Dir::Write,
@@ -398,15 +402,15 @@ impl Sim {
             Phase::Start => {
                 let n = self.jbd.commit_blocks;
                 self.jbd.phase = Phase::Log;
-                self.jbd_write(n + n.div_ceil(TAGS_PER_DESCRIPTOR), end);
+                self.jbd_write(n + n.div_ceil(TAGS_PER_DESCRIPTOR), end, CacheIo::Journal);
             }
             Phase::CommitPrep => {
-                if super::buffered::volatile_cache(&self.cfg) {
+                if super::buffered::queue_cache(&self.cfg).write_cache {
                     self.jbd.phase = Phase::PreFlush;
                     self.jbd_flush(end);
                 } else {
                     self.jbd.phase = Phase::Commit;
-                    self.jbd_write(1, end);
+                    self.jbd_write(1, end, CacheIo::Journal);
                 }
             }
             p => unreachable!("journal submission in phase {p:?}"),
@@ -419,16 +423,22 @@ impl Sim {
         if self.jbd.pending > 0 {
             return;
         }
-        let volatile = super::buffered::volatile_cache(&self.cfg);
+        let qc = super::buffered::queue_cache(&self.cfg);
         match self.jbd.phase {
             // The block layer's flush sequence goes on from the completion, without
-            // kjournald2.
+            // kjournald2: the commit block, as a FUA write where the queue has native FUA.
             Phase::PreFlush => {
                 self.jbd.phase = Phase::Commit;
                 let now = self.now;
-                self.jbd_write(1, now);
+                let kind = if qc.fua {
+                    CacheIo::JournalFua
+                } else {
+                    CacheIo::Journal
+                };
+                self.jbd_write(1, now, kind);
             }
-            Phase::Commit if volatile => {
+            // Without native FUA the flush sequence emulates it: a flush after the write.
+            Phase::Commit if qc.write_cache && !qc.fua => {
                 self.jbd.phase = Phase::PostFlush;
                 let now = self.now;
                 self.jbd_flush(now);

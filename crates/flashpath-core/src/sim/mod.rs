@@ -1348,9 +1348,9 @@ impl Sim {
                 if self.trace.is_some() {
                     self.blk_rq(at, r, BlkAction::Issue, core);
                 }
-                if self.block.req(r).discard {
+                if self.block.req(r).discard || self.mmc_flush_is_noop(r) {
                     // MMC_ISSUE_SYNC: no prep or DMA map; sim/discard.rs.
-                    return self.discard_dispatch(core, at, r);
+                    return self.mmc_sync_dispatch(core, at, r);
                 }
                 let cost = self.mmc_prep_ns(r);
                 let end = self.cpu.run_kernel(core, at, cost, "prep+dma map");
@@ -1418,8 +1418,8 @@ impl Sim {
     /// The previous request is off the hardware: complete it (CMD13 for writes), start
     /// `r`, then post-process the previous one.
     fn disp_proceed(&mut self, at: SimTime, r: ReqId) {
-        if self.block.req(r).discard {
-            return self.discard_legacy_idle(at, r);
+        if self.block.req(r).discard || self.mmc_flush_is_noop(r) {
+            return self.mmc_sync_legacy_idle(at, r);
         }
         let core = self.disp_core();
         // complete_lock: if the kworker is completing the previous request, wait for it.
@@ -1483,6 +1483,33 @@ impl Sim {
         }
     }
 
+    /// A flush request that the legacy or hsq MMC driver ends without a command: the
+    /// card's cache is off (`buffered::device_cache_on`), yet the queue sends flushes
+    /// (`buffered::queue_cache`: MMC_BLK_REL_WR declares a write cache regardless).
+    /// mmc-cqe sends its flush DCMD (CMD6 FLUSH_CACHE) unconditionally
+    /// (mmc_blk_cqe_issue_flush), so it is not a no-op there.
+    fn mmc_flush_is_noop(&self, r: ReqId) -> bool {
+        self.block.req(r).flush
+            && matches!(
+                self.cfg.driver,
+                DriverKind::MmcLegacy | DriverKind::MmcHsq { .. }
+            )
+            && !buffered::device_cache_on(&self.cfg)
+    }
+
+    /// The request is a FUA write: it carries the journal's commit block on a queue with
+    /// native FUA (sim/journal.rs). A REQ_FUA bio does not merge in the kernel
+    /// (REQ_NOMERGE_FLAGS; blk-flush inserts its request past the scheduler), so it is
+    /// its request's only bio.
+    fn req_fua(&self, r: ReqId) -> bool {
+        let q = self.block.req(r);
+        q.dir == Some(Dir::Write)
+            && !q.flush
+            && q.bios
+                .iter()
+                .any(|&io| self.ios[io as usize].cache == buffered::CacheIo::JournalFua)
+    }
+
     /// CPU cost of ending a block request: one bio completion per I/O it carries.
     fn end_cost(&self, r: ReqId) -> u64 {
         self.cfg.host.costs.complete_ns * self.block.req(r).bios.len() as u64
@@ -1524,6 +1551,8 @@ impl Sim {
             op,
             lba: sector,
             sectors,
+            // REQ_FUA: mmc_blk_rw_rq_prep's reliable write (CMD23 with bit 31).
+            fua: self.req_fua(r),
         };
         match dir {
             Dir::Read => {
@@ -1670,7 +1699,7 @@ impl Sim {
             self.hsq_start(irq_core, t, in_irq);
         } else {
             // mmc_hsq_wait_for_idle: a discard waiting in queue_rq goes on.
-            self.discard_host_idle(t);
+            self.mmc_sync_host_idle(t);
         }
     }
 

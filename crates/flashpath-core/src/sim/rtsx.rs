@@ -203,6 +203,8 @@ impl Sim {
             },
             lba: sector,
             sectors,
+            // SD cards have no reliable write in Linux's eyes (MMC_BLK_REL_WR is eMMC only).
+            fua: false,
         };
         let input = if cont {
             device::Input::Continue(cmd)
@@ -251,6 +253,7 @@ impl Sim {
             op: DevOp::Write,
             lba: w.next,
             sectors: n,
+            fua: false,
         };
         w.next += n as u64;
         w.left -= n;

@@ -256,6 +256,7 @@ impl Sim {
             },
             lba: q.sector,
             sectors: q.sectors,
+            fua: self.req_fua(r),
         }
     }
 
