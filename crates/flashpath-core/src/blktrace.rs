@@ -146,6 +146,7 @@ pub fn action_word(a: BlkAction, dir: Dir, op: BlkOp) -> u32 {
         (BlkOp::Data, Dir::Read) => act(BLK_TC_READ),
         (BlkOp::Data, Dir::Write) => act(BLK_TC_WRITE | BLK_TC_SYNC),
         (BlkOp::Discard, _) => act(BLK_TC_WRITE | BLK_TC_SYNC | BLK_TC_DISCARD),
+        (BlkOp::Fua, _) => act(BLK_TC_WRITE | BLK_TC_SYNC | BLK_TC_FUA),
         (BlkOp::Flush, _) => act(BLK_TC_READ | BLK_TC_FLUSH),
         (BlkOp::Preflush, _) => act(BLK_TC_WRITE | BLK_TC_SYNC | BLK_TC_FLUSH),
     };
@@ -390,6 +391,7 @@ mod tests {
         assert_eq!(rwbs(w(BlkOp::Data, Dir::Write), 4096), "WS");
         assert_eq!(rwbs(w(BlkOp::Discard, Dir::Write), 4096), "DS");
         assert_eq!(rwbs(w(BlkOp::Flush, Dir::Write), 0), "FN");
+        assert_eq!(rwbs(w(BlkOp::Fua, Dir::Write), 4096), "WFS");
         let plug = action_word(BlkAction::Plug, Dir::Read, BlkOp::Data);
         assert_eq!(rwbs(plug, 0), "N");
     }

@@ -64,6 +64,9 @@ pub enum BlkOp {
     Data,
     /// REQ_OP_DISCARD (`dir` is Write): a trim's bio or request.
     Discard,
+    /// A REQ_FUA write on a queue with native FUA (the jbd2 commit block after its
+    /// preflush; `dir` is Write).
+    Fua,
     /// REQ_OP_FLUSH: the flush request of blk-flush (`flush_rq`), no data.
     Flush,
     /// The empty REQ_PREFLUSH write bio of blkdev_issue_flush (`dir` is Write), and its

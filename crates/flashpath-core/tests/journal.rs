@@ -9,7 +9,7 @@ use flashpath_core::device::DeviceConfig;
 use flashpath_core::host::{DriverKind, HostConfig};
 use flashpath_core::sim::{run, SimConfig};
 use flashpath_core::stats::RunResult;
-use flashpath_core::trace::{BlkAction, Trace, TraceKind};
+use flashpath_core::trace::{BlkAction, BlkOp, Trace, TraceKind};
 use flashpath_core::workload::{Dir, JobConfig, Pattern};
 
 const DEVICE: &str = include_str!("../../../presets/devices/emmc51-hs400-8g.toml");
@@ -285,6 +285,22 @@ fn on_a_volatile_cache_the_commit_block_is_a_reliable_write_after_a_flush() {
         3 * n,
         "data, log, commit per write: {issued:?}"
     );
+    // blktrace shows the commit blocks' requests as REQ_FUA writes ("WFS").
+    let fua: Vec<u64> = tr
+        .sorted()
+        .into_iter()
+        .filter_map(|e| match e.kind {
+            TraceKind::Block {
+                action: BlkAction::Issue,
+                op: BlkOp::Fua,
+                sector,
+                ..
+            } => Some(sector),
+            _ => None,
+        })
+        .collect();
+    let commits: Vec<u64> = (0..n as usize).map(|w| issued[3 * w + 2].1).collect();
+    assert_eq!(fua, commits);
     // The device preset's program time (pSLC-mode program, see its t_prog).
     let t_prog = 410_000;
     for w in 0..n as usize {

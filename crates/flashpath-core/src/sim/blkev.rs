@@ -53,6 +53,8 @@ impl Sim {
     fn blk_ev(&mut self, at: SimTime, req: Option<ReqId>, action: BlkAction, bio: &Bio, pid: u32) {
         let op = if bio.discard {
             BlkOp::Discard
+        } else if self.ios[bio.io as usize].cache == super::buffered::CacheIo::JournalFua {
+            BlkOp::Fua
         } else {
             BlkOp::Data
         };
@@ -297,6 +299,7 @@ impl Sim {
         let op = match (q.flush, q.discard) {
             (true, _) => BlkOp::Flush,
             (false, true) => BlkOp::Discard,
+            (false, false) if self.req_fua(r) => BlkOp::Fua,
             (false, false) => BlkOp::Data,
         };
         self.blk_ev_op(at, Some(r), action, &bio, op, p);
