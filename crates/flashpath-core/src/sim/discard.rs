@@ -312,8 +312,16 @@ impl Sim {
         self.sync_issue(core, t, r);
     }
 
-    /// The MMC_ISSUE_SYNC request `r` runs in the dispatcher on `core` from `at`.
+    /// The MMC_ISSUE_SYNC request `r` starts in the dispatcher on `core` at `at`.
     fn sync_issue(&mut self, core: u32, at: SimTime, r: ReqId) {
+        self.tr(
+            at,
+            Some(r),
+            TraceKind::Started {
+                core,
+                ctx: Ctx::Task,
+            },
+        );
         if self.block.req(r).flush {
             self.mmc_flush_noop(core, at, r)
         } else {
@@ -326,14 +334,6 @@ impl Sim {
     /// ends inline (blk_mq_end_request) before queue_rq returns. No bus command, no
     /// interrupt.
     fn mmc_flush_noop(&mut self, core: u32, at: SimTime, r: ReqId) {
-        self.tr(
-            at,
-            Some(r),
-            TraceKind::Started {
-                core,
-                ctx: Ctx::Task,
-            },
-        );
         let cost = self.end_cost(r);
         let t = self.cpu.run_kernel(core, at, cost, "flush end");
         self.q.push(t, Ev::DispPosted(Some(r)));
@@ -345,14 +345,6 @@ impl Sim {
             let q = self.block.req(r);
             (q.sector, q.end())
         };
-        self.tr(
-            at,
-            Some(r),
-            TraceKind::Started {
-                core,
-                ctx: Ctx::Task,
-            },
-        );
         let l = self
             .disc
             .mmc
