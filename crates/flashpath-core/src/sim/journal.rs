@@ -20,10 +20,10 @@
 //! **fsync** (ext4_sync_file, data=ordered, after filemap_write_and_wait_range): the tid
 //! to wait for is i_datasync_tid for fdatasync / O_DSYNC, i_sync_tid otherwise. If it is
 //! already committed, a cache flush follows when the queue has a write cache
-//! (blkdev_issue_flush, as on the block device; `buffered::queue_cache`). Otherwise the caller asks for its
-//! commit (jbd2_log_start_commit wakes kjournald2) and sleeps until it is done
-//! (jbd2_log_wait_commit); if the commit will not carry the barrier (its commit block
-//! was already sent) a flush follows as well.
+//! (blkdev_issue_flush, as on the block device; `buffered::queue_cache`). Otherwise the
+//! caller asks for its commit (jbd2_log_start_commit wakes kjournald2) and sleeps until
+//! it is done (jbd2_log_wait_commit); if the commit will not carry the barrier (its
+//! commit block was already sent) a flush follows as well.
 //!
 //! **A commit** (kjournald2, a kernel thread on the IRQ core, woken like other kernel
 //! work): `commit_start` + `commit_per_block` per log block on its core, then the
