@@ -27,8 +27,10 @@
 //!   FIFO place of the absorbed request if that one was older (dd_merged_requests).
 //! - a new request first tries to join the back of `last_merge`, then of the request the
 //!   hash finds ending at its start, repeatedly (elv_attempt_insert_merge).
+//!
 //! The sort trees, FIFOs and hash are ordered maps keyed by (sector, sequence number):
 //! every choice is deterministic.
+//!
 //! Flush requests (REQ_OP_FLUSH, from fsync's blkdev_issue_flush on a queue with a
 //! volatile write cache) carry no data, never merge, and bypass the scheduler: the
 //! flush machinery inserts them at the head of the dispatch list
