@@ -545,7 +545,6 @@ impl BlockLayer {
             return;
         }
         let d = self.reqs[id as usize].dir().index();
-        self.dd.rq[id as usize].nomerge = false;
         self.dd.rq[id as usize].queued = true;
         self.dd_sort_add(id);
         self.dd_hash_reposition(id);
@@ -644,6 +643,8 @@ impl BlockLayer {
             self.busy_since = now;
         }
         self.in_flight += 1;
+        // A fresh request: mergeable, in no scheduler structure yet.
+        self.dd.rq[id as usize] = DdRq::default();
         let r = &mut self.reqs[id as usize];
         r.dir = Some(bio.dir);
         r.sector = bio.sector;
