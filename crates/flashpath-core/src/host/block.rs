@@ -49,8 +49,8 @@
 use super::Scheduler;
 use crate::engine::SimTime;
 use crate::workload::Dir;
-use std::collections::{BTreeMap, VecDeque};
-use std::ops::Bound::{Excluded, Unbounded};
+use std::collections::VecDeque;
+use std::hash::BuildHasherDefault;
 
 pub type ReqId = u32;
 
@@ -170,36 +170,126 @@ struct Noop {
     per_cpu: Vec<VecDeque<ReqId>>,
 }
 
+/// A small ordered map on a sorted vector (mq-deadline's sort trees): binary searches,
+/// and insertions and removals that move at most the scheduler's requests (nr_requests
+/// entries of 24 bytes); no allocation once it has grown to that. Keys are unique.
+#[derive(Clone, Debug, Default)]
+struct SortedVec<K> {
+    v: Vec<(K, ReqId)>,
+}
+
+impl<K: Ord + Copy> SortedVec<K> {
+    #[inline]
+    fn insert(&mut self, k: K, id: ReqId) {
+        // New keys are mostly the largest (sequence numbers).
+        let i = match self.v.last() {
+            Some(&(l, _)) if l < k => self.v.len(),
+            _ => self.v.partition_point(|e| e.0 < k),
+        };
+        debug_assert!(self.v.get(i).is_none_or(|e| e.0 != k), "duplicate key");
+        self.v.insert(i, (k, id));
+    }
+    #[inline]
+    fn remove(&mut self, k: &K) {
+        let i = self.v.partition_point(|e| e.0 < *k);
+        debug_assert!(self.v.get(i).is_some_and(|e| e.0 == *k), "missing key");
+        self.v.remove(i);
+    }
+    /// The first entry at or after `k`.
+    #[inline]
+    fn first_from(&self, k: K) -> Option<(K, ReqId)> {
+        self.v.get(self.v.partition_point(|e| e.0 < k)).copied()
+    }
+    /// The first entry after `k`.
+    #[inline]
+    fn after(&self, k: K) -> Option<(K, ReqId)> {
+        self.v.get(self.v.partition_point(|e| e.0 <= k)).copied()
+    }
+    /// The last entry before `k`.
+    #[inline]
+    fn before(&self, k: K) -> Option<(K, ReqId)> {
+        let i = self.v.partition_point(|e| e.0 < k);
+        i.checked_sub(1).map(|i| self.v[i])
+    }
+}
+
+/// No request (end of a hash chain).
+const NO_REQ: ReqId = ReqId::MAX;
+
 /// mq-deadline's bookkeeping of one request (block/mq-deadline.c, block/elevator.c).
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 struct DdRq {
     /// In the scheduler (sort tree, FIFO).
     queued: bool,
     /// REQ_NOMERGE: a bio merge failed on its size (req_set_nomerge).
     nomerge: bool,
+    /// In the merge hash, at `hash_end`, between `hprev` and `hnext` of its chain.
+    hashed: bool,
+    hash_end: u64,
+    hprev: ReqId,
+    hnext: ReqId,
     /// Its key in its direction's sort tree: its start when (re)added, then the
     /// sequence number of that addition, so that equal starts keep insertion order.
     sort: (u64, u64),
     /// Its key in its direction's FIFO.
     fifo: u64,
-    /// Its key in the merge hash: its end, then when it was (re)hashed.
-    hash: Option<(u64, u64)>,
 }
 
-/// mq-deadline's queues and merge indexes. Each is ordered (no iteration over hash
-/// order), so every choice is deterministic.
+impl Default for DdRq {
+    fn default() -> Self {
+        DdRq {
+            queued: false,
+            nomerge: false,
+            hashed: false,
+            hash_end: 0,
+            hprev: NO_REQ,
+            hnext: NO_REQ,
+            sort: (0, 0),
+            fifo: 0,
+        }
+    }
+}
+
+/// A multiplicative hasher for sector numbers (the hash map is only looked up by key,
+/// never iterated, so its order cannot reach the results).
+#[derive(Default)]
+struct SectorHasher(u64);
+
+impl std::hash::Hasher for SectorHasher {
+    #[inline]
+    fn write_u64(&mut self, x: u64) {
+        let h = (self.0 ^ x).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        self.0 = h ^ (h >> 32);
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(b as u64);
+        }
+    }
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type SectorMap = std::collections::HashMap<u64, ReqId, BuildHasherDefault<SectorHasher>>;
+
+/// mq-deadline's queues and merge indexes; every choice they make is deterministic.
 #[derive(Default)]
 struct Deadline {
     /// sort_list[dir]: requests by start sector; discards sort with the writes.
-    sort: [BTreeMap<(u64, u64), ReqId>; 2],
-    /// fifo_list[dir]: requests by expiry (insertion order; a merged request may take
-    /// the place of the one it absorbed).
-    fifo: [BTreeMap<u64, ReqId>; 2],
+    sort: [SortedVec<(u64, u64)>; 2],
+    /// fifo_list[dir]: (sequence, request) by expiry, i.e. insertion order (a merged
+    /// request may take the place of the one it absorbed). Entries of requests that
+    /// left are dropped when they reach the head, or by compaction.
+    fifo: [VecDeque<(u64, ReqId)>; 2],
+    /// Requests in each FIFO.
+    fifo_live: [usize; 2],
     /// The elevator's hash of mergeable requests by end sector (elv_rqhash_*), of all
-    /// directions and kinds. The kernel's buckets add at their head
-    /// (hlist_add_head), so among requests ending at the same sector the lookup finds
-    /// the one (re)hashed last: here the largest sequence number.
-    hash: BTreeMap<(u64, u64), ReqId>,
+    /// directions and kinds: the head of each end sector's chain. As the kernel's
+    /// buckets (hlist_add_head), a request is (re)hashed at the head of its chain, so
+    /// among requests ending at one sector the lookup finds the one hashed last.
+    hash: SectorMap,
     /// q->last_merge, the one-hit cache.
     last_merge: Option<ReqId>,
     seq: u64,
@@ -217,10 +307,86 @@ impl Deadline {
     /// elv_rqhash_find: the mergeable request ending at `sector` hashed last.
     #[inline]
     fn hash_find(&self, sector: u64) -> Option<ReqId> {
-        self.hash
-            .range((sector, 0)..=(sector, u64::MAX))
-            .next_back()
-            .map(|(_, &id)| id)
+        self.hash.get(&sector).copied()
+    }
+
+    /// elv_rqhash_add at `end`: the head of its chain.
+    fn hash_add(&mut self, id: ReqId, end: u64) {
+        let old = self.hash.insert(end, id).unwrap_or(NO_REQ);
+        if old != NO_REQ {
+            self.rq[old as usize].hprev = id;
+        }
+        let r = &mut self.rq[id as usize];
+        r.hashed = true;
+        r.hash_end = end;
+        r.hprev = NO_REQ;
+        r.hnext = old;
+    }
+
+    /// __elv_rqhash_del.
+    fn hash_del(&mut self, id: ReqId) {
+        let r = self.rq[id as usize];
+        if !r.hashed {
+            return;
+        }
+        if r.hprev != NO_REQ {
+            self.rq[r.hprev as usize].hnext = r.hnext;
+        } else if r.hnext != NO_REQ {
+            self.hash.insert(r.hash_end, r.hnext);
+        } else {
+            self.hash.remove(&r.hash_end);
+        }
+        if r.hnext != NO_REQ {
+            self.rq[r.hnext as usize].hprev = r.hprev;
+        }
+        let r = &mut self.rq[id as usize];
+        r.hashed = false;
+        r.hprev = NO_REQ;
+        r.hnext = NO_REQ;
+    }
+
+    #[inline]
+    fn fifo_valid(&self, (seq, id): (u64, ReqId)) -> bool {
+        let r = &self.rq[id as usize];
+        r.queued && r.fifo == seq
+    }
+
+    /// The FIFO head of direction `d` (the request that expires first).
+    fn fifo_head(&mut self, d: usize) -> Option<ReqId> {
+        while let Some(&e) = self.fifo[d].front() {
+            if self.fifo_valid(e) {
+                return Some(e.1);
+            }
+            self.fifo[d].pop_front();
+        }
+        None
+    }
+
+    fn fifo_push(&mut self, d: usize, id: ReqId) {
+        let seq = self.next_seq();
+        self.rq[id as usize].fifo = seq;
+        self.fifo[d].push_back((seq, id));
+        self.fifo_live[d] += 1;
+    }
+
+    /// A request left the FIFO (its entry goes stale); compacts when stale entries
+    /// outnumber live ones, so the FIFO stays within twice the requests queued.
+    fn fifo_left(&mut self, d: usize) {
+        self.fifo_live[d] -= 1;
+        if self.fifo[d].len() > 2 * self.fifo_live[d] + 32 {
+            let mut f = std::mem::take(&mut self.fifo[d]);
+            f.retain(|&e| self.fifo_valid(e));
+            self.fifo[d] = f;
+        }
+    }
+
+    /// `req` takes the FIFO place `seq` of a request that just left it.
+    fn fifo_take_place(&mut self, d: usize, req: ReqId, seq: u64) {
+        let i = self.fifo[d]
+            .binary_search_by_key(&seq, |e| e.0)
+            .expect("the absorbed request's FIFO entry");
+        self.fifo[d][i].1 = req;
+        self.rq[req as usize].fifo = seq;
     }
 }
 
@@ -421,7 +587,7 @@ impl BlockLayer {
         // dd_request_merge → elv_rb_find(sort_list[dir], bio_end_sector): a request of
         // the bio's direction starting where the bio ends.
         let d = bio.dir.index();
-        if let Some((&(s, _), &f)) = self.dd.sort[d].range((end, 0)..).next() {
+        if let Some(((s, _), f)) = self.dd.sort[d].first_from((end, 0)) {
             if s == end && self.dd_merge_ok(f, bio) {
                 return Some((f, false));
             }
@@ -445,10 +611,7 @@ impl BlockLayer {
         let key = self.dd.rq[id as usize].sort;
         if back {
             // attempt_back_merge: with its successor in the sort tree (elv_latter_request).
-            let next = self.dd.sort[d]
-                .range((Excluded(key), Unbounded))
-                .next()
-                .map(|(_, &n)| n);
+            let next = self.dd.sort[d].after(key).map(|(_, n)| n);
             if !next.is_some_and(|n| self.attempt_merge(id, n)) {
                 // elv_merged_request(BACK): its end moved in the hash.
                 self.dd_hash_reposition(id);
@@ -457,7 +620,7 @@ impl BlockLayer {
         } else {
             // attempt_front_merge: with its predecessor (elv_former_request), found from
             // its place in the tree, which still has its old start.
-            let prev = self.dd.sort[d].range(..key).next_back().map(|(_, &p)| p);
+            let prev = self.dd.sort[d].before(key).map(|(_, p)| p);
             if !prev.is_some_and(|p| self.attempt_merge(p, id)) {
                 // elv_merged_request(FRONT) → dd_request_merged: re-sorted at its new
                 // start, after the requests that already start there (elv_rb_add).
@@ -487,15 +650,13 @@ impl BlockLayer {
         // dd_merged_requests: if next expires first, req takes its FIFO place and time.
         let older = n.queued_at < r.queued_at;
         let inserted = self.dd.rq[next as usize].queued;
-        let next_fifo = self.dd.rq[next as usize].fifo;
-        if inserted {
-            self.dd_remove(next);
-        }
         if older && inserted {
             let d = self.reqs[req as usize].dir().index();
-            let old = std::mem::replace(&mut self.dd.rq[req as usize].fifo, next_fifo);
-            self.dd.fifo[d].remove(&old);
-            self.dd.fifo[d].insert(next_fifo, req);
+            let next_fifo = self.dd.rq[next as usize].fifo;
+            self.dd.fifo_take_place(d, req, next_fifo);
+        }
+        if inserted {
+            self.dd_remove(next);
         }
         let o = std::mem::take(&mut self.reqs[next as usize]);
         let r = &mut self.reqs[req as usize];
@@ -551,9 +712,7 @@ impl BlockLayer {
         if self.dd.last_merge.is_none() {
             self.dd.last_merge = Some(id);
         }
-        let seq = self.dd.next_seq();
-        self.dd.rq[id as usize].fifo = seq;
-        self.dd.fifo[d].insert(seq, id);
+        self.dd.fifo_push(d, id);
         self.nqueued += 1;
     }
 
@@ -567,21 +726,15 @@ impl BlockLayer {
 
     /// elv_rqhash_reposition: (re)hashed at its end, first among equal ends.
     fn dd_hash_reposition(&mut self, id: ReqId) {
-        if let Some(k) = self.dd.rq[id as usize].hash.take() {
-            self.dd.hash.remove(&k);
-        }
-        let key = (self.reqs[id as usize].end(), self.dd.next_seq());
-        self.dd.rq[id as usize].hash = Some(key);
-        self.dd.hash.insert(key, id);
+        self.dd.hash_del(id);
+        self.dd.hash_add(id, self.reqs[id as usize].end());
     }
 
     /// req_set_nomerge: never merged again; out of the hash and the one-hit cache
     /// (elv_rqhash_find drops such requests when it meets them).
     fn dd_set_nomerge(&mut self, id: ReqId) {
         self.dd.rq[id as usize].nomerge = true;
-        if let Some(k) = self.dd.rq[id as usize].hash.take() {
-            self.dd.hash.remove(&k);
-        }
+        self.dd.hash_del(id);
         if self.dd.last_merge == Some(id) {
             self.dd.last_merge = None;
         }
@@ -592,11 +745,10 @@ impl BlockLayer {
         let d = self.reqs[id as usize].dir().index();
         let rq = &mut self.dd.rq[id as usize];
         rq.queued = false;
-        self.dd.fifo[d].remove(&rq.fifo);
-        self.dd.sort[d].remove(&rq.sort);
-        if let Some(k) = rq.hash.take() {
-            self.dd.hash.remove(&k);
-        }
+        let sort = rq.sort;
+        self.dd.fifo_left(d);
+        self.dd.sort[d].remove(&sort);
+        self.dd.hash_del(id);
         if self.dd.last_merge == Some(id) {
             self.dd.last_merge = None;
         }
@@ -770,15 +922,13 @@ impl BlockLayer {
     }
 
     /// The FIFO head of a direction (the request that expires first).
-    fn oldest(&self, dir: Dir) -> Option<ReqId> {
-        self.dd.fifo[dir.index()]
-            .first_key_value()
-            .map(|(_, &id)| id)
+    fn oldest(&mut self, dir: Dir) -> Option<ReqId> {
+        self.dd.fifo_head(dir.index())
     }
 
     fn deadline_pick(&mut self, now: SimTime) -> ReqId {
-        let has_read = !self.dd.fifo[Dir::Read.index()].is_empty();
-        let has_write = !self.dd.fifo[Dir::Write.index()].is_empty();
+        let has_read = self.dd.fifo_live[Dir::Read.index()] > 0;
+        let has_write = self.dd.fifo_live[Dir::Write.index()] > 0;
         // Continue the current batch in sector order if possible.
         let dir = if self.batch_left > 0
             && match self.batch_dir {
@@ -820,8 +970,8 @@ impl BlockLayer {
         // sorts after it. So: the lowest sector at or after the last dispatched start,
         // the first in the tree among equals; none left above it → the FIFO head.
         let pos = self.last_start[dir.index()];
-        match self.dd.sort[dir.index()].range((pos, 0)..).next() {
-            Some((_, &id)) => id,
+        match self.dd.sort[dir.index()].first_from((pos, 0)) {
+            Some((_, id)) => id,
             None => self.oldest(dir).expect("direction has a request"),
         }
     }
