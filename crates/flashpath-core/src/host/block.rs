@@ -373,7 +373,7 @@ impl Deadline {
     /// outnumber live ones, so the FIFO stays within twice the requests queued.
     fn fifo_left(&mut self, d: usize) {
         self.fifo_live[d] -= 1;
-        if self.fifo[d].len() > 2 * self.fifo_live[d] + 32 {
+        if self.fifo[d].len() > 2 * self.fifo_live[d] + 8 {
             let mut f = std::mem::take(&mut self.fifo[d]);
             f.retain(|&e| self.fifo_valid(e));
             self.fifo[d] = f;
