@@ -1501,9 +1501,12 @@ impl Sim {
     /// native FUA (sim/journal.rs). A REQ_FUA bio does not merge in the kernel
     /// (REQ_NOMERGE_FLAGS; blk-flush inserts its request past the scheduler), so it is
     /// its request's only bio.
+    /// Only the journal writes FUA, so without `[fs]` the bios are not looked at: this
+    /// runs for every write request on the bus.
     fn req_fua(&self, r: ReqId) -> bool {
         let q = self.block.req(r);
-        q.dir == Some(Dir::Write)
+        self.cfg.host.fs.is_some()
+            && q.dir == Some(Dir::Write)
             && !q.flush
             && q.bios
                 .iter()
