@@ -47,19 +47,26 @@ offset=192m
 
 /// Runs the job with both outputs into `dir`; returns (blktrace dir, timeline, fio JSON).
 fn run_job(dir: &Path) -> (PathBuf, PathBuf, Value) {
+    run_job_with(dir, &[])
+}
+
+/// `run_job` with more flashpath arguments (e.g. a driver).
+fn run_job_with(dir: &Path, extra: &[&str]) -> (PathBuf, PathBuf, Value) {
     let job = dir.join("job.fio");
     std::fs::write(&job, JOB).unwrap();
     let bt = dir.join("bt");
     let tl = dir.join("timeline.json");
-    let o = flashpath(&[
+    let mut args = vec![
         "fio",
         "--blktrace",
         bt.to_str().unwrap(),
         "--trace",
         tl.to_str().unwrap(),
         "--output-format=json",
-        job.to_str().unwrap(),
-    ]);
+    ];
+    args.extend_from_slice(extra);
+    args.push(job.to_str().unwrap());
+    let o = flashpath(&args);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let report: Value = serde_json::from_slice(&o.stdout).expect("fio JSON");
     (bt, tl, report)
@@ -121,8 +128,19 @@ fn own_means_from_trace(timeline: &Value) -> (f64, f64, f64) {
 
 #[test]
 fn btt_reports_flashpaths_d2c_and_q2c() {
-    let dir = scratch("btt");
-    let (bt, tl, report) = run_job(&dir);
+    btt_agrees("btt", &[], false);
+}
+
+/// hsq refuses requests past its in-flight limit: they are requeued (R) and issued
+/// later; btt still pairs every bio with its request's D and C.
+#[test]
+fn btt_reports_flashpaths_d2c_and_q2c_with_requeues() {
+    btt_agrees("btt-hsq", &["--driver", "mmc-hsq-v6"], true);
+}
+
+fn btt_agrees(name: &str, extra: &[&str], requeues: bool) {
+    let dir = scratch(name);
+    let (bt, tl, report) = run_job_with(&dir, extra);
     let timeline = load(&tl);
     let count = |name: &str| {
         timeline["traceEvents"]
@@ -137,6 +155,7 @@ fn btt_reports_flashpaths_d2c_and_q2c() {
         qs > 500 && ms > 50 && us > 50 && ds < qs,
         "Q {qs} M {ms} U {us} D {ds}"
     );
+    assert_eq!(count("R") > 100, requeues, "R {}", count("R"));
     // One file per host core (8 on the default board), named as blktrace names them.
     for cpu in 0..8 {
         assert!(bt.join(format!("mmcblk0.blktrace.{cpu}")).exists());

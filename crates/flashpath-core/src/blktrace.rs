@@ -25,7 +25,7 @@
 //! (`flush_rq->cmd_flags = REQ_OP_FLUSH | REQ_PREFLUSH`, REQ_OP_FLUSH = 2, so not a
 //! write) READ and FLUSH (BLK_TC_PREFLUSH is BLK_TC_FLUSH), with 0 bytes and sector 0
 //! (blk_rq_trace_sector of a request whose sector was never set). Request events (I, D,
-//! C) carry FS, P and U carry READ (their op is 0), and U's payload is the plug depth as
+//! R, C) carry FS, P and U carry READ (their op is 0), and U's payload is the plug depth as
 //! a big-endian u64. blkparse shows these as RWBS `R`, `WS`, `DS` and `FN` ([`rwbs`]).
 //! Task names go in BLK_TN_PROCESS notes (pdu = the 16-byte comm).
 //! Times start at the first reported job's start.
@@ -45,6 +45,7 @@ const BLK_TC_WRITE: u32 = 1 << 1;
 const BLK_TC_FLUSH: u32 = 1 << 2;
 const BLK_TC_SYNC: u32 = 1 << 3;
 const BLK_TC_QUEUE: u32 = 1 << 4;
+const BLK_TC_REQUEUE: u32 = 1 << 5;
 const BLK_TC_ISSUE: u32 = 1 << 6;
 const BLK_TC_COMPLETE: u32 = 1 << 7;
 const BLK_TC_FS: u32 = 1 << 8;
@@ -62,6 +63,7 @@ const TA_QUEUE: u32 = 1 | act(BLK_TC_QUEUE);
 const TA_BACKMERGE: u32 = 2 | act(BLK_TC_QUEUE);
 const TA_FRONTMERGE: u32 = 3 | act(BLK_TC_QUEUE);
 const TA_GETRQ: u32 = 4 | act(BLK_TC_QUEUE);
+const TA_REQUEUE: u32 = 6 | act(BLK_TC_REQUEUE);
 const TA_ISSUE: u32 = 7 | act(BLK_TC_ISSUE);
 const TA_COMPLETE: u32 = 8 | act(BLK_TC_COMPLETE);
 const TA_PLUG: u32 = 9 | act(BLK_TC_QUEUE);
@@ -157,6 +159,7 @@ pub fn action_word(a: BlkAction, dir: Dir, op: BlkOp) -> u32 {
         BlkAction::GetRq => TA_GETRQ | dir_cat,
         BlkAction::Insert => TA_INSERT | dir_cat | act(BLK_TC_FS),
         BlkAction::Issue => TA_ISSUE | dir_cat | act(BLK_TC_FS),
+        BlkAction::Requeue => TA_REQUEUE | dir_cat | act(BLK_TC_FS),
         BlkAction::Complete => TA_COMPLETE | dir_cat | act(BLK_TC_FS),
         BlkAction::Plug => TA_PLUG | act(BLK_TC_READ),
         BlkAction::Unplug { .. } => TA_UNPLUG_IO | act(BLK_TC_READ),
@@ -375,6 +378,8 @@ mod tests {
         // ... | FS 0x100 | ISSUE 0x40 or COMPLETE 0x80
         assert_eq!(d(BlkAction::Insert), 0x211a_000c);
         assert_eq!(d(BlkAction::Issue), 0x214a_0007);
+        // ... | FS 0x100 | REQUEUE 0x20
+        assert_eq!(d(BlkAction::Requeue), 0x212a_0006);
         assert_eq!(d(BlkAction::Complete), 0x218a_0008);
         let f = |a| action_word(a, Dir::Write, BlkOp::Flush);
         // READ 0x1 | FLUSH 0x4 | FS 0x100 | ISSUE 0x40 or COMPLETE 0x80

@@ -239,6 +239,7 @@ pub fn action_letter(a: BlkAction) -> &'static str {
         BlkAction::GetRq => "G",
         BlkAction::Insert => "I",
         BlkAction::Issue => "D",
+        BlkAction::Requeue => "R",
         BlkAction::Complete => "C",
         BlkAction::Plug => "P",
         BlkAction::Unplug { .. } => "U",

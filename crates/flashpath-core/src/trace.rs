@@ -87,6 +87,8 @@ pub enum BlkAction {
     GetRq,
     Insert,
     Issue,
+    /// The driver refused the request; it went back on the dispatch list.
+    Requeue,
     Complete,
     Plug,
     /// `depth`: requests in the plug when it was flushed.

@@ -34,6 +34,7 @@ fn letters(jobs: Vec<JobConfig>) -> (String, Trace) {
             BlkAction::GetRq => "G".into(),
             BlkAction::Insert => "I".into(),
             BlkAction::Issue => "D".into(),
+            BlkAction::Requeue => "R".into(),
             BlkAction::Complete => "C".into(),
             BlkAction::Plug => "P".into(),
             BlkAction::Unplug { depth } => format!("U{depth}"),

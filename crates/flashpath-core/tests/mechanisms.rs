@@ -6,7 +6,7 @@ mod common;
 use flashpath_core::device::DeviceConfig;
 use flashpath_core::host::block::ReqId;
 use flashpath_core::host::{DriverKind, HostConfig};
-use flashpath_core::trace::{Ctx, Trace, TraceKind};
+use flashpath_core::trace::{BlkAction, Ctx, Trace, TraceKind};
 use flashpath_core::workload::{Dir, JobConfig, Pattern};
 
 const DEVICE: &str = include_str!("../../../presets/devices/emmc51-hs400-32g.toml");
@@ -153,7 +153,74 @@ fn hsq_as_merged_keeps_its_limits_and_starts_from_the_interrupt() {
 
 #[test]
 fn hsq_as_published_keeps_its_limits_and_starts_from_the_interrupt() {
+    // The measured series (v4-v7) refused only past in_flight > 2: three in flight.
+    let v6 = DriverKind::parse("mmc-hsq-v6").unwrap();
+    assert_eq!(
+        v6,
+        DriverKind::MmcHsq {
+            depth: 32,
+            max_in_flight: 3,
+            burst_in_flight: 0
+        }
+    );
+    assert_eq!(v6.name(), "mmc-hsq-v6");
+    hsq_invariants(32, 3);
+}
+
+#[test]
+fn hsq_with_the_stated_limit_of_two_keeps_it() {
+    let strict = DriverKind::parse("mmc-hsq-limit2").unwrap();
+    assert_eq!(strict.name(), "mmc-hsq-limit2");
     hsq_invariants(32, 2);
+}
+
+/// A request hsq refuses (queue_rq's BLK_STS_RESOURCE past the in-flight limit) is
+/// requeued (R) onto the dispatch list: it takes no more bios, and it is the next
+/// request issued (D) when a completion reruns the queue.
+#[test]
+fn a_request_hsq_refuses_waits_on_the_dispatch_list_and_merges_no_more() {
+    // The convoy of seed-results §1's sequential read: threads reading the same blocks,
+    // so bios merge into the queued requests.
+    let convoy = (0..12)
+        .map(|i| {
+            let mut j = JobConfig::simple("t", Pattern::Sequential, 100, 4096, 4096 * 150);
+            j.seed = 7 + i;
+            j
+        })
+        .collect();
+    let tr = traced(DriverKind::parse("mmc-hsq-v6").unwrap(), convoy);
+    let mut parked: Option<ReqId> = None;
+    let (mut requeues, mut merges, mut issues) = (0, 0, 0);
+    for e in tr.sorted() {
+        let TraceKind::Block { action, .. } = e.kind else {
+            continue;
+        };
+        let r = e.req;
+        match action {
+            BlkAction::Requeue => {
+                assert!(
+                    parked.is_none() || parked == r,
+                    "one request waits at a time"
+                );
+                parked = r;
+                requeues += 1;
+            }
+            BlkAction::BackMerge | BlkAction::FrontMerge => {
+                assert!(r != parked, "a bio merged into the refused request {r:?}");
+                merges += 1;
+            }
+            BlkAction::Issue => {
+                if let Some(p) = parked.take() {
+                    assert_eq!(r, Some(p), "the refused request is issued first");
+                }
+                issues += 1;
+            }
+            _ => {}
+        }
+    }
+    assert!(requeues > 20, "the limit refuses requests ({requeues})");
+    assert!(merges > 20, "the convoy merges ({merges})");
+    assert!(issues > 100);
 }
 
 fn max_in_flight_seen(driver: DriverKind, read_pct: u32) -> u32 {

@@ -407,6 +407,10 @@ pub struct BlockLayer {
     /// Flush requests, dispatched before the scheduler's requests.
     flushes: std::collections::VecDeque<ReqId>,
     flush_in_flight: bool,
+    /// Requests the driver refused (BLK_STS_RESOURCE), back on the hardware queue's
+    /// dispatch list (`hctx->dispatch`): out of the scheduler, so they merge no more,
+    /// and dispatched before it when the queue is rerun.
+    parked: VecDeque<ReqId>,
     /// Bios waiting for a tag, in arrival order.
     tag_wait: std::collections::VecDeque<Bio>,
     tags_used: u32,
@@ -417,6 +421,8 @@ pub struct BlockLayer {
     starved: u32,
     /// Counters.
     pub merges: u64,
+    /// Requests allocated (each is inserted, and its insertion runs the queue).
+    pub requests_made: u64,
     pub requests_dispatched: u64,
     /// The disk's accounting ([`DiskStats`]); `io_ticks_ns` up to `busy_since`.
     disk: DiskStats,
@@ -441,6 +447,7 @@ impl BlockLayer {
             dd: Deadline::default(),
             flushes: std::collections::VecDeque::new(),
             flush_in_flight: false,
+            parked: VecDeque::new(),
             tag_wait: std::collections::VecDeque::new(),
             tags_used: 0,
             last_start: [0, 0],
@@ -448,6 +455,7 @@ impl BlockLayer {
             batch_dir: Dir::Read,
             starved: 0,
             merges: 0,
+            requests_made: 0,
             requests_dispatched: 0,
             disk: DiskStats::default(),
             in_flight: 0,
@@ -482,16 +490,32 @@ impl BlockLayer {
         &self.reqs[id as usize]
     }
 
-    /// Requests waiting in the scheduler.
+    /// Requests waiting in the scheduler or on the dispatch list.
     pub fn queued_len(&self) -> usize {
-        self.nqueued + self.flushes.len()
+        self.nqueued + self.flushes.len() + self.parked.len()
     }
     /// Bios waiting for a tag.
     pub fn tag_waiters(&self) -> usize {
         self.tag_wait.len()
     }
     pub fn has_queued(&self) -> bool {
-        self.nqueued > 0 || (!self.flushes.is_empty() && !self.flush_in_flight)
+        self.nqueued > 0
+            || !self.parked.is_empty()
+            || (!self.flushes.is_empty() && !self.flush_in_flight)
+    }
+
+    /// The driver refused `id`, just dispatched (queue_rq answered BLK_STS_RESOURCE):
+    /// blk_mq_dispatch_rq_list requeues it (`__blk_mq_requeue_request`, blktrace's R)
+    /// onto the dispatch list, ahead of the scheduler's requests. A refused flush goes
+    /// back to the head of the flush queue.
+    pub fn requeue(&mut self, id: ReqId) {
+        self.requests_dispatched -= 1;
+        if self.reqs[id as usize].flush {
+            self.flush_in_flight = false;
+            self.flushes.push_front(id);
+        } else {
+            self.parked.push_front(id);
+        }
     }
 
     /// Tries to merge `bio` into a queued request; true if it did.
@@ -783,6 +807,7 @@ impl BlockLayer {
 
     fn new_request(&mut self, now: SimTime, bio: &Bio) -> ReqId {
         self.tags_used += 1;
+        self.requests_made += 1;
         let id = match self.free.pop() {
             Some(id) => id,
             None => {
@@ -891,6 +916,11 @@ impl BlockLayer {
         if !self.flush_in_flight && !self.flushes.is_empty() {
             let id = self.flushes.pop_front().expect("a flush waits");
             self.flush_in_flight = true;
+            self.reqs[id as usize].dispatched_at = now;
+            self.requests_dispatched += 1;
+            return Some(id);
+        }
+        if let Some(id) = self.parked.pop_front() {
             self.reqs[id as usize].dispatched_at = now;
             self.requests_dispatched += 1;
             return Some(id);

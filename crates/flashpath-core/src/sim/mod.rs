@@ -896,6 +896,7 @@ impl Sim {
         let max_discard_sectors = self.block.max_discard_sectors() as u64;
         let core = self.threads[t as usize].core;
         let tracing = self.trace.is_some();
+        let made = self.block.requests_made;
         if tracing {
             self.blk_syscall_start(t, picked.len());
         }
@@ -940,8 +941,11 @@ impl Sim {
         let mut picked = picked;
         picked.clear();
         self.threads[t as usize].submitting = picked;
-        // Run the hardware queue (asynchronously, from kblockd).
-        self.kick(core);
+        // Inserting a new request runs the hardware queue (asynchronously, from kblockd);
+        // a bio merged into a queued request runs nothing (blk_mq_make_request).
+        if self.block.requests_made != made {
+            self.kick(core);
+        }
         self.after_submit(t);
     }
 
@@ -1307,11 +1311,9 @@ impl Sim {
         if self.mmc.dispatcher.is_some() || !self.block.has_queued() {
             return;
         }
-        if let DriverKind::MmcHsq { .. } = self.cfg.driver {
-            if self.hsq.in_flight >= self.hsq_limit() {
-                return; // queue_rq would answer busy; the next completion reruns it
-            }
-        }
+        // An hsq past its in-flight limit is run all the same, as blk_mq_run_hw_queue
+        // runs any queue with requests pending: the worker takes one request, queue_rq
+        // refuses it and it waits on the dispatch list (`disp_next`).
         if self.cqe.full() {
             return; // every task slot is taken; a completion reruns the queue
         }
@@ -1330,14 +1332,6 @@ impl Sim {
         let Some(core) = self.mmc.dispatcher else {
             return;
         };
-        if let DriverKind::MmcHsq { .. } = self.cfg.driver {
-            // mmc_mq_queue_rq answers BLK_STS_RESOURCE past the in-flight limit (or with
-            // every slot taken); the request stays queued until a completion reruns us.
-            if self.hsq.in_flight >= self.hsq_limit() {
-                self.mmc.dispatcher = None;
-                return;
-            }
-        }
         if self.cqe.full() {
             // MMC_CQE_QUEUE_FULL: BLK_STS_RESOURCE until a task completes.
             self.mmc.dispatcher = None;
@@ -1345,10 +1339,26 @@ impl Sim {
         }
         match self.block.dispatch(at) {
             Some(r) => {
+                let sync = self.block.req(r).discard || self.mmc_flush_is_noop(r);
+                if let DriverKind::MmcHsq { .. } = self.cfg.driver {
+                    let rw = !self.block.req(r).discard && !self.block.req(r).flush;
+                    if rw && self.hsq.in_flight >= self.hsq_limit() {
+                        // mmc_mq_queue_rq answers BLK_STS_RESOURCE past the in-flight
+                        // limit (counted per issue type: reads and writes only): the
+                        // request goes back on the dispatch list and the loop ends; a
+                        // completion reruns the queue (blk_mq_dispatch_rq_list).
+                        self.block.requeue(r);
+                        if self.trace.is_some() {
+                            self.blk_rq(at, r, BlkAction::Requeue, core);
+                        }
+                        self.mmc.dispatcher = None;
+                        return;
+                    }
+                }
                 if self.trace.is_some() {
                     self.blk_rq(at, r, BlkAction::Issue, core);
                 }
-                if self.block.req(r).discard || self.mmc_flush_is_noop(r) {
+                if sync {
                     // MMC_ISSUE_SYNC: no prep or DMA map; sim/discard.rs.
                     return self.mmc_sync_dispatch(core, at, r);
                 }
