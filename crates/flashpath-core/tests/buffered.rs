@@ -8,7 +8,7 @@ use flashpath_core::device::DeviceConfig;
 use flashpath_core::host::{DriverKind, HostConfig};
 use flashpath_core::sim::{run, SimConfig};
 use flashpath_core::stats::RunResult;
-use flashpath_core::trace::{Trace, TraceKind};
+use flashpath_core::trace::{Ctx, Trace, TraceKind};
 use flashpath_core::workload::{Dir, Fadvise, JobConfig, Pattern, Submission};
 
 const DEVICE: &str = include_str!("../../../presets/devices/emmc51-hs400-32g.toml");
@@ -294,6 +294,63 @@ fn a_card_with_its_cache_off_gets_flushes_that_send_no_command() {
                 "{driver}: fsync {s} ns, write {write} ns"
             );
         }
+    }
+}
+
+/// REQ_OP_FLUSH is MMC_ISSUE_SYNC on the legacy and hsq drivers: queue_rq waits for the
+/// host to be idle, then the dispatcher (a task) sends CMD6 FLUSH_CACHE (R1b), takes its
+/// busy-end interrupt, checks the switch status with CMD13 and ends the request inline:
+/// nothing else uses the bus meanwhile, although other threads keep reads queued.
+#[test]
+fn a_flush_runs_alone_in_the_dispatcher_once_the_host_is_idle() {
+    for driver in ["mmc-legacy", "mmc-hsq"] {
+        let mut w = JobConfig::simple("w", Pattern::Sequential, 0, 4 * KIB, 64 * 4 * KIB);
+        w.fsync_every = 4;
+        let mut jobs = vec![w];
+        for i in 0..3 {
+            let mut rd = JobConfig::simple("r", Pattern::Random, 100, 4 * KIB, 2 * MIB);
+            rd.offset = (64 + 8 * i) * MIB;
+            rd.seed = 11 + i;
+            jobs.push(rd);
+        }
+        let drv = DriverKind::parse(driver).unwrap();
+        let (tr, r) = common::traced(system(), drv, jobs, false);
+        assert_eq!(r.system.cache.flushes, 16, "{driver}");
+        let ev = tr.sorted();
+        let bus = tr.bus_intervals();
+        let flushes = tr.commands(6);
+        assert_eq!(flushes.len(), 16, "{driver}: one CMD6 per fsync");
+        for f in &flushes {
+            let started = ev
+                .iter()
+                .rev()
+                .find(|e| {
+                    e.t <= f.t && e.req == f.req && matches!(e.kind, TraceKind::Started { .. })
+                })
+                .expect("the flush was started");
+            assert!(
+                matches!(started.kind, TraceKind::Started { ctx: Ctx::Task, .. }),
+                "{driver}: the dispatcher sends the flush"
+            );
+            // The switch status: the first CMD13 of this request after its CMD6.
+            let status_end = bus
+                .iter()
+                .find_map(|(s, e, x)| {
+                    let cmd13 = matches!(x.kind, TraceKind::Command { opcode: 13, .. });
+                    (cmd13 && x.req == f.req && *s >= f.t).then_some(*e)
+                })
+                .expect("CMD13 after the flush's busy");
+            for (s, e, x) in &bus {
+                if *s < status_end && *e > started.t {
+                    assert_eq!(
+                        x.req, f.req,
+                        "{driver}: bus used by another request during the flush ({s}..{e})"
+                    );
+                }
+            }
+        }
+        // The readers' requests went on around the flushes.
+        assert!(transfers(&tr, Dir::Read).len() > 1000, "{driver}");
     }
 }
 

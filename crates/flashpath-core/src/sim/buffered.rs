@@ -71,15 +71,15 @@
 //! the dirty pages of the range (one pass, as bios from its own core), waits until every
 //! writeback bio submitted up to then has ended, then, if the queue has a write cache
 //! (`queue_cache`), sends a flush request (REQ_OP_FLUSH) and waits for it: on eMMC
-//! (mmc-legacy, mmc-hsq) CMD6 SWITCH FLUSH_CACHE with an R1b busy, polled like a write's
-//! (the kernel's mmc_blk_issue_flush runs it synchronously in the dispatcher after
-//! waiting for the request in flight; here it goes through the driver's normal
-//! start/IRQ/CMD13 path, which also starts it only once the previous request is off the
-//! card); on UFS a SYNCHRONIZE CACHE command UPIU without data; on mmc-cqe a DCMD behind
-//! a queue barrier (sim/cqe.rs; hosts without a DCMD slot: an error). The eMMC queue has
-//! a write cache whenever the card does reliable writes, even with its cache off
-//! (write-through preset): then mmc_flush_cache sends nothing and the legacy and hsq
-//! drivers end the flush inline, after waiting for idle (MMC_ISSUE_SYNC, sim/discard.rs).
+//! (mmc-legacy, mmc-hsq) the dispatcher runs it synchronously (MMC_ISSUE_SYNC,
+//! sim/discard.rs): it waits for the host to be idle, then mmc_flush_cache sends CMD6
+//! SWITCH FLUSH_CACHE with an R1b busy (the busy-end interrupt, or CMD13 polling, then a
+//! CMD13 for the switch status) and the request ends inline; on UFS a SYNCHRONIZE CACHE
+//! command UPIU without data; on mmc-cqe a DCMD behind a queue barrier (sim/cqe.rs;
+//! hosts without a DCMD slot: an error). The eMMC queue has a write cache whenever the
+//! card does reliable writes, even with its cache off (write-through preset): then
+//! mmc_flush_cache sends nothing and the legacy and hsq drivers end the flush inline,
+//! after waiting for idle.
 //! A UFS queue has one when the device has a write-back buffer (WCE); an SD card's has
 //! none here (blk_queue_write_cache only when the card reports a cache, which the modelled
 //! kernels' SD path does not) so the flush is dropped as generic_make_request_checks does.
@@ -1387,27 +1387,6 @@ impl Sim {
             self.q.push(at, Ev::Buf(BufEv::Periodic));
         } else {
             self.buf.periodic_armed = false;
-        }
-    }
-
-    /// Legacy MMC / hsq: a flush request on the bus: CMD6 SWITCH (FLUSH_CACHE) with an R1b
-    /// response; the card is busy until its cache is written (mmc_flush_cache).
-    pub(super) fn mmc_flush_issue(&mut self, r: crate::host::block::ReqId) {
-        let now = self.now;
-        let end = self.bus_cmds(now, &[6], Some(r));
-        let cmd = crate::device::DevCommand {
-            tag: r,
-            op: crate::device::DevOp::Flush,
-            lba: 0,
-            sectors: 0,
-            fua: false,
-        };
-        self.q
-            .push(end, Ev::Dev(crate::device::Input::Command(cmd)));
-        if !self.cfg.host.mmc.busy_detect {
-            // Command-complete interrupt at the response; the busy is polled (CMD13).
-            let t = self.irq_run(end, self.cfg.host.costs.irq_ns, r);
-            self.q.push(t, Ev::Irq(r));
         }
     }
 

@@ -37,6 +37,13 @@
 //! and the core polls for the end of busy (CMD13, as on hosts without busy detection)
 //! even where the host could detect busy itself.
 //!
+//! Flush requests (REQ_OP_FLUSH) on mmc-legacy and mmc-hsq take the same MMC_ISSUE_SYNC
+//! path: after the wait for idle, mmc_blk_issue_flush → mmc_flush_cache sends CMD6
+//! SWITCH (FLUSH_CACHE) with an R1b response if the card's cache is on — DAT0 busy
+//! while the device programs its cache, the busy-end interrupt (or CMD13 polling), then
+//! __mmc_switch's CMD13 for the switch status — and nothing if it is off; the request
+//! ends inline.
+//!
 //! Leaves out: secure discard / secure trim, REQ_OP_WRITE_ZEROES, the INAND CMD38 quirk,
 //! the erase-group alignment of MMC_ERASE_ARG (never chosen for eMMC 4.5+).
 //! Units: ns, 512-byte sectors.
@@ -53,13 +60,15 @@ use crate::workload::{Dir, Submission, Trim};
 
 #[derive(Clone, Copy, Debug)]
 pub(super) enum DiscardEv {
-    /// CMD38's R1b response is in (its busy is the device's erase time).
-    Cmd38Response(ReqId),
-    /// The busy-end interrupt of CMD38 has run (busy-detecting hosts).
+    /// The response of CMD38 (its R1b busy is the device's erase time) or of a flush's
+    /// CMD6 (busy while the device programs its cache) is in.
+    BusyCmdResponse(ReqId),
+    /// The busy-end interrupt of that command has run (busy-detecting hosts).
     BusyIrq(ReqId),
 }
 
-/// A discard being issued (one mmc_do_erase at a time).
+/// A discard being issued (one mmc_do_erase at a time), or a flush's CMD6 (from = to =
+/// end = 0, R1b).
 #[derive(Clone, Copy, Debug)]
 struct Active {
     req: ReqId,
@@ -88,8 +97,8 @@ pub(super) struct DiscardState {
 }
 
 impl DiscardState {
-    /// Whether request `r` is the discard whose erase sequence runs (its CMD38 busy is
-    /// the device's `Done` for it).
+    /// Whether request `r` is the discard whose erase sequence runs, or the flush whose
+    /// CMD6 runs (the command's busy is the device's `Done` for it).
     #[inline]
     pub(super) fn erasing(&self, r: ReqId) -> bool {
         self.active.is_some_and(|a| a.req == r)
@@ -205,7 +214,7 @@ impl Sim {
     pub(super) fn discard_handle(&mut self, e: DiscardEv) {
         let now = self.now;
         match e {
-            DiscardEv::Cmd38Response(r) => {
+            DiscardEv::BusyCmdResponse(r) => {
                 let a = self.discard_active(r);
                 if self.cfg.host.mmc.busy_detect && a.r1b {
                     return; // the busy-end interrupt follows (BusyIrq)
@@ -322,11 +331,44 @@ impl Sim {
                 ctx: Ctx::Task,
             },
         );
-        if self.block.req(r).flush {
-            self.mmc_flush_noop(core, at, r)
-        } else {
+        if !self.block.req(r).flush {
             self.discard_erase(core, at, r)
+        } else if crate::sim::buffered::device_cache_on(&self.cfg) {
+            self.mmc_flush_cmd6(core, at, r)
+        } else {
+            self.mmc_flush_noop(core, at, r)
         }
+    }
+
+    /// mmc_blk_issue_flush on a card whose cache is on: mmc_flush_cache → mmc_switch
+    /// (EXT_CSD FLUSH_CACHE = 1), a synchronous CMD6 with an R1b response: DAT0 busy
+    /// until the device has programmed its cache. Busy-detecting hosts take the busy-end
+    /// interrupt, others poll CMD13 (Linux 3.19's __mmc_switch loop); then __mmc_switch
+    /// checks the switch status with one more CMD13 (send_status) where the busy was
+    /// detected, and the request ends inline.
+    fn mmc_flush_cmd6(&mut self, core: u32, at: SimTime, r: ReqId) {
+        self.disc.active = Some(Active {
+            req: r,
+            core,
+            from: 0,
+            end: 0,
+            to: 0,
+            r1b: true,
+        });
+        let t = self
+            .cpu
+            .run_kernel(core, at, self.cfg.host.mmc.cmd13_ns, "cmd6 flush");
+        let end = self.bus_cmds(t, &[6], Some(r));
+        let cmd = DevCommand {
+            tag: r,
+            op: DevOp::Flush,
+            lba: 0,
+            sectors: 0,
+            fua: false,
+        };
+        // The device first (its Done is known at once), then the response.
+        self.q.push(end, Ev::Dev(device::Input::Command(cmd)));
+        self.q.push(end, Ev::Discard(DiscardEv::BusyCmdResponse(r)));
     }
 
     /// mmc_blk_issue_flush on a card whose cache is off: mmc_flush_cache sends nothing
@@ -381,7 +423,7 @@ impl Sim {
         };
         // The device first (its Done is known at once), then the response.
         self.q.push(end, Ev::Dev(device::Input::Command(cmd)));
-        self.q.push(end, Ev::Discard(DiscardEv::Cmd38Response(r)));
+        self.q.push(end, Ev::Discard(DiscardEv::BusyCmdResponse(r)));
     }
 
     /// A synchronous command from the dispatcher (mmc_wait_for_cmd): issue (costed as a
@@ -410,10 +452,23 @@ impl Sim {
         }
     }
 
-    /// One mmc_do_erase finished at `at` (the dispatcher runs): the next piece, or the
-    /// request ends inline and queue_rq returns.
+    /// One mmc_do_erase (or the flush's CMD6) finished at `at` (the dispatcher runs): the
+    /// next piece, or the request ends inline and queue_rq returns.
     fn discard_erase_done(&mut self, at: SimTime, r: ReqId) {
         let mut a = self.discard_active(r);
+        if self.block.req(r).flush {
+            self.disc.active = None;
+            let mut t = at;
+            if self.cfg.host.mmc.busy_detect {
+                // __mmc_switch's send_status: CMD13 for SWITCH_ERROR.
+                t = self.discard_sync_cmd(a.core, t, 13, r);
+                self.sys.cmd13 += 1;
+            }
+            let cost = self.end_cost(r);
+            let t = self.cpu.run_kernel(a.core, t, cost, "flush end");
+            self.q.push(t, Ev::DispPosted(Some(r)));
+            return;
+        }
         if a.to < a.end {
             // mmc_erase's second mmc_do_erase: the rest of the range.
             a.from = a.to;

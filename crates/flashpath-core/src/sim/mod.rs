@@ -1339,7 +1339,7 @@ impl Sim {
         }
         match self.block.dispatch(at) {
             Some(r) => {
-                let sync = self.block.req(r).discard || self.mmc_flush_is_noop(r);
+                let sync = self.block.req(r).discard || self.mmc_flush_is_sync(r);
                 if let DriverKind::MmcHsq { .. } = self.cfg.driver {
                     let rw = !self.block.req(r).discard && !self.block.req(r).flush;
                     if rw && self.hsq.in_flight >= self.hsq_limit() {
@@ -1428,7 +1428,7 @@ impl Sim {
     /// The previous request is off the hardware: complete it (CMD13 for writes), start
     /// `r`, then post-process the previous one.
     fn disp_proceed(&mut self, at: SimTime, r: ReqId) {
-        if self.block.req(r).discard || self.mmc_flush_is_noop(r) {
+        if self.block.req(r).discard || self.mmc_flush_is_sync(r) {
             return self.mmc_sync_legacy_idle(at, r);
         }
         let core = self.disp_core();
@@ -1493,18 +1493,19 @@ impl Sim {
         }
     }
 
-    /// A flush request that the legacy or hsq MMC driver ends without a command: the
-    /// card's cache is off (`buffered::device_cache_on`), yet the queue sends flushes
-    /// (`buffered::queue_cache`: MMC_BLK_REL_WR declares a write cache regardless).
-    /// mmc-cqe sends its flush DCMD (CMD6 FLUSH_CACHE) unconditionally
-    /// (mmc_blk_cqe_issue_flush), so it is not a no-op there.
-    fn mmc_flush_is_noop(&self, r: ReqId) -> bool {
+    /// A flush request that the legacy or hsq MMC driver runs synchronously: REQ_OP_FLUSH
+    /// is MMC_ISSUE_SYNC (mmc_issue_type), so queue_rq waits for the host to be idle and
+    /// runs mmc_blk_issue_flush inline (sim/discard.rs `sync_issue`): CMD6 FLUSH_CACHE
+    /// if the card's cache is on, nothing if it is off (`buffered::device_cache_on`;
+    /// the queue sends flushes regardless, `buffered::queue_cache`). Linux 3.19's mmcqd
+    /// does the same (mmc_blk_issue_rq: finish the ongoing transfer, then the flush).
+    /// mmc-cqe sends its flush as a DCMD instead (mmc_blk_cqe_issue_flush).
+    fn mmc_flush_is_sync(&self, r: ReqId) -> bool {
         self.block.req(r).flush
             && matches!(
                 self.cfg.driver,
                 DriverKind::MmcLegacy | DriverKind::MmcHsq { .. }
             )
-            && !buffered::device_cache_on(&self.cfg)
     }
 
     /// The request is a FUA write: it carries the journal's commit block on a queue with
@@ -1533,9 +1534,10 @@ impl Sim {
         if let DriverKind::SdRtsx { .. } = self.cfg.driver {
             return self.rtsx_issue(r);
         }
-        if self.block.req(r).flush {
-            return self.mmc_flush_issue(r);
-        }
+        debug_assert!(
+            !self.block.req(r).flush,
+            "MMC flushes are issued synchronously"
+        );
         let now = self.now;
         let (dir, sector, sectors) = {
             let q = self.block.req(r);
