@@ -506,16 +506,12 @@ impl BlockLayer {
 
     /// The driver refused `id`, just dispatched (queue_rq answered BLK_STS_RESOURCE):
     /// blk_mq_dispatch_rq_list requeues it (`__blk_mq_requeue_request`, blktrace's R)
-    /// onto the dispatch list, ahead of the scheduler's requests. A refused flush goes
-    /// back to the head of the flush queue.
+    /// onto the dispatch list, ahead of the scheduler's requests. (Only reads and
+    /// writes are refused: flushes and discards are MMC_ISSUE_SYNC.)
     pub fn requeue(&mut self, id: ReqId) {
+        debug_assert!(!self.reqs[id as usize].flush, "a flush is never refused");
         self.requests_dispatched -= 1;
-        if self.reqs[id as usize].flush {
-            self.flush_in_flight = false;
-            self.flushes.push_front(id);
-        } else {
-            self.parked.push_front(id);
-        }
+        self.parked.push_front(id);
     }
 
     /// Tries to merge `bio` into a queued request; true if it did.

@@ -1341,8 +1341,7 @@ impl Sim {
             Some(r) => {
                 let sync = self.block.req(r).discard || self.mmc_flush_is_sync(r);
                 if let DriverKind::MmcHsq { .. } = self.cfg.driver {
-                    let rw = !self.block.req(r).discard && !self.block.req(r).flush;
-                    if rw && self.hsq.in_flight >= self.hsq_limit() {
+                    if !sync && self.hsq.in_flight >= self.hsq_limit() {
                         // mmc_mq_queue_rq answers BLK_STS_RESOURCE past the in-flight
                         // limit (counted per issue type: reads and writes only): the
                         // request goes back on the dispatch list and the loop ends; a
