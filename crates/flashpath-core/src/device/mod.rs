@@ -110,6 +110,19 @@ pub struct DevCommand {
     pub fua: bool,
 }
 
+impl DevCommand {
+    /// A cache flush (eMMC CMD6 FLUSH_CACHE, SCSI SYNCHRONIZE CACHE) named `tag`.
+    pub fn flush(tag: u32) -> Self {
+        DevCommand {
+            tag,
+            op: DevOp::Flush,
+            lba: 0,
+            sectors: 0,
+            fua: false,
+        }
+    }
+}
+
 /// How a command ended (fio counts non-Ok like `err=`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DevStatus {

@@ -404,14 +404,7 @@ impl PageMappedDevice {
             Input::Stop { tag } if self.open_write => {
                 // CMD12 after a write: commit what the buffer holds, as a flush does.
                 self.open_write = false;
-                let cmd = DevCommand {
-                    tag,
-                    op: DevOp::Flush,
-                    lba: 0,
-                    sectors: 0,
-                    fua: false,
-                };
-                self.flush_cmd(now, cmd, out)
+                self.flush_cmd(now, DevCommand::flush(tag), out)
             }
             Input::Stop { tag } => {
                 // CMD12 after a read: the firmware ends the read-ahead.

@@ -413,13 +413,7 @@ impl Sim {
         let now = self.now;
         self.cqe.executing = Some(r);
         let end = self.cqe_cmds(now, &[6], Some(r));
-        let cmd = DevCommand {
-            tag: r,
-            op: DevOp::Flush,
-            lba: 0,
-            sectors: 0,
-            fua: false,
-        };
+        let cmd = DevCommand::flush(r);
         self.q.push(end, Ev::Dev(device::Input::Command(cmd)));
     }
 

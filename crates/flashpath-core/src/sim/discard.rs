@@ -359,13 +359,7 @@ impl Sim {
             .cpu
             .run_kernel(core, at, self.cfg.host.mmc.cmd13_ns, "cmd6 flush");
         let end = self.bus_cmds(t, &[6], Some(r));
-        let cmd = DevCommand {
-            tag: r,
-            op: DevOp::Flush,
-            lba: 0,
-            sectors: 0,
-            fua: false,
-        };
+        let cmd = DevCommand::flush(r);
         // The device first (its Done is known at once), then the response.
         self.q.push(end, Ev::Dev(device::Input::Command(cmd)));
         self.q.push(end, Ev::Discard(DiscardEv::BusyCmdResponse(r)));
