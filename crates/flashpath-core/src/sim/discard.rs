@@ -100,7 +100,7 @@ impl DiscardState {
     /// Whether request `r` is the discard whose erase sequence runs, or the flush whose
     /// CMD6 runs (the command's busy is the device's `Done` for it).
     #[inline]
-    pub(super) fn erasing(&self, r: ReqId) -> bool {
+    pub(super) fn busy_cmd_of(&self, r: ReqId) -> bool {
         self.active.is_some_and(|a| a.req == r)
     }
 
@@ -355,14 +355,7 @@ impl Sim {
             to: 0,
             r1b: true,
         });
-        let t = self
-            .cpu
-            .run_kernel(core, at, self.cfg.host.mmc.cmd13_ns, "cmd6 flush");
-        let end = self.bus_cmds(t, &[6], Some(r));
-        let cmd = DevCommand::flush(r);
-        // The device first (its Done is known at once), then the response.
-        self.q.push(end, Ev::Dev(device::Input::Command(cmd)));
-        self.q.push(end, Ev::Discard(DiscardEv::BusyCmdResponse(r)));
+        self.busy_cmd(core, at, 6, DevCommand::flush(r));
     }
 
     /// mmc_blk_issue_flush on a card whose cache is off: mmc_flush_cache sends nothing
@@ -404,10 +397,6 @@ impl Sim {
         let r = a.req;
         let mut t = self.discard_sync_cmd(a.core, at, 35, r);
         t = self.discard_sync_cmd(a.core, t, 36, r);
-        t = self
-            .cpu
-            .run_kernel(a.core, t, self.cfg.host.mmc.cmd13_ns, "cmd38");
-        let end = self.bus_cmds(t, &[38], Some(r));
         let cmd = DevCommand {
             tag: r,
             op: DevOp::Discard,
@@ -415,6 +404,18 @@ impl Sim {
             sectors: (a.to - a.from) as u32,
             fua: false,
         };
+        self.busy_cmd(a.core, t, 38, cmd);
+    }
+
+    /// A command with a busy response (CMD38 ERASE, CMD6 SWITCH) from the dispatcher on
+    /// `core` at `at`: issued (costed as a CMD13's), on the CMD line, then the device
+    /// runs `cmd` (DAT0 busy until its `Done`) and the response comes in.
+    fn busy_cmd(&mut self, core: u32, at: SimTime, opcode: u8, cmd: DevCommand) {
+        let r = cmd.tag;
+        let t = self
+            .cpu
+            .run_kernel(core, at, self.cfg.host.mmc.cmd13_ns, "mmc busy cmd");
+        let end = self.bus_cmds(t, &[opcode], Some(r));
         // The device first (its Done is known at once), then the response.
         self.q.push(end, Ev::Dev(device::Input::Command(cmd)));
         self.q.push(end, Ev::Discard(DiscardEv::BusyCmdResponse(r)));

@@ -637,7 +637,7 @@ impl Sim {
                 device::Output::Done { tag, .. } if tag == rtsx::STOP_TAG => {
                     self.rtsx_stop_answered(at);
                 }
-                device::Output::Done { tag, .. } if self.disc.erasing(tag) => {
+                device::Output::Done { tag, .. } if self.disc.busy_cmd_of(tag) => {
                     self.discard_busy_end(tag, at);
                 }
                 device::Output::Done { tag, .. } => {
