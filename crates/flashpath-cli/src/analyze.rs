@@ -17,8 +17,13 @@
 //! request it made, discards included (their hw: the erase sequence or UNMAP on the
 //! device), so the size and bandwidth the limits use count the trims too, with the
 //! bytes each discards, as fio's trim bandwidth counts them. A job with trims says so
-//! and splits its simulated bandwidth by direction: for `trimwrite` the limits describe
-//! the mix of trims and writes, not the writes alone.
+//! and splits its simulated bandwidth by direction: for `trimwrite` the job's limits
+//! describe the mix of trims and writes, not the writes alone.
+//!
+//! A job with I/O in more than one direction (`randrw`, `trimwrite`, ...) also gets the
+//! three limits of each direction from that direction's own spans and mean size (the
+//! report's `flashpath.read`, `.write`, `.trim`), beside the direction's simulated
+//! bandwidth in the run and in the instant-storage run.
 
 use crate::measure::{self, JobFigures};
 use crate::run::{self, Options};
@@ -41,7 +46,21 @@ pub struct Limits {
 /// The limits of a job row, if it moved data and reported its spans.
 pub fn limits(j: &JobFigures) -> Option<Limits> {
     let size = j.io_size()?;
-    let (pre, hw, post) = (j.span("pre")?, j.span("hw")?, j.span("post")?);
+    limits_of(size, j.span("pre")?, j.span("hw")?, j.span("post")?)
+}
+
+/// The limits of one direction of a job row whose report splits its spans by direction.
+pub fn dir_limits(j: &JobFigures, d: usize) -> Option<Limits> {
+    let x = &j.dirs[d];
+    if x.ios == 0 {
+        return None;
+    }
+    let size = x.io_bytes as f64 / x.ios as f64;
+    let span = |s: &str| j.dir_span(d, s);
+    limits_of(size, span("pre")?, span("hw")?, span("post")?)
+}
+
+fn limits_of(size: f64, pre: f64, hw: f64, post: f64) -> Option<Limits> {
     let per_s = |ns: f64| {
         if ns > 0.0 {
             size / (ns / 1e9)
@@ -116,7 +135,7 @@ pub fn render(base: &[JobFigures], what_if: &[JobFigures]) -> String {
                 .map(|(n, d)| format!("{n} {:.1}", d.bw_bytes / MIB))
                 .collect();
             s += &format!(
-                "  trims: {} of {} I/Os are discards (no data moved); I/O size and bandwidth count the bytes trimmed, as fio does, and the spans cover every request, discards included\n",
+                "  trims: {} of {} I/Os are discards (no data moved); I/O size and bandwidth count the bytes trimmed, as fio does, and the job's spans cover every request, discards included (the lines per direction below separate them)\n",
                 trims.ios,
                 j.dirs.iter().map(|d| d.ios).sum::<u64>(),
             );
@@ -151,8 +170,39 @@ pub fn render(base: &[JobFigures], what_if: &[JobFigures]) -> String {
             "  pipelined       size/max(span)     {}   several cores overlap the software; the largest span sets the pace\n",
             mib(l.pipelined)
         );
+        if j.spans_split() {
+            for (d, name) in measure::DIRS.iter().enumerate() {
+                if let Some(l) = dir_limits(j, d) {
+                    s += &dir_block(name, &l, j.dirs[d].bw_bytes, w.dirs[d].bw_bytes);
+                }
+            }
+        }
     }
     s
+}
+
+/// The same figures for one direction of a mixed job, from that direction's spans: its
+/// I/Os share the system with the other direction's, so its simulated speed is its part
+/// of the mix, not what it would reach alone.
+fn dir_block(name: &str, l: &Limits, simulated: f64, instant: f64) -> String {
+    let total = l.pre_ns + l.hw_ns + l.post_ns;
+    let share = if total > 0.0 {
+        (l.pre_ns + l.post_ns) / total * 100.0
+    } else {
+        0.0
+    };
+    format!(
+        "  {name}: I/O size {:.0} KiB; mean spans (usec): pre {:.1}, hw {:.1}, post {:.1}; software share {share:.1} %\n    simulated {} (its part of the mix); theoretical {}; theoretical max {} (instant storage: {}); pipelined {}\n",
+        l.size / 1024.0,
+        l.pre_ns / 1e3,
+        l.hw_ns / 1e3,
+        l.post_ns / 1e3,
+        mib(simulated),
+        mib(l.theoretical),
+        mib(l.theoretical_max),
+        mib(instant),
+        mib(l.pipelined),
+    )
 }
 
 #[cfg(test)]
@@ -174,6 +224,7 @@ mod tests {
                 DirFigures::default(),
             ],
             spans: spans.iter().map(|(n, v)| (n.to_string(), *v)).collect(),
+            dir_spans: Default::default(),
         }
     }
 

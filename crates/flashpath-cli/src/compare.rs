@@ -80,12 +80,16 @@ fn grid(base: &Options, axes: &[Axis]) -> Vec<Config> {
     out
 }
 
-/// The figures a row of the table shows: (label, metric suffix, scale from the metric).
-const FIGURES: [(&str, &str); 4] = [
+/// The figures a row of the table shows: (label, metric suffix). The spans are the
+/// direction's own (`DIR_pre_us`, ...): where the time of its I/Os went.
+const FIGURES: [(&str, &str); 7] = [
     ("bw MiB/s", "bw_mib"),
     ("IOPS", "iops"),
     ("clat mean us", "clat_mean_us"),
     ("clat p99 ms", "clat_p99_ms"),
+    ("pre us", "pre_us"),
+    ("hw us", "hw_us"),
+    ("post us", "post_us"),
 ];
 
 /// Published figures that apply to a configuration: those of the shipped reproductions
@@ -201,6 +205,8 @@ fn published_of(figs: &[repro::Figure], dir: usize, metric: &str) -> Option<f64>
     let name = format!("{}_{metric}", DIRS[dir]);
     let alt = match metric {
         "clat_mean_us" => Some((format!("{}_clat_mean_ms", DIRS[dir]), 1000.0)),
+        // A reproduction's spans are its job's (one direction in every shipped one).
+        "pre_us" | "hw_us" | "post_us" => Some((metric.to_string(), 1.0)),
         _ => None,
     };
     figs.iter().find_map(|f| {

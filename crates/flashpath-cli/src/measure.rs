@@ -30,12 +30,41 @@ pub struct JobFigures {
     pub dirs: [DirFigures; 3],
     /// flashpath's spans: (name, mean ns), in report order.
     pub spans: Vec<(String, f64)>,
+    /// The same per direction (as [`DIRS`]), as the report prints them: only when the
+    /// job has spans in more than one direction, else all empty.
+    pub dir_spans: [Vec<(String, f64)>; 3],
+}
+
+fn find_span(set: &[(String, f64)], name: &str) -> Option<f64> {
+    set.iter().find(|(n, _)| n == name).map(|(_, v)| *v)
 }
 
 impl JobFigures {
     /// Mean of a span in ns, if reported.
     pub fn span(&self, name: &str) -> Option<f64> {
-        self.spans.iter().find(|(n, _)| n == name).map(|(_, v)| *v)
+        find_span(&self.spans, name)
+    }
+    /// Mean of a span of direction `d` (index into [`DIRS`]) in ns: its own if the
+    /// report splits the spans by direction, the job's if `d` is its only direction.
+    pub fn dir_span(&self, d: usize, name: &str) -> Option<f64> {
+        if !self.dir_spans[d].is_empty() {
+            return find_span(&self.dir_spans[d], name);
+        }
+        let only_d = self.dirs[d].ios > 0
+            && self
+                .dirs
+                .iter()
+                .enumerate()
+                .all(|(k, x)| k == d || x.ios == 0);
+        if only_d {
+            self.span(name)
+        } else {
+            None
+        }
+    }
+    /// Whether the report splits the spans by direction.
+    pub fn spans_split(&self) -> bool {
+        self.dir_spans.iter().any(|s| !s.is_empty())
     }
     /// Bytes per I/O over all directions (a trim counts the bytes it discards, as fio
     /// counts them).
@@ -99,18 +128,22 @@ pub fn figures_of(v: &serde_json::Value) -> Result<Vec<JobFigures>> {
                     clat_p99_ns: pct("99.000000"),
                 }
             };
-            let spans = j["flashpath"]["spans"]
-                .as_object()
-                .map(|o| {
-                    o.iter()
-                        .map(|(k, v)| (k.clone(), v["mean_ns"].as_f64().unwrap_or(0.0)))
-                        .collect()
-                })
-                .unwrap_or_default();
+            let means = |fp: &serde_json::Value| -> Vec<(String, f64)> {
+                fp["spans"]
+                    .as_object()
+                    .map(|o| {
+                        o.iter()
+                            .map(|(k, v)| (k.clone(), v["mean_ns"].as_f64().unwrap_or(0.0)))
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            };
+            let fp = &j["flashpath"];
             Ok(JobFigures {
                 name: j["jobname"].as_str().unwrap_or("?").to_string(),
                 dirs: DIRS.map(dir),
-                spans,
+                spans: means(fp),
+                dir_spans: DIRS.map(|d| means(&fp[d])),
             })
         })
         .collect()
@@ -119,8 +152,13 @@ pub fn figures_of(v: &serde_json::Value) -> Result<Vec<JobFigures>> {
 /// A named figure of a run (`write_bw_mib`, `read_clat_p95_ms`, ...), over all job rows:
 /// bandwidth and IOPS add up, mean latency is weighted by I/Os, percentiles need one row.
 pub fn metric(rows: &[JobFigures], name: &str) -> Result<f64> {
-    // A span's mean: `pre_us`, `hw_us`, `d2c_us`, ... (one job row).
+    // A span's mean: `pre_us`, `hw_us`, `d2c_us`, ... (one job row); one direction's:
+    // `read_hw_us`, `write_pre_us`, ...
     if let Some(span) = name.strip_suffix("_us") {
+        let (d, span) = match span.split_once('_') {
+            Some((dir, s)) if DIRS.contains(&dir) => (DIRS.iter().position(|&x| x == dir), s),
+            _ => (None, span),
+        };
         if SPANS.contains(&span) {
             let [r] = rows else {
                 return Err(anyhow!(
@@ -128,10 +166,14 @@ pub fn metric(rows: &[JobFigures], name: &str) -> Result<f64> {
                     rows.len()
                 ));
             };
-            return r
-                .span(span)
-                .map(|ns| ns / 1e3)
-                .ok_or_else(|| anyhow!("metric '{name}': the report has no spans"));
+            let mean = match d {
+                Some(d) => r.dir_span(d, span),
+                None => r.span(span),
+            };
+            return mean.map(|ns| ns / 1e3).ok_or_else(|| match d {
+                Some(d) => anyhow!("metric '{name}': the report has no {} spans", DIRS[d]),
+                None => anyhow!("metric '{name}': the report has no spans"),
+            });
         }
     }
     // The paper's software share: (pre + post) / (pre + hw + post) of the mean spans.
@@ -230,13 +272,14 @@ pub fn check_metric(name: &str) -> Result<()> {
             ..DirFigures::default()
         }),
         spans: SPANS.iter().map(|s| (s.to_string(), 0.0)).collect(),
+        dir_spans: std::array::from_fn(|_| SPANS.iter().map(|s| (s.to_string(), 0.0)).collect()),
     }];
     metric(&probe, name).map(|_| ())
 }
 
 pub const METRICS: &str = "DIR_bw_mib, DIR_bw_mb, DIR_iops, DIR_clat_mean_ms, DIR_clat_mean_us, \
 DIR_clat_p95_ms, DIR_clat_p99_ms with DIR read, write or trim; SPAN_us with SPAN pre, hw, post, q2g, \
-g2i, i2d, d2c or q2c; software_share_pct";
+g2i, i2d, d2c or q2c, and DIR_SPAN_us for one direction's; software_share_pct";
 
 /// The spans the JSON report carries (`jobs[i].flashpath.spans`).
 pub const SPANS: [&str; 8] = ["pre", "hw", "post", "q2g", "g2i", "i2d", "d2c", "q2c"];
@@ -260,6 +303,7 @@ mod tests {
                 name: "a".into(),
                 dirs: [d(1048576.0, 100, 1e6), d(0.0, 0, 0.0), d(0.0, 0, 0.0)],
                 spans: vec![("pre".into(), 141_000.0), ("hw".into(), 1_360_000.0)],
+                dir_spans: Default::default(),
             },
             JobFigures {
                 name: "b".into(),
@@ -269,6 +313,7 @@ mod tests {
                     d(524288.0, 128, 5e5),
                 ],
                 spans: Vec::new(),
+                dir_spans: Default::default(),
             },
         ]
     }
@@ -303,5 +348,34 @@ mod tests {
         // Size and bandwidth of a row count its trims.
         assert_eq!(r[1].io_size(), Some(4096.0));
         assert_eq!(r[1].bw_bytes(), 2097152.0 + 524288.0);
+    }
+
+    /// `DIR_SPAN_us`: a direction's own spans where the report splits them; the job's
+    /// where that direction is its only one; else none.
+    #[test]
+    fn a_directions_span_metric() {
+        let r = rows();
+        // Row a reads only: its spans are the reads'.
+        assert_eq!(metric(&r[..1], "read_hw_us").unwrap(), 1360.0);
+        assert!(metric(&r[..1], "write_hw_us").is_err());
+        // Row b reads and trims, without split spans: no direction's spans.
+        let mut b = r[1].clone();
+        b.spans = vec![("hw".into(), 9e5)];
+        assert!(metric(std::slice::from_ref(&b), "read_hw_us").is_err());
+        b.dir_spans[0] = vec![("hw".into(), 7e5)];
+        b.dir_spans[2] = vec![("hw".into(), 2e6)];
+        assert_eq!(
+            metric(std::slice::from_ref(&b), "read_hw_us").unwrap(),
+            700.0
+        );
+        assert_eq!(
+            metric(std::slice::from_ref(&b), "trim_hw_us").unwrap(),
+            2000.0
+        );
+        assert_eq!(metric(std::slice::from_ref(&b), "hw_us").unwrap(), 900.0);
+        let e = metric(std::slice::from_ref(&b), "write_hw_us").unwrap_err();
+        assert!(e.to_string().contains("no write spans"), "{e}");
+        assert!(check_metric("trim_q2c_us").is_ok());
+        assert!(check_metric("reads_hw_us").is_err());
     }
 }

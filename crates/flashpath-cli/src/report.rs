@@ -3,9 +3,10 @@
 //! window (bwavgtime), IOPS samples per window likewise.
 
 use flashpath_core::host::block::{DiskStats, KERNEL_HZ};
-use flashpath_core::stats::{JobStats, RunResult, Span, SystemStats, BW_INTERVAL_NS};
+use flashpath_core::stats::{JobStats, RunResult, Span, Spans, SystemStats, BW_INTERVAL_NS};
 use flashpath_fio::report::model::{
-    Ddir, DiskUtil, IoStat, JobHeader, JobReport, LatStat, LatencyBuckets, RunReport, UnifiedRw,
+    Ddir, DiskUtil, IoStat, JobHeader, JobReport, LatStat, LatencyBuckets, RunReport, SpanSet,
+    UnifiedRw,
 };
 
 /// What the report needs to know about a job beyond what the simulator measured.
@@ -87,11 +88,20 @@ fn job_report(meta: &JobMeta, s: &JobStats) -> JobReport {
     r.total_submit = s.submit_hist.iter().sum();
     r.iodepth_complete = s.complete_hist;
     r.total_complete = s.complete_hist.iter().sum();
-    r.spans = Span::ALL
-        .iter()
-        .map(|&sp| (sp.name(), s.spans.get(sp).clone()))
-        .collect();
+    r.spans = span_set(&s.spans);
+    for (dst, src) in r.dir_spans.iter_mut().zip(&s.dir_spans) {
+        if let Some(src) = src {
+            *dst = span_set(src);
+        }
+    }
     r
+}
+
+fn span_set(s: &Spans) -> SpanSet {
+    Span::ALL
+        .iter()
+        .map(|&sp| (sp.name(), s.get(sp).clone()))
+        .collect()
 }
 
 /// Builds fio's report for a run.

@@ -430,3 +430,108 @@ fn analyze_prints_the_papers_limits_of_the_reported_spans() {
         stderr(&o)
     );
 }
+
+/// A job with reads and writes reports its spans per direction beside the job's
+/// (`flashpath.read`, `.write` in JSON, a block each in normal output), each counting
+/// that direction's I/Os; `analyze` gives each direction its limits from its own spans
+/// and mean size; `compare` shows each direction's spans. A job of one direction has no
+/// split.
+#[test]
+fn a_mixed_job_reports_and_analyzes_its_spans_per_direction() {
+    let job = [
+        "--filename=/dev/mmcblk0",
+        "--direct=1",
+        "--rw=randrw",
+        "--bs=4k,64k",
+        "--size=8m",
+        "--name=mix",
+    ];
+    let mut args = vec!["fio", "--output-format=json,normal"];
+    args.extend(job);
+    let o = flashpath(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    // fio prints the normal output's job lines, the JSON, then the normal report.
+    let (json, text) = out.split_at(out.find("mix: (groupid").expect("normal output"));
+    let v: serde_json::Value = serde_json::from_str(&json[json.find('{').unwrap()..]).unwrap();
+    let j = &v["jobs"][0];
+    let fp = &j["flashpath"];
+    let count = |x: &serde_json::Value, s: &str| x["spans"][s]["count"].as_u64().unwrap();
+    for (d, x) in ["read", "write"].iter().map(|d| (*d, &fp[*d])) {
+        let ios = j[d]["total_ios"].as_u64().unwrap();
+        assert!(ios > 10, "{d}");
+        for s in ["pre", "hw", "post"] {
+            assert_eq!(count(x, s), ios, "{d} {s}");
+        }
+        let m = |s: &str| x["spans"][s]["mean_ns"].as_f64().unwrap();
+        let share = x["software_share"].as_f64().unwrap();
+        let want = (m("pre") + m("post")) / (m("pre") + m("hw") + m("post"));
+        assert!((share - want).abs() < 1e-5, "{d}");
+        assert!(text.contains(&format!("  {d} spans (usec): software share=")));
+    }
+    assert!(fp["trim"].is_null());
+    for s in ["pre", "hw", "post", "d2c", "q2c"] {
+        assert_eq!(count(fp, s), count(&fp["read"], s) + count(&fp["write"], s));
+    }
+    // The job's mean is the two directions' weighted by their counts.
+    let whole = fp["spans"]["hw"]["mean_ns"].as_f64().unwrap();
+    let weighted = ["read", "write"]
+        .iter()
+        .map(|d| fp[*d]["spans"]["hw"]["mean_ns"].as_f64().unwrap() * count(&fp[*d], "hw") as f64)
+        .sum::<f64>()
+        / count(fp, "hw") as f64;
+    assert!((whole - weighted).abs() < 1.0, "{whole} vs {weighted}");
+
+    let mut args = vec!["analyze"];
+    args.extend(job);
+    let o = flashpath(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    let rd = &fp["read"]["spans"];
+    let line = format!(
+        "  read: I/O size 4 KiB; mean spans (usec): pre {:.1}, hw {:.1}, post {:.1};",
+        rd["pre"]["mean_ns"].as_f64().unwrap() / 1e3,
+        rd["hw"]["mean_ns"].as_f64().unwrap() / 1e3,
+        rd["post"]["mean_ns"].as_f64().unwrap() / 1e3,
+    );
+    assert!(text.contains(&line), "{line}\n{text}");
+    assert!(text.contains("  write: I/O size 64 KiB;"), "{text}");
+
+    // compare's table has each direction's spans.
+    let o = flashpath(&[
+        "compare",
+        "--vary",
+        "driver=mmc-legacy",
+        "--filename=/dev/mmcblk0",
+        "--direct=1",
+        "--rw=randrw",
+        "--bs=4k,64k",
+        "--size=8m",
+        "--name=mix",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    for d in ["read", "write"] {
+        let want = fp[d]["spans"]["hw"]["mean_ns"].as_f64().unwrap() / 1e3;
+        let got: f64 = text
+            .lines()
+            .find(|l| l.starts_with(&format!("mix  {d:<5}  hw us")))
+            .and_then(|l| l.split_whitespace().last())
+            .and_then(|x| x.parse().ok())
+            .unwrap_or_else(|| panic!("{d} hw row\n{text}"));
+        assert!((got - want).abs() <= 0.01 * want, "{d}: {got} vs {want}");
+    }
+
+    // One direction: no split.
+    let o = flashpath(&[
+        "fio",
+        "--output-format=json",
+        "--filename=/dev/mmcblk0",
+        "--direct=1",
+        "--rw=randread",
+        "--size=4m",
+        "--name=r",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["jobs"][0]["flashpath"]["read"].is_null());
+}

@@ -301,9 +301,10 @@ fn compare_shows_the_trim_direction() {
         assert!(t["clat_mean_ns"].as_f64().unwrap() > 0.0);
         means.push(t["clat_mean_ns"].as_f64().unwrap());
     }
-    // The changes: four figures of the trim direction, the mean's as computed.
+    // The changes: seven figures of the trim direction (four of fio's, the three
+    // spans), the mean's as computed.
     let changes = v["changes"].as_array().unwrap();
-    assert_eq!(changes.len(), 4, "{changes:?}");
+    assert_eq!(changes.len(), 7, "{changes:?}");
     assert!(changes.iter().all(|c| c["dir"] == "trim"));
     let mean = changes
         .iter()
@@ -318,11 +319,16 @@ fn compare_shows_the_trim_direction() {
     args.extend(job);
     let table = ok(&flashpath(&args));
     let rows: Vec<&str> = table.lines().skip(1).collect();
-    assert_eq!(rows.len(), 4, "{table}");
-    for (r, fig) in rows
-        .iter()
-        .zip(["bw MiB/s", "IOPS", "clat mean us", "clat p99 ms"])
-    {
+    assert_eq!(rows.len(), 7, "{table}");
+    for (r, fig) in rows.iter().zip([
+        "bw MiB/s",
+        "IOPS",
+        "clat mean us",
+        "clat p99 ms",
+        "pre us",
+        "hw us",
+        "post us",
+    ]) {
         let f: Vec<&str> = r.split_whitespace().collect();
         assert_eq!((f[0], f[1]), ("t", "trim"), "{table}");
         assert!(r.contains(fig), "{table}");

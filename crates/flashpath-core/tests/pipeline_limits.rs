@@ -187,3 +187,70 @@ fn c_several_cores_overlap_the_software_up_to_the_device() {
         }
     }
 }
+
+/// A mixed job keeps its spans per direction: with reads of 4 KiB and writes of 16 KiB
+/// and a pinning cost per 4 KiB in the system call, one thread at a time gives a read
+/// pre of syscall + 1 pin and a write pre of syscall + 4 pins exactly; each direction's
+/// spans count its own I/Os, and the job's spans are the two merged.
+#[test]
+fn a_mixed_jobs_spans_are_kept_per_direction() {
+    let (pre, hw, post, pin) = (20_000, 60_000, 10_000, 1_000);
+    for d in drivers() {
+        let mut h = host(1, pre, post);
+        h.costs.pin_per_4k_ns = pin;
+        h.costs.pin_per_4k_read_ns = pin;
+        let mut j = JobConfig::simple("mix", Pattern::Random, 50, BS, 64 << 20);
+        j.bs[1] = flashpath_core::workload::BlockSizes::Fixed(4 * BS);
+        j.time_based = true;
+        j.runtime_ns = Some(RUNTIME);
+        j.ramp_ns = RAMP;
+        let mut device = DeviceConfig::ideal(1 << 30, hw);
+        if d == DriverKind::Ufs {
+            device.interface = Interface::Ufs;
+        }
+        let r = run(SimConfig {
+            host: h,
+            device,
+            driver: d,
+            jobs: vec![j],
+            precondition: false.into(),
+        })
+        .unwrap();
+        let j = &r.jobs[0];
+        let (rd, wr) = (
+            j.dir_spans[0].as_ref().expect("read spans"),
+            j.dir_spans[1].as_ref().expect("write spans"),
+        );
+        assert!(j.dir_spans[2].is_none(), "no trims, no trim spans");
+        assert!(j.dirs[0].ios > 100 && j.dirs[1].ios > 100, "{}", d.name());
+        for s in [Span::Pre, Span::Hw, Span::Post] {
+            assert_eq!(rd.get(s).count(), j.dirs[0].ios, "{} {s:?}", d.name());
+            assert_eq!(wr.get(s).count(), j.dirs[1].ios, "{} {s:?}", d.name());
+        }
+        for s in Span::ALL {
+            let (a, b) = (rd.get(s), wr.get(s));
+            assert_eq!(j.spans.get(s).count(), a.count() + b.count(), "{s:?}");
+            assert_eq!(j.spans.get(s).sum(), a.sum() + b.sum(), "{s:?}");
+        }
+        assert_eq!(rd.get(Span::Pre).mean(), (pre + pin) as f64, "{}", d.name());
+        assert_eq!(
+            wr.get(Span::Pre).mean(),
+            (pre + 4 * pin) as f64,
+            "{}",
+            d.name()
+        );
+        // hw and post within the few ns of bus commands (a write's CMD13 on MMC).
+        for x in [rd, wr] {
+            assert!(
+                (x.get(Span::Hw).mean() - hw as f64).abs() < 10.0,
+                "{}",
+                d.name()
+            );
+            assert!(
+                (x.get(Span::Post).mean() - post as f64).abs() < 10.0,
+                "{}",
+                d.name()
+            );
+        }
+    }
+}

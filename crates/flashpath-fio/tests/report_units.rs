@@ -427,3 +427,77 @@ proptest! {
         set.finish(u64::MAX);
     }
 }
+
+// ---- flashpath's spans -------------------------------------------------------
+
+fn hist(values: &[u64]) -> LatHist {
+    let mut h = LatHist::new();
+    for &v in values {
+        h.record(v);
+    }
+    h
+}
+
+/// A job with read and write spans: the job's set and one per direction.
+fn job_with_spans(group_reporting: bool, r_hw: u64, w_hw: u64) -> JobReport {
+    let mut j = job_with_clat(&[1000]);
+    j.group_reporting = group_reporting;
+    let set = |hw: &[u64]| -> SpanSet {
+        vec![
+            ("pre", hist(&vec![100; hw.len()])),
+            ("hw", hist(hw)),
+            ("post", hist(&vec![100; hw.len()])),
+        ]
+    };
+    j.dir_spans[0] = set(&[r_hw]);
+    j.dir_spans[1] = set(&[w_hw, w_hw]);
+    j.spans = set(&[r_hw, w_hw, w_hw]);
+    j
+}
+
+#[test]
+fn spans_split_by_direction_only_when_there_are_two() {
+    let v: serde_json::Value =
+        serde_json::from_str(&json(&run(vec![job_with_spans(false, 800, 200)]), false)).unwrap();
+    let fp = &v["jobs"][0]["flashpath"];
+    assert_eq!(fp["read"]["spans"]["hw"]["mean_ns"].as_f64(), Some(800.0));
+    assert_eq!(fp["write"]["spans"]["hw"]["count"].as_u64(), Some(2));
+    // Software share of each direction from its own means: 200 / (200 + hw).
+    assert_eq!(fp["read"]["software_share"].as_f64(), Some(0.2));
+    assert_eq!(fp["write"]["software_share"].as_f64(), Some(0.5));
+    assert!(fp["trim"].is_null());
+    let text = normal_report_string(&run(vec![job_with_spans(false, 800, 200)]));
+    assert!(
+        text.contains("  read spans (usec): software share=20.00% of pre+hw+post"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  write spans (usec): software share=50.00% of pre+hw+post"),
+        "{text}"
+    );
+    // One direction: the job's spans only.
+    let mut j = job_with_spans(false, 800, 200);
+    j.dir_spans[1].clear();
+    let v: serde_json::Value = serde_json::from_str(&json(&run(vec![j]), false)).unwrap();
+    assert!(v["jobs"][0]["flashpath"]["read"].is_null());
+    assert!(v["jobs"][0]["flashpath"]["spans"]["hw"].is_object());
+}
+
+#[test]
+fn group_reporting_merges_the_directions_spans_and_unified_drops_them() {
+    let r = run(vec![
+        job_with_spans(true, 800, 200),
+        job_with_spans(true, 400, 600),
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&json(&r, false)).unwrap();
+    let fp = &v["jobs"][0]["flashpath"];
+    assert_eq!(fp["read"]["spans"]["hw"]["mean_ns"].as_f64(), Some(600.0));
+    assert_eq!(fp["write"]["spans"]["hw"]["mean_ns"].as_f64(), Some(400.0));
+    assert_eq!(fp["spans"]["hw"]["count"].as_u64(), Some(6));
+    let mut j = job_with_spans(false, 800, 200);
+    j.unified_rw_reporting = UnifiedRw::Mixed;
+    let v: serde_json::Value = serde_json::from_str(&json(&run(vec![j]), false)).unwrap();
+    let fp = &v["jobs"][0]["flashpath"];
+    assert!(fp["read"].is_null() && fp["write"].is_null(), "{fp}");
+    assert_eq!(fp["spans"]["hw"]["count"].as_u64(), Some(3));
+}

@@ -106,6 +106,7 @@ use crate::device::config::{DeviceModel, Interface};
 use crate::engine::SimTime;
 use crate::host::page_cache::{PageCache, PageState, PAGE};
 use crate::host::DriverKind;
+use crate::stats::ddir_index;
 use crate::workload::{Dir, Fadvise, Submission};
 use std::collections::{BTreeSet, HashMap};
 
@@ -219,9 +220,10 @@ struct BufThread {
     end_fsync_done: bool,
     /// Asleep on a locked page.
     waiting_page: Option<u64>,
-    /// Spans of the request this system call waited for (pre, hw, irq time): recorded
-    /// when the call returns, so post runs to the thread having its result.
-    awaited: Option<(u64, u64, SimTime)>,
+    /// Spans of the request this system call waited for (its fio direction index, pre,
+    /// hw, irq time): recorded when the call returns, so post runs to the thread having
+    /// its result.
+    awaited: Option<(usize, u64, u64, SimTime)>,
 }
 
 /// Counters of the buffered path (in `SystemStats::cache`).
@@ -527,11 +529,12 @@ impl Sim {
     pub(super) fn buf_request_spans(&mut self, io: u32, pre: u64, hw: u64, irq: SimTime) {
         let now = self.now;
         let x = &self.ios[io as usize];
-        let (t, lo, hi, kind) = (
+        let (t, lo, hi, kind, d) = (
             x.thread as usize,
             x.offset / PAGE,
             (x.offset + x.len).div_ceil(PAGE),
             x.cache,
+            ddir_index(x.dir, false),
         );
         let bt = &self.buf.threads[t];
         let waited = match (kind, bt.op) {
@@ -548,11 +551,14 @@ impl Sim {
             _ => false,
         };
         if waited {
-            if let Some((p, h, i)) = self.buf.threads[t].awaited.replace((pre, hw, irq)) {
-                self.threads[t].stats.spans.record_io(p, h, now - i);
+            if let Some((pd, p, h, i)) = self.buf.threads[t].awaited.replace((d, pre, hw, irq)) {
+                self.threads[t].stats.spans_of(pd).record_io(p, h, now - i);
             }
         } else {
-            self.threads[t].stats.spans.record_io(pre, hw, now - irq);
+            self.threads[t]
+                .stats
+                .spans_of(d)
+                .record_io(pre, hw, now - irq);
         }
     }
 
@@ -1017,10 +1023,10 @@ impl Sim {
         self.threads[t as usize].state = ThreadState::Running;
         let core = self.threads[t as usize].core;
         let end = self.cpu.run(core, now, ret);
-        if let Some((pre, hw, irq)) = self.buf.threads[t as usize].awaited.take() {
+        if let Some((d, pre, hw, irq)) = self.buf.threads[t as usize].awaited.take() {
             self.threads[t as usize]
                 .stats
-                .spans
+                .spans_of(d)
                 .record_io(pre, hw, end - irq);
         }
         self.q.push(end, Ev::ThreadRun(t));
@@ -1150,9 +1156,12 @@ impl Sim {
                 if let Some(tid) = self.jbd_needs_commit(t, datasync) {
                     // ext4_sync_file: jbd2_complete_transaction. The thread has its
                     // data writeback's result: an O_SYNC write's spans end here.
-                    if let Some((p, h, i)) = self.buf.threads[t as usize].awaited.take() {
+                    if let Some((d, p, h, i)) = self.buf.threads[t as usize].awaited.take() {
                         let post = self.now - i;
-                        self.threads[t as usize].stats.spans.record_io(p, h, post);
+                        self.threads[t as usize]
+                            .stats
+                            .spans_of(d)
+                            .record_io(p, h, post);
                     }
                     let barrier =
                         queue_cache(&self.cfg).write_cache && !self.jbd_will_send_barrier(tid);

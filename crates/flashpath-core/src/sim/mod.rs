@@ -26,7 +26,7 @@ use crate::engine::{EventQueue, FifoResource, Outbox, SimTime};
 use crate::host::block::{Bio, BlockLayer, ReqId};
 use crate::host::cpu::Cpu;
 use crate::host::{Cmd13Mode, DriverKind, HostConfig};
-use crate::stats::{DirStats, JobStats, RunResult, Span, Spans, SystemStats};
+use crate::stats::{ddir_index, DirStats, JobStats, RunResult, Span, Spans, SystemStats};
 use crate::trace::{self, BlkAction, Ctx, Trace, TraceKind};
 use crate::workload::{rate_gate, Dir, IoSource, JobConfig, Submission};
 use flashpath_hist::{batch_bucket, depth_level_bucket};
@@ -400,6 +400,7 @@ impl Sim {
                         complete_hist: [0; 7],
                         sys_ns: 0,
                         spans: Spans::default(),
+                        dir_spans: Default::default(),
                         sync_lat_ns: Vec::new(),
                     },
                     last_change: 0,
@@ -547,6 +548,7 @@ impl Sim {
                 .skip(prefill)
                 .map(|mut t| {
                     t.stats.job -= prefill;
+                    t.stats.close_spans();
                     t.stats
                 })
                 .collect(),
@@ -1043,9 +1045,11 @@ impl Sim {
         };
         stats.record(since, len, slat, clat, now - t_start);
         if t_hw != SimTime::MAX && t_irq >= t_hw {
-            th.stats
-                .spans
-                .record_io(t_hw - t_start, t_irq - t_hw, now - t_irq);
+            th.stats.spans_of(ddir_index(dir, trim)).record_io(
+                t_hw - t_start,
+                t_irq - t_hw,
+                now - t_irq,
+            );
         }
     }
 
@@ -1157,15 +1161,18 @@ impl Sim {
         let x = &self.ios[first as usize];
         let th = &mut self.threads[x.thread as usize];
         if x.t_start >= th.measure_start {
-            th.stats.spans.record_request(g - bq, i - g, d - i);
+            th.stats
+                .spans_of(ddir_index(x.dir, x.trim))
+                .record_request(g - bq, i - g, d - i);
         }
         for k in 0..self.block.req(r).bios.len() {
             let io = self.block.req(r).bios[k];
             let x = &self.ios[io as usize];
             let th = &mut self.threads[x.thread as usize];
             if x.t_start >= th.measure_start {
-                th.stats.spans.record(Span::D2c, now - d);
-                th.stats.spans.record(Span::Q2c, now - x.t_issued);
+                let s = th.stats.spans_of(ddir_index(x.dir, x.trim));
+                s.record(Span::D2c, now - d);
+                s.record(Span::Q2c, now - x.t_issued);
             }
         }
     }

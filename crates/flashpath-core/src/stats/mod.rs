@@ -4,6 +4,7 @@
 //! bytes and I/Os per direction, and bandwidth per 500 ms interval (fio's bwavgtime).
 //! Units: nanoseconds, bytes.
 
+use crate::workload::Dir;
 use flashpath_hist::LatHist;
 
 /// fio samples bandwidth and IOPS every 500 ms by default (bwavgtime, iopsavgtime).
@@ -79,11 +80,48 @@ pub struct JobStats {
     pub complete_hist: [u64; 7],
     /// CPU time spent by this thread (system side), ns.
     pub sys_ns: u64,
-    /// Where the time of its requests went (see [`Span`]).
+    /// Where the time of its requests went (see [`Span`]), over all its I/Os: the
+    /// merge of `dir_spans`, made when the run ends.
     pub spans: Spans,
+    /// The same per fio direction (read, write, trim; see [`ddir_index`]), `None` for a
+    /// direction without a measured I/O. An I/O's pre, hw and post go to its direction;
+    /// a request's Q2G, G2I and I2D to the direction of its first bio, its D2C and Q2C
+    /// to each bio's, as btt would count them with a filter on the direction.
+    pub dir_spans: [Option<Spans>; 3],
     /// Latency of each fsync/fdatasync fio issued (fsync=N, fdatasync=N), for fio's
     /// `sync` statistics.
     pub sync_lat_ns: Vec<u64>,
+}
+
+impl JobStats {
+    /// The spans of direction `d` (a [`ddir_index`]), to record into.
+    #[inline]
+    pub(crate) fn spans_of(&mut self, d: usize) -> &mut Spans {
+        self.dir_spans[d].get_or_insert_with(Spans::default)
+    }
+
+    /// Makes `spans` the merge of the directions' spans (at the end of the run).
+    pub(crate) fn close_spans(&mut self) {
+        let mut all = Spans::default();
+        for s in self.dir_spans.iter().flatten() {
+            all.merge(s);
+        }
+        self.spans = all;
+    }
+}
+
+/// fio's directions in the order of its reports and of per-direction arrays.
+pub const DDIRS: [&str; 3] = ["read", "write", "trim"];
+
+/// The fio direction of an I/O as an index into per-direction arrays: a trim (a write
+/// to the block layer) is fio's third direction.
+#[inline]
+pub fn ddir_index(dir: Dir, trim: bool) -> usize {
+    if trim {
+        2
+    } else {
+        dir.index()
+    }
 }
 
 /// Counters of the whole system.

@@ -5,7 +5,7 @@
 //! group) is built by summing its members into an empty stat, even when it has one
 //! member: that is where `unified_rw_reporting=mixed` folds all directions into one.
 
-use super::model::{IoStat, JobReport, LatStat, UnifiedRw};
+use super::model::{IoStat, JobReport, LatStat, SpanSet, UnifiedRw};
 
 /// One printed entry: a job, or several merged by `group_reporting`.
 #[derive(Clone, Debug)]
@@ -111,10 +111,20 @@ pub fn sum_thread_stats(dst: &mut JobReport, src: &JobReport, mixed: bool) {
     dst.total_submit = dst.total_submit.wrapping_add(src.total_submit);
     dst.total_complete = dst.total_complete.wrapping_add(src.total_complete);
     dst.nr_zone_resets = dst.nr_zone_resets.wrapping_add(src.nr_zone_resets);
-    for (name, h) in &src.spans {
-        match dst.spans.iter_mut().find(|(n, _)| n == name) {
+    merge_spans(&mut dst.spans, &src.spans);
+    // A unified (mixed) report has no directions to show spans of.
+    if !mixed {
+        for (d, s) in dst.dir_spans.iter_mut().zip(&src.dir_spans) {
+            merge_spans(d, s);
+        }
+    }
+}
+
+fn merge_spans(dst: &mut SpanSet, src: &SpanSet) {
+    for (name, h) in src {
+        match dst.iter_mut().find(|(n, _)| n == name) {
             Some((_, d)) => d.merge(h),
-            None => dst.spans.push((name, h.clone())),
+            None => dst.push((name, h.clone())),
         }
     }
 }

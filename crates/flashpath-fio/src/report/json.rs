@@ -10,7 +10,9 @@ use super::aggregate::{
     aggregate, calc_or_zero, lat_percentiles, mixed_view, Entry, GroupRunStats,
 };
 use super::fmt::cf;
-use super::model::{Ddir, JobReport, LatStat, RunReport, UnifiedRw};
+use super::model::{
+    software_share, span_total, Ddir, JobReport, LatStat, RunReport, SpanSet, UnifiedRw,
+};
 
 pub(crate) enum Value {
     Str(String),
@@ -356,11 +358,21 @@ fn job_json(e: &Entry, rs: Option<&GroupRunStats>, plus: bool) -> Obj {
 }
 
 /// flashpath's extension: `{"spans": {NAME: {count, mean_ns, p50_ns, p99_ns, share}},
-/// "software_share": x}`; shares are fractions of the mean pre + hw + post.
+/// "software_share": x}`; shares are fractions of the mean pre + hw + post. A job with
+/// spans in more than one direction has the same object per direction beside them:
+/// `"read": {"spans": ..., "software_share": x}`, `"write"`, `"trim"`.
 fn spans_json(ts: &JobReport) -> Obj {
-    let total = ts.span_total().unwrap_or(0.0);
+    let mut root = span_set_json(&ts.spans);
+    for (d, set) in ts.split_spans() {
+        root.obj(Ddir::ALL[d].name(), span_set_json(set));
+    }
+    root
+}
+
+fn span_set_json(set: &SpanSet) -> Obj {
+    let total = span_total(set).unwrap_or(0.0);
     let mut spans = Obj::new();
-    for (name, h) in &ts.spans {
+    for (name, h) in set {
         let p = h.percentiles(&[50.0, 99.0]);
         let mut o = Obj::new();
         o.int("count", h.count());
@@ -372,7 +384,7 @@ fn spans_json(ts: &JobReport) -> Obj {
     }
     let mut root = Obj::new();
     root.obj("spans", spans);
-    root.float("software_share", ts.software_share().unwrap_or(0.0));
+    root.float("software_share", software_share(set).unwrap_or(0.0));
     root
 }
 

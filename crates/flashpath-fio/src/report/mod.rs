@@ -106,7 +106,7 @@ pub use json::{json_string, write_json};
 pub use logs::{HistLogWriter, IoEvent, LogKind, LogOptions, LogSample, LogSet, LogWriter};
 pub use model::{
     batch_bucket, depth_level_bucket, Ddir, DirStats, DiskUtil, IoStat, JobHeader, JobReport,
-    LatStat, LatencyBuckets, RunReport, SyncStats, UnifiedRw,
+    LatStat, LatencyBuckets, RunReport, SpanSet, SyncStats, UnifiedRw,
 };
 pub use normal::{header_string, normal_report_string, write_normal};
 pub use sampling::{

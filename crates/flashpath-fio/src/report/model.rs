@@ -503,7 +503,33 @@ pub struct JobReport {
     /// as `flashpath.spans` in JSON and a `spans` block in normal output when not empty.
     /// With `pre`, `hw` and `post` among them, the software share
     /// (pre + post) / (pre + hw + post) of the means is printed too.
-    pub spans: Vec<(&'static str, LatHist)>,
+    pub spans: SpanSet,
+    /// Not fio's: the same spans per direction (read, write, trim), each empty when the
+    /// direction has none. Printed (`flashpath.read`, `.write`, `.trim` in JSON, a block
+    /// per direction in normal output) when more than one direction has spans.
+    pub dir_spans: [SpanSet; 3],
+}
+
+/// Named span distributions (ns), in report order.
+pub type SpanSet = Vec<(&'static str, LatHist)>;
+
+/// Mean of a span (ns), if the set has it with samples.
+pub fn span_mean(set: &SpanSet, name: &str) -> Option<f64> {
+    set.iter()
+        .find(|(n, h)| *n == name && h.count() > 0)
+        .map(|(_, h)| h.mean())
+}
+
+/// Mean of pre + hw + post (ns): the whole of an I/O's life.
+pub fn span_total(set: &SpanSet) -> Option<f64> {
+    Some(span_mean(set, "pre")? + span_mean(set, "hw")? + span_mean(set, "post")?)
+}
+
+/// The white paper's software share: (pre + post) / (pre + hw + post) of the means.
+pub fn software_share(set: &SpanSet) -> Option<f64> {
+    let total = span_total(set)?;
+    let hw = span_mean(set, "hw")?;
+    (total > 0.0).then(|| (total - hw) / total)
 }
 
 impl JobReport {
@@ -555,27 +581,39 @@ impl JobReport {
             first_error: 0,
             nr_zone_resets: 0,
             spans: Vec::new(),
+            dir_spans: Default::default(),
         }
     }
 
     /// Mean of a span (ns), if the job has it.
     pub fn span_mean(&self, name: &str) -> Option<f64> {
-        self.spans
-            .iter()
-            .find(|(n, h)| *n == name && h.count() > 0)
-            .map(|(_, h)| h.mean())
+        span_mean(&self.spans, name)
     }
 
     /// Mean of pre + hw + post (ns): the whole of an I/O's life.
     pub fn span_total(&self) -> Option<f64> {
-        Some(self.span_mean("pre")? + self.span_mean("hw")? + self.span_mean("post")?)
+        span_total(&self.spans)
     }
 
     /// The white paper's software share: (pre + post) / (pre + hw + post) of the means.
     pub fn software_share(&self) -> Option<f64> {
-        let total = self.span_total()?;
-        let hw = self.span_mean("hw")?;
-        (total > 0.0).then(|| (total - hw) / total)
+        software_share(&self.spans)
+    }
+
+    /// The directions whose spans are printed on their own (`Ddir` index and set): all
+    /// with spans when there are two or more, else none (the job's spans say it all).
+    pub fn split_spans(&self) -> Vec<(usize, &SpanSet)> {
+        let with: Vec<(usize, &SpanSet)> = self
+            .dir_spans
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.iter().any(|(_, h)| h.count() > 0))
+            .collect();
+        if with.len() > 1 {
+            with
+        } else {
+            Vec::new()
+        }
     }
 
     pub fn dir(&self, d: Ddir) -> &DirStats {

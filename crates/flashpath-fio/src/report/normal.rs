@@ -8,7 +8,9 @@ use std::io::{self, Write};
 use super::aggregate::{aggregate, lat_percentiles, mixed_view, Entry, GroupRunStats};
 use super::fmt::{cf, cfw, num2str, scale_lat, N2s};
 use super::json::{agg_percent, calc_dist, calc_lat_pct, cpu_percent};
-use super::model::{Ddir, IoStat, JobReport, RunReport, UnifiedRw};
+use super::model::{
+    software_share, span_total, Ddir, IoStat, JobReport, RunReport, SpanSet, UnifiedRw,
+};
 
 /// The lines fio prints while starting the jobs (only with the normal format).
 pub fn header_string(r: &RunReport) -> String {
@@ -433,25 +435,33 @@ fn show_thread_status(s: &mut String, e: &Entry, rs: Option<&GroupRunStats>, tim
 }
 
 /// flashpath's extension: where the time of the job's I/Os went (usec), each span's
-/// share of the mean pre + hw + post, and the software share.
+/// share of the mean pre + hw + post, and the software share; then the same per
+/// direction when the job has spans in more than one.
 fn show_spans(s: &mut String, ts: &JobReport) {
     if ts.spans.is_empty() {
         return;
     }
-    let total = ts.span_total().unwrap_or(0.0);
-    match ts.software_share() {
+    show_span_set(s, "spans", &ts.spans);
+    for (d, set) in ts.split_spans() {
+        show_span_set(s, &format!("{} spans", Ddir::ALL[d].name()), set);
+    }
+}
+
+fn show_span_set(s: &mut String, title: &str, set: &SpanSet) {
+    let total = span_total(set).unwrap_or(0.0);
+    match software_share(set) {
         Some(sw) => {
             let _ = writeln!(
                 s,
-                "  spans (usec): software share={}% of pre+hw+post",
+                "  {title} (usec): software share={}% of pre+hw+post",
                 cf(sw * 100.0, 2)
             );
         }
         None => {
-            let _ = writeln!(s, "  spans (usec):");
+            let _ = writeln!(s, "  {title} (usec):");
         }
     }
-    for (name, h) in &ts.spans {
+    for (name, h) in set {
         let p = h.percentiles(&[50.0, 99.0]);
         let share = if total > 0.0 {
             h.mean() / total * 100.0
