@@ -18,15 +18,19 @@
 //! if (op == REQ_OP_DISCARD || op == REQ_OP_SECURE_ERASE) what |= BLK_TC_ACT(BLK_TC_DISCARD);
 //! if (op == REQ_OP_FLUSH) what |= BLK_TC_ACT(BLK_TC_FLUSH);
 //! ```
-//! every event carries its direction's category: READ; WRITE with SYNC, as O_DIRECT
-//! writes are REQ_SYNC; a discard (REQ_OP_DISCARD = 3, so op_is_write) WRITE, SYNC (the
+//! every event carries its direction's category: READ (with AHEAD for readahead's
+//! REQ_RAHEAD bios); WRITE with SYNC, as O_DIRECT writes, WB_SYNC_ALL writeback (fsync,
+//! O_SYNC) and the journal's writes are REQ_SYNC, plain WRITE for the flusher's
+//! background writeback; a discard (REQ_OP_DISCARD = 3, so op_is_write) WRITE, SYNC (the
 //! BLKDISCARD ioctl's blkdev_issue_discard ends in submit_bio_wait, which sets REQ_SYNC;
 //! bio_split copies it to the pieces) and DISCARD; blk-flush's flush request
 //! (`flush_rq->cmd_flags = REQ_OP_FLUSH | REQ_PREFLUSH`, REQ_OP_FLUSH = 2, so not a
 //! write) READ and FLUSH (BLK_TC_PREFLUSH is BLK_TC_FLUSH), with 0 bytes and sector 0
 //! (blk_rq_trace_sector of a request whose sector was never set). Request events (I, D,
 //! R, C) carry FS, P and U carry READ (their op is 0), and U's payload is the plug depth as
-//! a big-endian u64. blkparse shows these as RWBS `R`, `WS`, `DS` and `FN` ([`rwbs`]).
+//! a big-endian u64. blkparse shows these as RWBS `R`, `RA`, `WS`, `W`, `DS` and `FN`
+//! ([`rwbs`]). A request's events carry the flags of its first bio (the kernel's: of the
+//! bio that allocated it; they differ only after a front merge of another kind).
 //! Task names go in BLK_TN_PROCESS notes (pdu = the 16-byte comm).
 //! Times start at the first reported job's start.
 
@@ -147,6 +151,8 @@ pub fn action_word(a: BlkAction, dir: Dir, op: BlkOp) -> u32 {
     let dir_cat = match (op, dir) {
         (BlkOp::Data, Dir::Read) => act(BLK_TC_READ),
         (BlkOp::Data, Dir::Write) => act(BLK_TC_WRITE | BLK_TC_SYNC),
+        (BlkOp::ReadAhead, _) => act(BLK_TC_READ | BLK_TC_AHEAD),
+        (BlkOp::Background, _) => act(BLK_TC_WRITE),
         (BlkOp::Discard, _) => act(BLK_TC_WRITE | BLK_TC_SYNC | BLK_TC_DISCARD),
         (BlkOp::Fua, _) => act(BLK_TC_WRITE | BLK_TC_SYNC | BLK_TC_FUA),
         (BlkOp::Flush, _) => act(BLK_TC_READ | BLK_TC_FLUSH),
@@ -397,6 +403,8 @@ mod tests {
         assert_eq!(rwbs(w(BlkOp::Discard, Dir::Write), 4096), "DS");
         assert_eq!(rwbs(w(BlkOp::Flush, Dir::Write), 0), "FN");
         assert_eq!(rwbs(w(BlkOp::Fua, Dir::Write), 4096), "WFS");
+        assert_eq!(rwbs(w(BlkOp::ReadAhead, Dir::Read), 4096), "RA");
+        assert_eq!(rwbs(w(BlkOp::Background, Dir::Write), 4096), "W");
         let plug = action_word(BlkAction::Plug, Dir::Read, BlkOp::Data);
         assert_eq!(rwbs(plug, 0), "N");
     }

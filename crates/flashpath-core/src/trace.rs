@@ -60,8 +60,15 @@ pub enum TraceKind {
 /// blktrace's DISCARD and FLUSH categories (blktrace.rs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BlkOp {
-    /// REQ_OP_READ or REQ_OP_WRITE, as `dir` says.
+    /// REQ_OP_READ, or REQ_OP_WRITE with REQ_SYNC (O_DIRECT writes, an fsync's or an
+    /// O_SYNC write's writeback: WB_SYNC_ALL, the journal's writes), as `dir` says.
     Data,
+    /// A REQ_RAHEAD read: readahead's bios (read_pages → mpage_readpages), `dir` Read.
+    ReadAhead,
+    /// A write without REQ_SYNC: the flusher's background or periodic writeback
+    /// (WB_SYNC_NONE: wbc_to_write_flags sets REQ_BACKGROUND, which blktrace does not
+    /// show), `dir` Write.
+    Background,
     /// REQ_OP_DISCARD (`dir` is Write): a trim's bio or request.
     Discard,
     /// A REQ_FUA write on a queue with native FUA (the jbd2 commit block after its

@@ -5,8 +5,8 @@
 
 mod common;
 
-use flashpath_core::trace::{BlkAction, Trace, TraceKind};
-use flashpath_core::workload::{JobConfig, Pattern, Submission};
+use flashpath_core::trace::{BlkAction, BlkOp, Trace, TraceKind};
+use flashpath_core::workload::{Dir, JobConfig, Pattern, Submission};
 
 const DEVICE: &str = include_str!("../../../presets/devices/emmc51-hs400-32g.toml");
 const HOST: &str = include_str!("../../../presets/hosts/sprd-sc9863a.toml");
@@ -116,4 +116,68 @@ fn block_events_are_only_recorded_for_reported_jobs() {
         .events
         .iter()
         .all(|e| e.t >= tr.start || !matches!(e.kind, TraceKind::Block { .. })));
+}
+
+/// The operation and flags of every Q (each bio entering the block layer), with its
+/// direction and bytes.
+fn queued(jobs: Vec<JobConfig>) -> Vec<(BlkOp, Dir, u64)> {
+    let sys = common::system(HOST, DEVICE);
+    let driver = sys.0.default_driver;
+    let (tr, _) = common::traced(sys, driver, jobs, false);
+    tr.events
+        .iter()
+        .filter_map(|e| match e.kind {
+            TraceKind::Block {
+                action: BlkAction::Queue,
+                op,
+                dir,
+                sectors,
+                ..
+            } => Some((op, dir, sectors as u64 * 512)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Each bio carries the flags of the path that made it (blkparse's RWBS): readahead's
+/// reads are REQ_RAHEAD (`RA`); the flusher's background writeback has no REQ_SYNC
+/// (`W`); an fsync's writeback (WB_SYNC_ALL) and O_DIRECT writes are REQ_SYNC (`WS`).
+#[test]
+fn bios_carry_the_flags_of_their_path() {
+    let mut r = job(128 << 10, 16, Submission::Sync);
+    r.direct = false;
+    let q = queued(vec![r]);
+    assert!(!q.is_empty());
+    assert!(
+        q.iter()
+            .all(|&(op, dir, _)| op == BlkOp::ReadAhead && dir == Dir::Read),
+        "{q:?}"
+    );
+
+    // 512 MiB of buffered writes pass the sprd board's background threshold (10 % of
+    // its 1 GiB cache): the flusher writes back while the job writes; end_fsync writes
+    // the rest. Every byte goes to the device once, by one path or the other.
+    let size = 512u64 << 20;
+    let mut w = JobConfig::simple("w", Pattern::Sequential, 0, 128 << 10, size);
+    w.direct = false;
+    w.end_fsync = true;
+    let q = queued(vec![w]);
+    let bytes = |want: BlkOp| -> u64 {
+        q.iter()
+            .filter(|&&(op, dir, _)| op == want && dir == Dir::Write)
+            .map(|&(_, _, b)| b)
+            .sum()
+    };
+    let (background, sync) = (bytes(BlkOp::Background), bytes(BlkOp::Data));
+    assert!(background > 0 && sync > 0, "{background} {sync}");
+    assert_eq!(background + sync, size);
+
+    let mut d = job(128 << 10, 4, Submission::Sync);
+    d.read_pct = 0;
+    let q = queued(vec![d]);
+    assert!(
+        q.iter()
+            .all(|&(op, dir, _)| op == BlkOp::Data && dir == Dir::Write),
+        "{q:?}"
+    );
 }

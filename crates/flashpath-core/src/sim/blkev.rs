@@ -50,13 +50,24 @@ impl Sim {
         (t as usize >= self.prefill).then_some(pid::THREAD + t)
     }
 
+    /// The operation and flags of I/O `io`'s bios, as blktrace shows them.
+    fn io_op(&self, io: u32) -> BlkOp {
+        use super::buffered::CacheIo;
+        let x = &self.ios[io as usize];
+        match x.cache {
+            _ if x.trim => BlkOp::Discard,
+            CacheIo::JournalFua => BlkOp::Fua,
+            CacheIo::Fill { ahead: true } => BlkOp::ReadAhead,
+            CacheIo::Writeback { sync: false } => BlkOp::Background,
+            _ => BlkOp::Data,
+        }
+    }
+
     fn blk_ev(&mut self, at: SimTime, req: Option<ReqId>, action: BlkAction, bio: &Bio, pid: u32) {
         let op = if bio.discard {
             BlkOp::Discard
-        } else if self.ios[bio.io as usize].cache == super::buffered::CacheIo::JournalFua {
-            BlkOp::Fua
         } else {
-            BlkOp::Data
+            self.io_op(bio.io)
         };
         self.blk_ev_op(at, req, action, bio, op, pid);
     }
@@ -295,12 +306,13 @@ impl Sim {
             queued_at: q.bio_queued_at,
             discard: q.discard,
         };
-        // A flush request is blk-flush's flush_rq (REQ_OP_FLUSH), not a write.
+        // A flush request is blk-flush's flush_rq (REQ_OP_FLUSH), not a write; the
+        // others carry their first bio's flags.
         let op = match (q.flush, q.discard) {
             (true, _) => BlkOp::Flush,
             (false, true) => BlkOp::Discard,
             (false, false) if self.req_fua(r) => BlkOp::Fua,
-            (false, false) => BlkOp::Data,
+            (false, false) => self.io_op(io),
         };
         self.blk_ev_op(at, Some(r), action, &bio, op, p);
         if action == BlkAction::Complete {

@@ -121,10 +121,12 @@ pub(super) enum CacheIo {
     /// A fio I/O (direct).
     #[default]
     None,
-    /// A read bio filling locked pages (readahead or a read before a partial write).
-    Fill,
-    /// A writeback bio; its pages end writeback.
-    Writeback,
+    /// A read bio filling locked pages: readahead's (`ahead`, REQ_RAHEAD) or the read
+    /// of a block before a partial write (ll_rw_block, no flags).
+    Fill { ahead: bool },
+    /// A writeback bio; its pages end writeback. `sync`: WB_SYNC_ALL writeback (fsync,
+    /// O_SYNC: REQ_SYNC); else the flusher's (WB_SYNC_NONE, REQ_BACKGROUND).
+    Writeback { sync: bool },
     /// A cache flush request for an fsync.
     Flush,
     /// A journal write or the flush of a commit (sim/journal.rs).
@@ -538,9 +540,11 @@ impl Sim {
         );
         let bt = &self.buf.threads[t];
         let waited = match (kind, bt.op) {
-            (CacheIo::Fill, Op::Read { .. }) => bt.waiting_page.is_some_and(|p| p >= lo && p < hi),
+            (CacheIo::Fill { .. }, Op::Read { .. }) => {
+                bt.waiting_page.is_some_and(|p| p >= lo && p < hi)
+            }
             (
-                CacheIo::Writeback,
+                CacheIo::Writeback { .. },
                 Op::Fsync {
                     after: After::Write(_),
                     lo: a,
@@ -815,20 +819,20 @@ impl Sim {
                 run = match run {
                     Some((a, b)) if b == i => Some((a, i + 1)),
                     Some((a, b)) => {
-                        bios += self.fill_bios(t, a, b);
+                        bios += self.fill_bios(t, a, b, true);
                         Some((i, i + 1))
                     }
                     None => Some((i, i + 1)),
                 };
             } else if let Some((a, b)) = run.take() {
-                bios += self.fill_bios(t, a, b);
+                bios += self.fill_bios(t, a, b, true);
                 if absent {
                     break; // no page to allocate
                 }
             }
         }
         if let Some((a, b)) = run {
-            bios += self.fill_bios(t, a, b);
+            bios += self.fill_bios(t, a, b, true);
         }
         if pages == 0 {
             return;
@@ -841,10 +845,11 @@ impl Sim {
         self.submit_batch(end, core);
     }
 
-    /// Read bios for pages a..b (already locked) of thread `t`; returns how many.
-    fn fill_bios(&mut self, t: u32, a: u64, b: u64) -> u64 {
+    /// Read bios for pages a..b (already locked) of thread `t`, readahead's if `ahead`;
+    /// returns how many.
+    fn fill_bios(&mut self, t: u32, a: u64, b: u64, ahead: bool) -> u64 {
         let core = self.threads[t as usize].core;
-        self.cache_bios(t, a, b, Dir::Read, CacheIo::Fill, core)
+        self.cache_bios(t, a, b, Dir::Read, CacheIo::Fill { ahead }, core)
     }
 
     /// Bios of `kind` for pages a..b, split at max_sectors, each its own `Io` attributed
@@ -852,7 +857,8 @@ impl Sim {
     fn cache_bios(&mut self, t: u32, a: u64, b: u64, dir: Dir, kind: CacheIo, core: u32) -> u64 {
         let max = self.block.max_sectors() as u64 * 512;
         let now = self.now;
-        if kind == CacheIo::Writeback {
+        let writeback = matches!(kind, CacheIo::Writeback { .. });
+        if writeback {
             // ext4 maps the blocks (unwritten extents converted) before the bios.
             self.jbd_note_writeback(t, a, b);
         }
@@ -862,7 +868,7 @@ impl Sim {
         while off < end {
             let len = (end - off).min(max);
             let io = self.alloc_cache_io(t, dir, off, len, kind);
-            if kind == CacheIo::Writeback {
+            if writeback {
                 self.buf.wb_seq += 1;
                 self.buf.wb_inflight.insert(self.buf.wb_seq);
                 self.buf.wb_seq_of.insert(io, self.buf.wb_seq);
@@ -942,7 +948,7 @@ impl Sim {
                         self.buf.threads[t as usize].waiting_page = None;
                         return self.buf_sleep(t);
                     }
-                    let bios = self.fill_bios(t, idx, idx + 1);
+                    let bios = self.fill_bios(t, idx, idx + 1, false);
                     let cost = page_op + self.cfg.host.costs.block_submit_ns * bios;
                     let core = self.threads[t as usize].core;
                     let end = self.cpu.run(core, now, cost);
@@ -1123,7 +1129,8 @@ impl Sim {
                         }
                         pages += b - a;
                         let core = self.threads[t as usize].core;
-                        bios += self.cache_bios(owner, a, b, Dir::Write, CacheIo::Writeback, core);
+                        let kind = CacheIo::Writeback { sync: true };
+                        bios += self.cache_bios(owner, a, b, Dir::Write, kind, core);
                         from = b;
                     }
                 }
@@ -1226,7 +1233,7 @@ impl Sim {
         );
         self.free_ios.push(io);
         match kind {
-            CacheIo::Fill => {
+            CacheIo::Fill { .. } => {
                 for i in lo..hi {
                     self.cache().fill_done(i);
                 }
@@ -1244,7 +1251,7 @@ impl Sim {
                     }
                 }
             }
-            CacheIo::Writeback => {
+            CacheIo::Writeback { .. } => {
                 for i in lo..hi {
                     self.cache().end_writeback(i, now);
                 }
@@ -1363,7 +1370,8 @@ impl Sim {
                 self.cache().start_writeback(i);
             }
             let core = self.cfg.host.irq_core;
-            bios += self.cache_bios(owner, a, b, Dir::Write, CacheIo::Writeback, core);
+            let kind = CacheIo::Writeback { sync: false };
+            bios += self.cache_bios(owner, a, b, Dir::Write, kind, core);
             pages += b - a;
             budget -= b - a;
             from = b;

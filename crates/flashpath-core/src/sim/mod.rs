@@ -1123,7 +1123,7 @@ impl Sim {
             if x.cache != buffered::CacheIo::None {
                 if matches!(
                     x.cache,
-                    buffered::CacheIo::Fill | buffered::CacheIo::Writeback
+                    buffered::CacheIo::Fill { .. } | buffered::CacheIo::Writeback { .. }
                 ) {
                     // A page cache request's own life: made by the reader or the
                     // flusher (pre), on the hardware, then its pages unlocked or out
