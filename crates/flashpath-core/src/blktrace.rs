@@ -203,15 +203,23 @@ pub fn rwbs(action: u32, bytes: u32) -> String {
     s
 }
 
-/// The task name blkparse shows for `p`.
-fn task_name(trace: &Trace, p: u32) -> String {
+/// The task name blkparse shows for `p` on disk `dev`.
+fn task_name(trace: &Trace, dev: &BlkDevice, p: u32) -> String {
     if let Some((_, n)) = trace.tasks.iter().find(|(q, _)| *q == p) {
         return n.clone();
     }
-    if p == pid::IRQ {
-        return "swapper".into();
+    match p {
+        pid::IRQ => return "swapper".into(),
+        // An unbound worker of the first unbound pool: the per-CPU pools (normal and
+        // high priority) take ids 0 .. 2 × CPUs - 1 (workqueue.c), so it is `u<2N>`;
+        // the worker's own number is an estimate.
+        pid::FLUSHER => return format!("kworker/u{}:1", 2 * trace.cores.max(1)),
+        // jbd2_journal_init_dev names the thread after the disk and the journal inode
+        // (ext4's is inode 8).
+        pid::JBD2 => return format!("jbd2/{}-8", dev.name),
+        _ => {}
     }
-    if (pid::KWORKER..pid::THREAD).contains(&p) {
+    if (pid::KWORKER..pid::FLUSHER).contains(&p) {
         return format!("kworker/{}:1H", p - pid::KWORKER);
     }
     format!("task{p}")
@@ -252,7 +260,7 @@ pub fn encode(trace: &Trace, dev: &BlkDevice) -> Vec<Vec<u8>> {
                 // The kernel notes a task's name before its first event (trace_note_tsk).
                 named.push(p);
                 let mut comm = [0u8; 16];
-                let name = task_name(trace, p);
+                let name = task_name(trace, dev, p);
                 let n = name.len().min(15);
                 comm[..n].copy_from_slice(&name.as_bytes()[..n]);
                 let note = Record {
@@ -395,6 +403,23 @@ mod tests {
 
     /// blkparse's RWBS of each kind of record: `R`, `WS`, `DS` (a discard replaces the
     /// W), `FN` (a flush request moves no bytes), `N` for a plug.
+    #[test]
+    fn task_names_are_the_kernels() {
+        let tr = Trace {
+            cores: 8,
+            tasks: vec![(pid::THREAD, "fio-job".into())],
+            ..Trace::default()
+        };
+        let mmc = BlkDevice::for_driver(DriverKind::MmcLegacy);
+        let ufs = BlkDevice::for_driver(DriverKind::Ufs);
+        assert_eq!(task_name(&tr, &mmc, pid::THREAD), "fio-job");
+        assert_eq!(task_name(&tr, &mmc, pid::IRQ), "swapper");
+        assert_eq!(task_name(&tr, &mmc, pid::KWORKER + 3), "kworker/3:1H");
+        assert_eq!(task_name(&tr, &mmc, pid::FLUSHER), "kworker/u16:1");
+        assert_eq!(task_name(&tr, &mmc, pid::JBD2), "jbd2/mmcblk0-8");
+        assert_eq!(task_name(&tr, &ufs, pid::JBD2), "jbd2/sda-8");
+    }
+
     #[test]
     fn rwbs_is_blkparses() {
         let w = |op, dir| action_word(BlkAction::Issue, dir, op);

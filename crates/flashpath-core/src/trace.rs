@@ -110,6 +110,12 @@ pub mod pid {
     pub const IRQ: u32 = 0;
     /// The kblockd/kworker on core `c` is `KWORKER + c`.
     pub const KWORKER: u32 = 100;
+    /// The flusher: the writeback work (wb_workfn) on an unbound kworker, which submits
+    /// background and periodic writeback.
+    pub const FLUSHER: u32 = 900;
+    /// The filesystem's journal thread (kjournald2: `jbd2/<disk>-8`), which submits the
+    /// journal's writes and its commit block.
+    pub const JBD2: u32 = 901;
     /// fio job thread `t` (numjobs expanded, preconditioning jobs first) is `THREAD + t`.
     pub const THREAD: u32 = 1000;
 }

@@ -5,7 +5,7 @@
 
 mod common;
 
-use flashpath_core::trace::{BlkAction, BlkOp, Trace, TraceKind};
+use flashpath_core::trace::{pid, BlkAction, BlkOp, Trace, TraceKind};
 use flashpath_core::workload::{Dir, JobConfig, Pattern, Submission};
 
 const DEVICE: &str = include_str!("../../../presets/devices/emmc51-hs400-32g.toml");
@@ -119,8 +119,8 @@ fn block_events_are_only_recorded_for_reported_jobs() {
 }
 
 /// The operation and flags of every Q (each bio entering the block layer), with its
-/// direction and bytes.
-fn queued(jobs: Vec<JobConfig>) -> Vec<(BlkOp, Dir, u64)> {
+/// direction, bytes and task.
+fn queued(jobs: Vec<JobConfig>) -> Vec<(BlkOp, Dir, u64, u32)> {
     let sys = common::system(HOST, DEVICE);
     let driver = sys.0.default_driver;
     let (tr, _) = common::traced(sys, driver, jobs, false);
@@ -132,8 +132,9 @@ fn queued(jobs: Vec<JobConfig>) -> Vec<(BlkOp, Dir, u64)> {
                 op,
                 dir,
                 sectors,
+                pid,
                 ..
-            } => Some((op, dir, sectors as u64 * 512)),
+            } => Some((op, dir, sectors as u64 * 512, pid)),
             _ => None,
         })
         .collect()
@@ -141,7 +142,8 @@ fn queued(jobs: Vec<JobConfig>) -> Vec<(BlkOp, Dir, u64)> {
 
 /// Each bio carries the flags of the path that made it (blkparse's RWBS): readahead's
 /// reads are REQ_RAHEAD (`RA`); the flusher's background writeback has no REQ_SYNC
-/// (`W`); an fsync's writeback (WB_SYNC_ALL) and O_DIRECT writes are REQ_SYNC (`WS`).
+/// (`W`) and the flusher submits it; an fsync's writeback (WB_SYNC_ALL, submitted by the
+/// caller) and O_DIRECT writes are REQ_SYNC (`WS`).
 #[test]
 fn bios_carry_the_flags_of_their_path() {
     let mut r = job(128 << 10, 16, Submission::Sync);
@@ -150,7 +152,7 @@ fn bios_carry_the_flags_of_their_path() {
     assert!(!q.is_empty());
     assert!(
         q.iter()
-            .all(|&(op, dir, _)| op == BlkOp::ReadAhead && dir == Dir::Read),
+            .all(|&(op, dir, _, p)| op == BlkOp::ReadAhead && dir == Dir::Read && p == pid::THREAD),
         "{q:?}"
     );
 
@@ -162,13 +164,16 @@ fn bios_carry_the_flags_of_their_path() {
     w.direct = false;
     w.end_fsync = true;
     let q = queued(vec![w]);
-    let bytes = |want: BlkOp| -> u64 {
+    let bytes = |want: BlkOp, task: u32| -> u64 {
         q.iter()
-            .filter(|&&(op, dir, _)| op == want && dir == Dir::Write)
-            .map(|&(_, _, b)| b)
+            .filter(|&&(op, dir, _, p)| op == want && dir == Dir::Write && p == task)
+            .map(|&(_, _, b, _)| b)
             .sum()
     };
-    let (background, sync) = (bytes(BlkOp::Background), bytes(BlkOp::Data));
+    let (background, sync) = (
+        bytes(BlkOp::Background, pid::FLUSHER),
+        bytes(BlkOp::Data, pid::THREAD),
+    );
     assert!(background > 0 && sync > 0, "{background} {sync}");
     assert_eq!(background + sync, size);
 
@@ -177,7 +182,7 @@ fn bios_carry_the_flags_of_their_path() {
     let q = queued(vec![d]);
     assert!(
         q.iter()
-            .all(|&(op, dir, _)| op == BlkOp::Data && dir == Dir::Write),
+            .all(|&(op, dir, _, p)| op == BlkOp::Data && dir == Dir::Write && p == pid::THREAD),
         "{q:?}"
     );
 }

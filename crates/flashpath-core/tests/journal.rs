@@ -9,7 +9,7 @@ use flashpath_core::device::DeviceConfig;
 use flashpath_core::host::{DriverKind, HostConfig};
 use flashpath_core::sim::{run, SimConfig};
 use flashpath_core::stats::RunResult;
-use flashpath_core::trace::{BlkAction, BlkOp, Trace, TraceKind};
+use flashpath_core::trace::{pid, BlkAction, BlkOp, Trace, TraceKind};
 use flashpath_core::workload::{Dir, JobConfig, Pattern};
 
 const DEVICE: &str = include_str!("../../../presets/devices/emmc51-hs400-8g.toml");
@@ -85,6 +85,27 @@ fn an_o_sync_write_waits_for_its_data_then_the_log_then_the_commit_block() {
             assert!(done[commit].0 < issued[data + 3].0);
         }
     }
+    // The data bios are the writer's; the journal's are kjournald2's (blkparse's task).
+    let mut queued = 0;
+    for e in &tr.events {
+        if let TraceKind::Block {
+            action: BlkAction::Queue,
+            sector,
+            sectors: 1..,
+            pid: p,
+            ..
+        } = e.kind
+        {
+            let want = if sector >= JOURNAL_SECTOR {
+                pid::JBD2
+            } else {
+                pid::THREAD
+            };
+            assert_eq!(p, want, "Q at sector {sector}");
+            queued += 1;
+        }
+    }
+    assert_eq!(queued, 3 * n);
     // The last commit ends before the job's last system call returns.
     assert!(done.last().unwrap().0 < r.jobs[0].end_ns);
     let c = &r.system.cache;

@@ -44,10 +44,18 @@ pub(super) struct PlugTrace {
 }
 
 impl Sim {
-    /// The task and the CPU of a bio's submitter, or None for preconditioning I/O.
+    /// The task that submits a bio of `io`, or None for preconditioning I/O: the job
+    /// thread, except for the flusher's background writeback and the journal's writes,
+    /// which their kernel threads submit (the job is the one they are done for).
     fn bio_task(&self, io: u32) -> Option<u32> {
-        let t = self.ios[io as usize].thread;
-        (t as usize >= self.prefill).then_some(pid::THREAD + t)
+        use super::buffered::CacheIo;
+        let x = &self.ios[io as usize];
+        let t = x.thread;
+        (t as usize >= self.prefill).then_some(match x.cache {
+            CacheIo::Writeback { sync: false } => pid::FLUSHER,
+            CacheIo::Journal | CacheIo::JournalFua => pid::JBD2,
+            _ => pid::THREAD + t,
+        })
     }
 
     /// The operation and flags of I/O `io`'s bios, as blktrace shows them.
