@@ -73,6 +73,8 @@ const TA_COMPLETE: u32 = 8 | act(BLK_TC_COMPLETE);
 const TA_PLUG: u32 = 9 | act(BLK_TC_QUEUE);
 const TA_UNPLUG_IO: u32 = 10 | act(BLK_TC_QUEUE);
 const TA_INSERT: u32 = 12 | act(BLK_TC_QUEUE);
+/// BLK_TA_SPLIT: no category of its own (only the bio's).
+const TA_SPLIT: u32 = 13;
 /// BLK_TN_PROCESS: establishes a pid → name mapping.
 pub const TN_PROCESS: u32 = act(BLK_TC_NOTIFY);
 
@@ -169,6 +171,7 @@ pub fn action_word(a: BlkAction, dir: Dir, op: BlkOp) -> u32 {
         BlkAction::Complete => TA_COMPLETE | dir_cat | act(BLK_TC_FS),
         BlkAction::Plug => TA_PLUG | act(BLK_TC_READ),
         BlkAction::Unplug { .. } => TA_UNPLUG_IO | act(BLK_TC_READ),
+        BlkAction::Split { .. } => TA_SPLIT | dir_cat,
     }
 }
 
@@ -277,6 +280,8 @@ pub fn encode(trace: &Trace, dev: &BlkDevice) -> Vec<Vec<u8>> {
             }
             let pdu: Option<[u8; 8]> = match action {
                 BlkAction::Unplug { depth } => Some((depth as u64).to_be_bytes()),
+                // blk_add_trace_split: the rest's first sector, big-endian.
+                BlkAction::Split { new_sector } => Some(new_sector.to_be_bytes()),
                 _ => None,
             };
             let r = Record {

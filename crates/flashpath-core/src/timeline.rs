@@ -243,6 +243,7 @@ pub fn action_letter(a: BlkAction) -> &'static str {
         BlkAction::Complete => "C",
         BlkAction::Plug => "P",
         BlkAction::Unplug { .. } => "U",
+        BlkAction::Split { .. } => "X",
     }
 }
 

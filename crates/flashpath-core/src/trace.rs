@@ -85,7 +85,8 @@ pub enum BlkOp {
 /// kernel's trace points: Q `trace_block_bio_queue` (each bio entering blk-mq), M/F a bio
 /// merged at the back/front of a request, G `trace_block_getrq` (request allocated),
 /// I `trace_block_rq_insert`, D `trace_block_rq_issue` (`blk_mq_start_request`),
-/// C `trace_block_rq_complete`, P/U `trace_block_plug`/`trace_block_unplug`.
+/// C `trace_block_rq_complete`, P/U `trace_block_plug`/`trace_block_unplug`, X
+/// `trace_block_split` (blk_queue_split cut the event's bio off the front of a larger one).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BlkAction {
     Queue,
@@ -101,6 +102,11 @@ pub enum BlkAction {
     /// `depth`: requests in the plug when it was flushed.
     Unplug {
         depth: u32,
+    },
+    /// The event's sector range was split off the front of a bio whose rest, starting
+    /// at `new_sector`, is queued again.
+    Split {
+        new_sector: u64,
     },
 }
 

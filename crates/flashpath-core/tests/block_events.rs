@@ -1,4 +1,4 @@
-//! Block-layer events (blktrace's Q, M, G, I, D, C, P, U) in the order the kernel's
+//! Block-layer events (blktrace's Q, X, M, G, I, D, C, P, U) in the order the kernel's
 //! trace points emit them, and plugging only where Linux 5.4 plugs: io_submit of more
 //! than two iocbs, __blkdev_direct_IO (async, or sync above 1 MiB), flushed early at 16
 //! requests or after a request of 128 KiB or more.
@@ -38,6 +38,7 @@ fn letters(jobs: Vec<JobConfig>) -> (String, Trace) {
             BlkAction::Complete => "C".into(),
             BlkAction::Plug => "P".into(),
             BlkAction::Unplug { depth } => format!("U{depth}"),
+            BlkAction::Split { .. } => "X".into(),
         })
         .collect::<Vec<_>>()
         .join(" ");
@@ -58,11 +59,68 @@ fn psync_up_to_1mib_does_not_plug() {
 
 #[test]
 fn psync_above_1mib_plugs_and_flushes_after_each_large_request() {
-    // 2 MiB in four 512 KiB bios (max_sectors_kb 512): each new request finds a plugged
-    // one of 128 KiB or more, so the plug is flushed first (BLK_PLUG_FLUSH_SIZE).
-    let (s, _) = letters(vec![job(2 << 20, 1, Submission::Sync)]);
-    let head: Vec<&str> = s.split(' ').take(16).collect();
-    assert_eq!(head.join(" "), "Q G P Q G U1 I P Q G U1 I P Q G U1", "{s}");
+    // 2 MiB in two 1 MiB bios (BIO_MAX_PAGES), each split at max_sectors_kb 512
+    // (Linux 5.4's blk_queue_split: Q of the bio, X, Q of the rest, then the front
+    // piece's request, then the rest's); each new request finds a plugged one of
+    // 128 KiB or more, so the plug is flushed first (BLK_PLUG_FLUSH_SIZE).
+    let (s, tr) = letters(vec![job(2 << 20, 1, Submission::Sync)]);
+    let head: Vec<&str> = s.split(' ').take(17).collect();
+    assert_eq!(head.join(" "), "Q X Q G P G U1 I P Q X Q G U1 I P G", "{s}");
+    // The events' ranges: the whole bio, the front piece (with the rest's start), the
+    // rest.
+    let q_x: Vec<(BlkAction, u64, u32)> = tr
+        .sorted()
+        .iter()
+        .filter_map(|e| match e.kind {
+            TraceKind::Block {
+                action: a @ (BlkAction::Queue | BlkAction::Split { .. }),
+                sector,
+                sectors,
+                ..
+            } => Some((a, sector, sectors)),
+            _ => None,
+        })
+        .take(3)
+        .collect();
+    assert_eq!(
+        q_x,
+        vec![
+            (BlkAction::Queue, 0, 2048),
+            (BlkAction::Split { new_sector: 1024 }, 0, 1024),
+            (BlkAction::Queue, 1024, 1024),
+        ]
+    );
+}
+
+/// Before Linux 4.3 there was no blk_queue_split: bio_add_page kept each bio within
+/// max_sectors, so every piece is a bio of its own (Q each, no X).
+#[test]
+fn before_4_3_bios_are_built_within_max_sectors() {
+    let mut sys = common::system(HOST, DEVICE);
+    sys.0.kernel = flashpath_core::host::Kernel::new(3, 19);
+    let driver = sys.0.default_driver;
+    let (tr, _) = common::traced(sys, driver, vec![job(2 << 20, 1, Submission::Sync)], false);
+    let qs: Vec<(u64, u32)> = tr
+        .sorted()
+        .iter()
+        .filter_map(|e| match e.kind {
+            TraceKind::Block {
+                action: BlkAction::Queue,
+                sector,
+                sectors,
+                ..
+            } => Some((sector, sectors)),
+            TraceKind::Block {
+                action: BlkAction::Split { .. },
+                ..
+            } => panic!("no split before 4.3"),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        qs,
+        vec![(0, 1024), (1024, 1024), (2048, 1024), (3072, 1024)]
+    );
 }
 
 #[test]
@@ -118,26 +176,35 @@ fn block_events_are_only_recorded_for_reported_jobs() {
         .all(|e| e.t >= tr.start || !matches!(e.kind, TraceKind::Block { .. })));
 }
 
-/// The operation and flags of every Q (each bio entering the block layer), with its
-/// direction, bytes and task.
+/// The operation and flags of every bio the kernel built (its Q; the Q of a split's
+/// rest, which follows the X, is left out), with its direction, bytes and task.
 fn queued(jobs: Vec<JobConfig>) -> Vec<(BlkOp, Dir, u64, u32)> {
     let sys = common::system(HOST, DEVICE);
     let driver = sys.0.default_driver;
     let (tr, _) = common::traced(sys, driver, jobs, false);
-    tr.events
-        .iter()
-        .filter_map(|e| match e.kind {
+    let mut rest_of_split = None;
+    let mut q = Vec::new();
+    for e in tr.events {
+        match e.kind {
+            TraceKind::Block {
+                action: BlkAction::Split { new_sector },
+                ..
+            } => rest_of_split = Some(new_sector),
             TraceKind::Block {
                 action: BlkAction::Queue,
                 op,
                 dir,
+                sector,
                 sectors,
                 pid,
                 ..
-            } => Some((op, dir, sectors as u64 * 512, pid)),
-            _ => None,
-        })
-        .collect()
+            } if rest_of_split.take() != Some(sector) => {
+                q.push((op, dir, sectors as u64 * 512, pid))
+            }
+            _ => {}
+        }
+    }
+    q
 }
 
 /// Each bio carries the flags of the path that made it (blkparse's RWBS): readahead's
@@ -176,6 +243,10 @@ fn bios_carry_the_flags_of_their_path() {
     );
     assert!(background > 0 && sync > 0, "{background} {sync}");
     assert_eq!(background + sync, size);
+    // Writeback builds bios of up to 1 MiB (BIO_MAX_PAGES), split at max_sectors_kb 512.
+    assert!(q
+        .iter()
+        .any(|&(op, _, b, _)| op == BlkOp::Background && b == 1 << 20));
 
     let mut d = job(128 << 10, 4, Submission::Sync);
     d.read_pct = 0;

@@ -129,7 +129,8 @@ impl Reference {
                 .collect();
             for i in mine {
                 let r = &self.queued[i];
-                if r.dir != b.dir
+                if r.nomerge
+                    || r.dir != b.dir
                     || r.discard != b.discard
                     || r.sectors + b.sectors > Self::limit(b.discard)
                 {
@@ -259,7 +260,8 @@ impl Reference {
             sectors: b.sectors,
             bios: vec![b.io],
             queued_at: now,
-            nomerge: false,
+            // A bio split off the front of a larger one: REQ_NOMERGE from the start.
+            nomerge: b.nomerge,
             sort: (0, 0),
             fifo: 0,
             hash: 0,
@@ -304,13 +306,14 @@ impl Reference {
         r.hash = s2;
         r.fifo = s3;
         r.inserted = true;
-        if self.last_merge.is_none() {
+        // Only a mergeable request becomes the one-hit cache (and is hashed).
+        if self.last_merge.is_none() && !r.nomerge {
             self.last_merge = Some(name);
         }
     }
 
     fn submit(&mut self, now: u64, b: Bio) -> bool {
-        if self.try_merge(&b) {
+        if !b.nomerge && self.try_merge(&b) {
             return true;
         }
         if self.tags_used >= NR_REQUESTS {
@@ -396,7 +399,7 @@ impl Reference {
             let Some(b) = self.tag_wait.pop_front() else {
                 break;
             };
-            if !self.try_merge(&b) {
+            if b.nomerge || !self.try_merge(&b) {
                 self.new_request(now, &b);
             }
             admitted += 1;
@@ -411,6 +414,8 @@ enum Op {
         dt: u64,
         write: bool,
         discard: bool,
+        /// Split off the front of a larger bio (REQ_NOMERGE).
+        nomerge: bool,
         sector: u64,
         sectors: u32,
         cpu: u32,
@@ -440,6 +445,8 @@ fn op() -> impl Strategy<Value = Op> {
                 dt,
                 write,
                 discard: write && d == 0,
+                // blk_queue_split marks only read and write pieces.
+                nomerge: d == 4,
                 // Starts on 4-sector boundaries of a 48-sector range; 4, 8 or 12
                 // sectors: overlaps, equal starts and equal ends are common.
                 sector: sector * 4,
@@ -466,6 +473,7 @@ fn run(sched: Scheduler, ops: &[Op]) -> Result<(), TestCaseError> {
                 dt,
                 write,
                 discard,
+                nomerge,
                 sector,
                 sectors,
                 cpu,
@@ -480,6 +488,7 @@ fn run(sched: Scheduler, ops: &[Op]) -> Result<(), TestCaseError> {
                     cpu,
                     queued_at: now,
                     discard,
+                    nomerge,
                 };
                 prop_assert_eq!(b.submit(now, bio), r.submit(now, bio), "submit {:?}", bio);
             }

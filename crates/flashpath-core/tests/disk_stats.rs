@@ -153,6 +153,7 @@ mod block_level {
             cpu: 0,
             queued_at: 0,
             discard,
+            nomerge: false,
         }
     }
 

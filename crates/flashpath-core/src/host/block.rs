@@ -68,6 +68,9 @@ pub struct Bio {
     pub queued_at: SimTime,
     /// A discard (REQ_OP_DISCARD); `dir` is then Write.
     pub discard: bool,
+    /// REQ_NOMERGE: a piece blk_queue_split cut off the front of a larger bio. It merges
+    /// into no request, and its request takes no other bio or request.
+    pub nomerge: bool,
 }
 
 /// A block request: one or more merged bios, contiguous on the device.
@@ -221,7 +224,8 @@ const NO_REQ: ReqId = ReqId::MAX;
 struct DdRq {
     /// In the scheduler (sort tree, FIFO).
     queued: bool,
-    /// REQ_NOMERGE: a bio merge failed on its size (req_set_nomerge).
+    /// REQ_NOMERGE: a bio merge failed on its size (req_set_nomerge), or its bio was
+    /// split off the front of a larger one (blk_queue_split).
     nomerge: bool,
     /// In the merge hash, at `hash_end`, between `hprev` and `hnext` of its chain.
     hashed: bool,
@@ -533,7 +537,11 @@ impl BlockLayer {
         let mut hit = None;
         for &id in list.iter().rev().take(SW_QUEUE_MERGE_SCAN as usize) {
             let r = &self.reqs[id as usize];
-            if r.dir != Some(bio.dir) || r.discard != bio.discard || r.sectors + bio.sectors > max {
+            if self.dd.rq[id as usize].nomerge
+                || r.dir != Some(bio.dir)
+                || r.discard != bio.discard
+                || r.sectors + bio.sectors > max
+            {
                 continue;
             }
             if r.end() == bio.sector {
@@ -720,7 +728,8 @@ impl BlockLayer {
         merged
     }
 
-    /// dd_insert_request: into the sort tree, the merge hash and the FIFO.
+    /// dd_insert_request: into the sort tree, the merge hash and the FIFO (a REQ_NOMERGE
+    /// request into neither the hash nor the one-hit cache: `rq_mergeable` is false).
     fn dd_insert(&mut self, id: ReqId) {
         if self.dd_insert_merge(id) {
             return;
@@ -728,9 +737,11 @@ impl BlockLayer {
         let d = self.reqs[id as usize].dir().index();
         self.dd.rq[id as usize].queued = true;
         self.dd_sort_add(id);
-        self.dd_hash_reposition(id);
-        if self.dd.last_merge.is_none() {
-            self.dd.last_merge = Some(id);
+        if !self.dd.rq[id as usize].nomerge {
+            self.dd_hash_reposition(id);
+            if self.dd.last_merge.is_none() {
+                self.dd.last_merge = Some(id);
+            }
         }
         self.dd.fifo_push(d, id);
         self.nqueued += 1;
@@ -816,8 +827,12 @@ impl BlockLayer {
             self.busy_since = now;
         }
         self.in_flight += 1;
-        // A fresh request: mergeable, in no scheduler structure yet.
-        self.dd.rq[id as usize] = DdRq::default();
+        // A fresh request, in no scheduler structure yet: mergeable unless its bio was
+        // split off the front of a larger one (the bio's REQ_NOMERGE is the request's).
+        self.dd.rq[id as usize] = DdRq {
+            nomerge: bio.nomerge,
+            ..DdRq::default()
+        };
         let r = &mut self.reqs[id as usize];
         r.dir = Some(bio.dir);
         r.sector = bio.sector;
@@ -885,6 +900,7 @@ impl BlockLayer {
                 cpu,
                 queued_at: now,
                 discard: false,
+                nomerge: false,
             },
         );
         self.reqs[id as usize].flush = true;
@@ -892,10 +908,10 @@ impl BlockLayer {
     }
 
     /// Submits a bio (already split to at most max_sectors). Returns false if it had to
-    /// wait for a tag.
+    /// wait for a tag. A REQ_NOMERGE bio tries no merge (bio_mergeable).
     pub fn submit(&mut self, now: SimTime, bio: Bio) -> bool {
         assert!(bio.sectors > 0 && bio.sectors <= self.limit(bio.discard));
-        if self.try_merge(&bio) {
+        if !bio.nomerge && self.try_merge(&bio) {
             return true;
         }
         if self.tags_used >= self.nr_requests {
@@ -1029,7 +1045,7 @@ impl BlockLayer {
             let Some(bio) = self.tag_wait.pop_front() else {
                 break;
             };
-            if !self.try_merge(&bio) {
+            if bio.nomerge || !self.try_merge(&bio) {
                 let id = self.new_request(now, &bio);
                 self.insert(id);
             }
@@ -1052,6 +1068,7 @@ mod tests {
             cpu: 0,
             queued_at: 0,
             discard: false,
+            nomerge: false,
         }
     }
 
@@ -1068,6 +1085,36 @@ mod tests {
         let r = b.req(id);
         assert_eq!((r.sector, r.sectors), (0, 40));
         assert_eq!(r.bios, vec![3, 1, 2, 5, 4]);
+    }
+
+    /// A bio split off the front of a larger one (REQ_NOMERGE) merges into nothing, and
+    /// its request takes no bio and joins no request, with either scheduler; a bio
+    /// beside it without the flag still merges elsewhere.
+    #[test]
+    fn a_split_off_bio_and_its_request_never_merge() {
+        for sched in [Scheduler::MqDeadline, Scheduler::None] {
+            let mut b = BlockLayer::new(sched, 8, 512 * 1024);
+            b.submit(0, bio(1, Dir::Write, 0, 8));
+            let front = Bio {
+                nomerge: true,
+                ..bio(2, Dir::Write, 8, 8)
+            };
+            b.submit(0, front); // would back-merge into [0,8)
+            b.submit(0, bio(3, Dir::Write, 16, 8)); // would back-merge into [8,16)
+            b.submit(0, bio(4, Dir::Write, 24, 8)); // back-merges into [16,24)
+            assert_eq!(b.queued_len(), 3, "{sched:?}");
+            let mut got = Vec::new();
+            while let Some(id) = b.dispatch(0) {
+                let r = b.req(id);
+                got.push((r.sector, r.sectors, r.bios.clone()));
+            }
+            got.sort();
+            assert_eq!(
+                got,
+                vec![(0, 8, vec![1]), (8, 8, vec![2]), (16, 16, vec![3, 4])],
+                "{sched:?}"
+            );
+        }
     }
 
     #[test]

@@ -295,11 +295,57 @@ impl BusConfig {
     }
 }
 
+/// The Linux version a board runs (`kernel = "5.4"`), where the block layer's
+/// behaviour depends on it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Kernel {
+    pub major: u32,
+    pub minor: u32,
+}
+
+impl Kernel {
+    pub const fn new(major: u32, minor: u32) -> Kernel {
+        Kernel { major, minor }
+    }
+
+    fn parse(s: &str) -> Result<Kernel, ConfigError> {
+        let bad = || {
+            ConfigError::new(
+                "kernel",
+                format!("'{s}' is not a Linux version MAJOR.MINOR (e.g. \"5.4\") from 2.6 to 7.x"),
+            )
+        };
+        let (a, b) = s.split_once('.').ok_or_else(bad)?;
+        let k = Kernel::new(a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
+        if k < Kernel::new(2, 6) || k.major > 7 {
+            return Err(bad());
+        }
+        Ok(k)
+    }
+
+    /// Linux 4.3 (blk_queue_split): a bio is built as large as its pages allow (up to
+    /// BIO_MAX_PAGES) and the block layer splits it at the queue's limits, marking each
+    /// piece split off the front REQ_NOMERGE (blktrace: one Q, an X per split, a Q for
+    /// each remainder). Before, bio_add_page kept every bio within max_sectors: one Q
+    /// per piece, no split.
+    pub fn splits_bios(self) -> bool {
+        self >= Kernel::new(4, 3)
+    }
+}
+
+impl std::fmt::Display for Kernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}", self.major, self.minor)
+    }
+}
+
 /// A host board, validated.
 #[derive(Clone, Debug, PartialEq)]
 pub struct HostConfig {
     pub name: String,
     pub description: String,
+    /// The Linux version it runs.
+    pub kernel: Kernel,
     pub cores: u32,
     /// Core that takes the storage controller's interrupt (and runs its kworkers).
     pub irq_core: u32,
@@ -358,6 +404,8 @@ pub struct RawHost {
     pub name: String,
     pub kind: String,
     pub description: String,
+    /// "MAJOR.MINOR".
+    pub kernel: String,
     #[serde(default)]
     pub sources: Vec<String>,
     pub cpu: RawCpu,
@@ -604,6 +652,7 @@ impl RawHost {
                 format!("is '{}', expected 'host'", self.kind),
             ));
         }
+        let kernel = Kernel::parse(&self.kernel)?;
         if self.cpu.cores == 0 || self.cpu.cores > 256 {
             return Err(ConfigError::new("cpu.cores", "must be 1..=256"));
         }
@@ -778,6 +827,7 @@ impl RawHost {
             cqe,
             name: self.name,
             description: self.description,
+            kernel,
             cores: self.cpu.cores,
             irq_core: self.cpu.irq_core,
             default_driver,
@@ -811,6 +861,7 @@ impl HostConfig {
         HostConfig {
             name: "ideal".into(),
             description: "zero-cost host for analytic tests".into(),
+            kernel: Kernel::new(5, 4),
             cores,
             irq_core: 0,
             default_driver: DriverKind::MmcLegacy,

@@ -177,6 +177,16 @@ impl Sim {
         }
     }
 
+    /// X: blk_queue_split cut `front` off a bio whose rest starts at `rest_sector`.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn blk_split(&mut self, at: SimTime, front: &Bio, rest_sector: u64) {
+        if let Some(p) = self.bio_task(front.io) {
+            let new_sector = rest_sector;
+            self.blk_ev(at, None, BlkAction::Split { new_sector }, front, p);
+        }
+    }
+
     /// Turns what the block layer did with the bios since the last call into M/F, G, I
     /// (and P/U under `plug`).
     #[cold]
@@ -313,6 +323,7 @@ impl Sim {
             cpu,
             queued_at: q.bio_queued_at,
             discard: q.discard,
+            nomerge: false,
         };
         // A flush request is blk-flush's flush_rq (REQ_OP_FLUSH), not a write; the
         // others carry their first bio's flags.

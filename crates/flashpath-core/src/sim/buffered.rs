@@ -493,9 +493,10 @@ impl Sim {
             BufEv::Submit(slot) => {
                 let (mut bios, core) = std::mem::take(&mut self.buf.deferred[slot as usize]);
                 let now = self.now;
+                let max = self.block.max_sectors();
                 for mut bio in bios.drain(..) {
                     bio.queued_at = now;
-                    self.submit_bio(bio);
+                    self.submit_kernel_bio(bio, max);
                 }
                 // The slot keeps its (empty) vector for the next batch.
                 self.buf.deferred[slot as usize].0 = bios;
@@ -852,10 +853,15 @@ impl Sim {
         self.cache_bios(t, a, b, Dir::Read, CacheIo::Fill { ahead }, core)
     }
 
-    /// Bios of `kind` for pages a..b, split at max_sectors, each its own `Io` attributed
-    /// to thread `t`, submitted from `core`.
+    /// Bios of `kind` for pages a..b, each its own `Io` attributed to thread `t`,
+    /// submitted from `core`: as large as the kernel builds them (mpage, ext4 writeback:
+    /// up to BIO_MAX_PAGES on a kernel that splits bios, else within max_sectors), each
+    /// split at max_sectors when submitted; the `Io` ends when all its pieces have (the
+    /// split pieces are chained to it). Returns how many block-layer bios they make.
     fn cache_bios(&mut self, t: u32, a: u64, b: u64, dir: Dir, kind: CacheIo, core: u32) -> u64 {
         let max = self.block.max_sectors() as u64 * 512;
+        let splits = self.cfg.host.kernel.splits_bios();
+        let bio_max = super::kernel_bio_sectors(max / 512, splits) * 512;
         let now = self.now;
         let writeback = matches!(kind, CacheIo::Writeback { .. });
         if writeback {
@@ -866,8 +872,10 @@ impl Sim {
         let end = b * PAGE;
         let mut n = 0;
         while off < end {
-            let len = (end - off).min(max);
+            let len = (end - off).min(bio_max);
             let io = self.alloc_cache_io(t, dir, off, len, kind);
+            let pieces = super::rw_pieces(len, max, splits);
+            self.ios[io as usize].parts_left = pieces;
             if writeback {
                 self.buf.wb_seq += 1;
                 self.buf.wb_inflight.insert(self.buf.wb_seq);
@@ -882,9 +890,10 @@ impl Sim {
                 cpu: core,
                 queued_at: now,
                 discard: false,
+                nomerge: false,
             });
             off += len;
-            n += 1;
+            n += pieces as u64;
         }
         n
     }

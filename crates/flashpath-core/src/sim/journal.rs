@@ -375,6 +375,7 @@ impl Sim {
                 cpu: core,
                 queued_at: at,
                 discard: false,
+                nomerge: false,
             });
             self.jbd.pending += 1;
             pos += n;

@@ -812,6 +812,7 @@ impl Sim {
             Submission::Async { .. } => c_aio,
         };
         let max_bytes = self.cfg.host.block.max_request_bytes;
+        let splits = self.cfg.host.kernel.splits_bios();
         let max_discard_bytes = (self.block.max_discard_sectors() as u64 * 512).max(512);
         let direct = cfg.direct;
         let mut picked = std::mem::take(&mut self.threads[t as usize].submitting);
@@ -828,7 +829,7 @@ impl Sim {
                 // max_discard_sectors, granularity-aligned.
                 self.disc.pieces(spec.offset, spec.len, max_discard_bytes)
             } else {
-                spec.len.div_ceil(max_bytes) as u32
+                rw_pieces(spec.len, max_bytes, splits)
             };
             if let Submission::Async { .. } = submission {
                 cost += c_syscall;
@@ -915,11 +916,12 @@ impl Sim {
             if tracing {
                 self.blk_io_start(t, picked.len(), len);
             }
+            let kernel_bio = kernel_bio_sectors(max_sectors, self.cfg.host.kernel.splits_bios());
             while sector < end {
                 let n = if discard {
                     self.disc.split(sector, end - sector, max_sectors)
                 } else {
-                    (end - sector).min(max_sectors)
+                    (end - sector).min(kernel_bio)
                 } as u32;
                 let bio = Bio {
                     io,
@@ -929,8 +931,9 @@ impl Sim {
                     cpu: core,
                     queued_at: now,
                     discard,
+                    nomerge: false,
                 };
-                self.submit_bio(bio);
+                self.submit_kernel_bio(bio, max_sectors as u32);
                 sector += n as u64;
             }
             if tracing {
@@ -954,13 +957,49 @@ impl Sim {
     /// A bio enters the block layer now (blktrace's Q, then its fate: merged or a new
     /// request, when tracing).
     fn submit_bio(&mut self, bio: Bio) {
+        if self.trace.is_some() {
+            self.blk_queue(self.now, &bio);
+        }
+        self.enter_bio(bio);
+    }
+
+    /// A bio the kernel built as large as it could (`kernel_bio_sectors`) enters the
+    /// block layer now; one larger than `max_sectors` is split there (blk_queue_split):
+    /// Q of the whole, then for each piece cut off the front an X and the Q of the
+    /// rest, the piece itself going on as REQ_NOMERGE; the last piece is mergeable.
+    fn submit_kernel_bio(&mut self, bio: Bio, max_sectors: u32) {
+        if bio.sectors <= max_sectors {
+            return self.submit_bio(bio);
+        }
         let now = self.now;
         let tracing = self.trace.is_some();
         if tracing {
             self.blk_queue(now, &bio);
         }
+        let mut rest = bio;
+        while rest.sectors > max_sectors {
+            let front = Bio {
+                sectors: max_sectors,
+                nomerge: true,
+                ..rest
+            };
+            rest.sector += max_sectors as u64;
+            rest.sectors -= max_sectors;
+            if tracing {
+                self.blk_split(now, &front, rest.sector);
+                self.blk_queue(now, &rest);
+            }
+            self.enter_bio(front);
+        }
+        self.enter_bio(rest);
+    }
+
+    /// A bio (at most max_sectors, already Q'd) goes into the block layer now: merged
+    /// or a new request, traced when tracing.
+    fn enter_bio(&mut self, bio: Bio) {
+        let now = self.now;
         self.block.submit(now, bio);
-        if tracing {
+        if self.trace.is_some() {
             self.blk_fates(now, true);
         }
     }
@@ -1786,6 +1825,29 @@ impl Sim {
     }
 }
 
+/// The largest bio the kernel builds for a read or write: BIO_MAX_PAGES (256) pages.
+const BIO_MAX_BYTES: u64 = 1 << 20;
+
+/// The size (sectors) of the bios the kernel builds for reads and writes: as large as
+/// BIO_MAX_PAGES allows on a kernel that splits bios in the block layer (Linux 4.3+,
+/// `Kernel::splits_bios`); before, bio_add_page also kept each within max_sectors.
+fn kernel_bio_sectors(max_sectors: u64, splits: bool) -> u64 {
+    let most = BIO_MAX_BYTES / 512;
+    if splits {
+        most
+    } else {
+        most.min(max_sectors)
+    }
+}
+
+/// How many block-layer bios a read or write of `len` bytes becomes: bios of
+/// `kernel_bio_sectors`, each split at max_sectors (`submit_kernel_bio`).
+fn rw_pieces(len: u64, max_bytes: u64, splits: bool) -> u32 {
+    let bio = kernel_bio_sectors(max_bytes / 512, splits) * 512;
+    let (whole, last) = (len / bio, len % bio);
+    (whole * bio.div_ceil(max_bytes) + last.div_ceil(max_bytes)) as u32
+}
+
 /// The driver must speak the device's interface and find its host section.
 fn check_driver(cfg: &SimConfig) -> Result<(), String> {
     use crate::device::config::Interface;
@@ -1825,4 +1887,35 @@ pub fn run_traced(cfg: SimConfig) -> Result<(Trace, RunResult), String> {
     sim.run_until(u64::MAX);
     let trace = sim.take_trace().expect("the trace was enabled");
     Ok((trace, sim.finish()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{kernel_bio_sectors, rw_pieces};
+
+    const K: u64 = 1024;
+
+    /// Bios of up to 1 MiB, each split at max_sectors (4.3+), or bios built within
+    /// max_sectors and 1 MiB (before): the pieces differ where max_sectors does not
+    /// divide 1 MiB.
+    #[test]
+    fn a_read_or_write_becomes_the_kernels_bios() {
+        assert_eq!(kernel_bio_sectors(1024, true), 2048);
+        assert_eq!(kernel_bio_sectors(1024, false), 1024);
+        assert_eq!(
+            kernel_bio_sectors(4096, false),
+            2048,
+            "BIO_MAX_PAGES before 4.3 too"
+        );
+        for splits in [true, false] {
+            assert_eq!(rw_pieces(4 * K, 512 * K, splits), 1);
+            assert_eq!(rw_pieces(1024 * K, 512 * K, splits), 2);
+            assert_eq!(rw_pieces(2052 * K, 512 * K, splits), 5);
+            // max_sectors above 1 MiB: 1 MiB bios either way.
+            assert_eq!(rw_pieces(2048 * K, 2048 * K, splits), 2);
+        }
+        // 3 MiB at 384 KiB: three 1 MiB bios of 384 + 384 + 256, or 384 KiB bios.
+        assert_eq!(rw_pieces(3072 * K, 384 * K, true), 9);
+        assert_eq!(rw_pieces(3072 * K, 384 * K, false), 8);
+    }
 }

@@ -157,6 +157,10 @@ cases = {
  "host-missing-bus-table": drop_section(H, "[bus]"),
  "host-sources-not-array": re.sub(r'sources = \[\n(.*\n)*?\]\n', 'sources = "linux-mmc 2019-11"\n', H, count=1),
  "host-description-integer": setv(H, "description", "9863"),
+ "host-missing-kernel": drop(H, "kernel"),
+ "host-kernel-not-a-version": setv(H, "kernel", '"5.4.0-rc3"'),
+ "host-kernel-too-old": setv(H, "kernel", '"2.4"'),
+ "host-kernel-number": setv(H, "kernel", "5.4"),
  # host: TOML
  "host-unterminated-string": setv(H, "bus.mode", '"HS400ES'),
  "host-unclosed-table-header": sub(H, "\n[mmc]\n", "\n[mmc\n"),
