@@ -1,6 +1,8 @@
-//! Simulated I/Os per wall-clock second for the hot path: 4 KiB random reads, direct
-//! I/O, libaio at QD32, on the shipped eMMC and board presets. Criterion reports the
-//! time of one run; I/Os per second = IOS / that time.
+//! Simulated I/Os per wall-clock second for the hot paths, on the shipped eMMC and
+//! board presets: 4 KiB random reads, direct I/O, libaio at QD32 (mmc-legacy); and the
+//! published hsq random-write job's shape, 20 psync threads of 4 KiB random writes on
+//! mmc-hsq-v6 (its refused requests parked and rerun). Criterion reports the time of
+//! one run; I/Os per second = IOS / that time.
 //! (`cargo bench -p flashpath-core --bench sim_randread`; runs once in `cargo test`.)
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
@@ -30,6 +32,30 @@ fn config(ios: u64) -> SimConfig {
     }
 }
 
+/// 20 psync threads of 4 KiB random writes, `ios` in all, on mmc-hsq-v6, each over its
+/// own 64 MiB.
+fn hsq_config(ios: u64) -> SimConfig {
+    let host = preset::load_host(HOST, "host", &[]).unwrap();
+    let device = preset::load_device(DEVICE, "device", &[]).unwrap();
+    let jobs = (0..20u64)
+        .map(|i| {
+            let mut j = JobConfig::simple("bench", Pattern::Random, 0, 4096, 64 << 20);
+            j.offset = i * (64 << 20);
+            j.io_limit = 4096 * (ios / 20);
+            j.seed = 1 + i;
+            j
+        })
+        .collect();
+    SimConfig {
+        driver: flashpath_core::host::DriverKind::parse("mmc-hsq-v6").unwrap(),
+        host,
+        device,
+        jobs,
+        // Mapped at once: no preconditioning writes in the measured time.
+        precondition: flashpath_core::sim::Precondition::Sequential,
+    }
+}
+
 fn bench(c: &mut Criterion) {
     // In test mode (`cargo test --benches`) one small run keeps the bench from rotting.
     let ios: u64 = if std::env::args().any(|a| a == "--bench") {
@@ -42,6 +68,12 @@ fn bench(c: &mut Criterion) {
     g.sample_size(10);
     g.throughput(Throughput::Elements(ios));
     g.bench_function("randread_4k_libaio_qd32", |b| {
+        b.iter(|| run(cfg.clone()).unwrap())
+    });
+    let ios = ios / 5;
+    let cfg = hsq_config(ios);
+    g.throughput(Throughput::Elements(ios));
+    g.bench_function("hsq_randwrite_4k_psync_20threads", |b| {
         b.iter(|| run(cfg.clone()).unwrap())
     });
     g.finish();
