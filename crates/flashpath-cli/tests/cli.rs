@@ -498,17 +498,9 @@ fn a_mixed_job_reports_and_analyzes_its_spans_per_direction() {
     assert!(text.contains("  write: I/O size 64 KiB;"), "{text}");
 
     // compare's table has each direction's spans.
-    let o = flashpath(&[
-        "compare",
-        "--vary",
-        "driver=mmc-legacy",
-        "--filename=/dev/mmcblk0",
-        "--direct=1",
-        "--rw=randrw",
-        "--bs=4k,64k",
-        "--size=8m",
-        "--name=mix",
-    ]);
+    let mut args = vec!["compare", "--vary", "driver=mmc-legacy"];
+    args.extend(job);
+    let o = flashpath(&args);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = stdout(&o);
     for d in ["read", "write"] {

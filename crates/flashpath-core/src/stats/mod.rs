@@ -84,7 +84,7 @@ pub struct JobStats {
     /// merge of `dir_spans`, made when the run ends.
     pub spans: Spans,
     /// The same per fio direction (read, write, trim; see [`ddir_index`]), `None` for a
-    /// direction without a measured I/O. An I/O's pre, hw and post go to its direction;
+    /// direction without a measured I/O or request. An I/O's pre, hw and post go to its direction;
     /// a request's Q2G, G2I and I2D to the direction of its first bio, its D2C and Q2C
     /// to each bio's, as btt would count them with a filter on the direction.
     pub dir_spans: [Option<Spans>; 3],
@@ -109,9 +109,6 @@ impl JobStats {
         self.spans = all;
     }
 }
-
-/// fio's directions in the order of its reports and of per-direction arrays.
-pub const DDIRS: [&str; 3] = ["read", "write", "trim"];
 
 /// The fio direction of an I/O as an index into per-direction arrays: a trim (a write
 /// to the block layer) is fio's third direction.
