@@ -376,3 +376,40 @@ fn compare_refuses_trace_options() {
         "{err}"
     );
 }
+
+/// blkparse names each event's task as a kernel trace does: the job threads queue (Q,
+/// G, I), kblockd's kworker issues (D), and completions run in interrupt context on a
+/// CPU's idle task (C: `swapper/N`).
+#[test]
+fn blkparse_names_the_tasks_of_the_events() {
+    if !have("blkparse") {
+        eprintln!("note: blkparse not installed (Debian package blktrace): skipped");
+        return;
+    }
+    let dir = scratch("tasks");
+    let (bt, _, _) = run_job(&dir);
+    let o = Command::new("blkparse")
+        .args(["-q", "-i", "mmcblk0", "-D"])
+        .arg(&bt)
+        .args(["-f", "%a %C\n"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    let mut seen = 0;
+    for line in text.lines() {
+        let Some((a, task)) = line.split_once(' ') else {
+            continue;
+        };
+        let ok = match a {
+            "Q" | "G" | "I" | "M" | "P" | "U" => ["rand", "seq", "seqr", "sync"].contains(&task),
+            "D" => task.starts_with("kworker/") && task.ends_with(":1H"),
+            "C" => task.starts_with("swapper/"),
+            _ => continue,
+        };
+        assert!(ok, "{line}");
+        seen += 1;
+    }
+    assert!(seen > 1000, "{seen} events");
+    let _ = std::fs::remove_dir_all(&dir);
+}

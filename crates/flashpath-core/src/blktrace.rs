@@ -212,7 +212,6 @@ fn task_name(trace: &Trace, dev: &BlkDevice, p: u32) -> String {
         return n.clone();
     }
     match p {
-        pid::IRQ => return "swapper".into(),
         // An unbound worker of the first unbound pool: the per-CPU pools (normal and
         // high priority) take ids 0 .. 2 × CPUs - 1 (workqueue.c), so it is `u<2N>`;
         // the worker's own number is an estimate.
@@ -239,7 +238,7 @@ pub fn encode(trace: &Trace, dev: &BlkDevice) -> Vec<Vec<u8>> {
         }
     }
     let device = dev.dev_t();
-    let mut named: Vec<u32> = Vec::new();
+    let mut named: Vec<(u32, usize)> = Vec::new();
     let mut out = vec![Vec::new(); cores];
     for (cpu, evs) in per_cpu.iter_mut().enumerate() {
         // Kernel buffers are in time order; records booked ahead are sorted in here.
@@ -259,11 +258,17 @@ pub fn encode(trace: &Trace, dev: &BlkDevice) -> Vec<Vec<u8>> {
                 unreachable!("only block events were gathered");
             };
             let time = t.saturating_sub(trace.start);
-            if p != pid::IRQ && !named.contains(&p) {
-                // The kernel notes a task's name before its first event (trace_note_tsk).
-                named.push(p);
+            // The kernel notes a task's name before its first event (trace_note_tsk);
+            // interrupt context runs on the CPU's idle task (pid 0, one per CPU).
+            let task = (p, if p == pid::IRQ { cpu } else { usize::MAX });
+            if !named.contains(&task) {
+                named.push(task);
                 let mut comm = [0u8; 16];
-                let name = task_name(trace, dev, p);
+                let name = if p == pid::IRQ {
+                    format!("swapper/{cpu}")
+                } else {
+                    task_name(trace, dev, p)
+                };
                 let n = name.len().min(15);
                 comm[..n].copy_from_slice(&name.as_bytes()[..n]);
                 let note = Record {
@@ -418,7 +423,6 @@ mod tests {
         let mmc = BlkDevice::for_driver(DriverKind::MmcLegacy);
         let ufs = BlkDevice::for_driver(DriverKind::Ufs);
         assert_eq!(task_name(&tr, &mmc, pid::THREAD), "fio-job");
-        assert_eq!(task_name(&tr, &mmc, pid::IRQ), "swapper");
         assert_eq!(task_name(&tr, &mmc, pid::KWORKER + 3), "kworker/3:1H");
         assert_eq!(task_name(&tr, &mmc, pid::FLUSHER), "kworker/u16:1");
         assert_eq!(task_name(&tr, &mmc, pid::JBD2), "jbd2/mmcblk0-8");
