@@ -378,16 +378,22 @@ fn compare_refuses_trace_options() {
 }
 
 /// blkparse names each event's task as a kernel trace does: the job threads queue (Q,
-/// G, I), kblockd's kworker issues (D), and completions run in interrupt context on a
-/// CPU's idle task (C: `swapper/N`).
+/// G, I), kblockd's kworker issues (D) and, on hsq, requeues what the driver refuses
+/// (R), and completions run in interrupt context on a CPU's idle task (C: `swapper/N`).
 #[test]
 fn blkparse_names_the_tasks_of_the_events() {
     if !have("blkparse") {
         eprintln!("note: blkparse not installed (Debian package blktrace): skipped");
         return;
     }
-    let dir = scratch("tasks");
-    let (bt, _, _) = run_job(&dir);
+    for driver in ["mmc-legacy", "mmc-hsq-v6"] {
+        blkparse_tasks(driver);
+    }
+}
+
+fn blkparse_tasks(driver: &str) {
+    let dir = scratch(&format!("tasks-{driver}"));
+    let (bt, _, _) = run_job_with(&dir, &["--driver", driver]);
     let o = Command::new("blkparse")
         .args(["-q", "-i", "mmcblk0", "-D"])
         .arg(&bt)
@@ -403,13 +409,18 @@ fn blkparse_names_the_tasks_of_the_events() {
         };
         let ok = match a {
             "Q" | "G" | "I" | "M" | "P" | "U" => ["rand", "seq", "seqr", "sync"].contains(&task),
-            "D" => task.starts_with("kworker/") && task.ends_with(":1H"),
+            "D" | "R" => task.starts_with("kworker/") && task.ends_with(":1H"),
             "C" => task.starts_with("swapper/"),
             _ => continue,
         };
-        assert!(ok, "{line}");
+        assert!(ok, "{driver}: {line}");
         seen += 1;
     }
-    assert!(seen > 1000, "{seen} events");
+    assert!(seen > 1000, "{driver}: {seen} events");
+    assert_eq!(
+        text.lines().any(|l| l.starts_with("R ")),
+        driver == "mmc-hsq-v6",
+        "{driver}: requeues"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -473,3 +473,31 @@ fn link_busy_time_is_counted_per_direction() {
     assert!(r.system.link_busy_ns.iter().all(|&b| b > 0));
     assert_eq!(r.system.bus_busy_ns, 0);
 }
+
+/// Without an elevator (the phone's `none`), blk-mq issues a request from the
+/// submitting task (blk_mq_try_issue_directly): its D is the job thread's; the requests
+/// kblockd dispatches after a completion freed a slot are its worker's; none is issued
+/// from interrupt context.
+#[test]
+fn direct_issue_is_traced_by_the_submitter() {
+    use flashpath_core::trace::{pid, BlkAction};
+    let tr = traced(jobs(4, Pattern::Random, 100, 200));
+    let (mut by_thread, mut by_worker) = (0, 0);
+    for e in &tr.events {
+        if let TraceKind::Block {
+            action: BlkAction::Issue,
+            pid: p,
+            ..
+        } = e.kind
+        {
+            if p >= pid::THREAD {
+                by_thread += 1;
+            } else {
+                assert!((pid::KWORKER..pid::FLUSHER).contains(&p), "D by {p}");
+                by_worker += 1;
+            }
+        }
+    }
+    assert!(by_thread > 0, "{by_thread} {by_worker}");
+    assert_eq!(by_thread + by_worker, 800);
+}

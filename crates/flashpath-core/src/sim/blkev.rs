@@ -299,20 +299,35 @@ impl Sim {
         }
     }
 
-    /// D (`core`: the dispatching task's core) or C (on the request's CPU, in interrupt
-    /// context) for request `r`.
+    /// D or R (by kblockd's worker on `core`, the dispatching task's core) or C (on the
+    /// request's CPU, in interrupt context) for request `r`.
     #[cold]
     #[inline(never)]
     pub(super) fn blk_rq(&mut self, at: SimTime, r: ReqId, action: BlkAction, core: u32) {
+        self.blk_rq_by(at, r, action, core, false);
+    }
+
+    /// D of request `r` issued directly by its submitter on `core` (blk-mq without an
+    /// elevator: `blk_mq_try_issue_directly` runs queue_rq in the submitting task).
+    #[cold]
+    #[inline(never)]
+    pub(super) fn blk_rq_direct(&mut self, at: SimTime, r: ReqId, core: u32) {
+        self.blk_rq_by(at, r, BlkAction::Issue, core, true);
+    }
+
+    fn blk_rq_by(&mut self, at: SimTime, r: ReqId, action: BlkAction, core: u32, direct: bool) {
         let q = self.block.req(r);
         let Some(&io) = q.bios.first() else {
             return;
         };
-        if self.bio_task(io).is_none() {
+        let Some(submitter) = self.bio_task(io) else {
             return;
-        }
+        };
+        // D and R happen in the dispatching task (kblockd's kworker, or the submitter
+        // issuing directly), C in interrupt context on the request's CPU.
         let (cpu, p) = match action {
-            BlkAction::Issue => (core, pid::KWORKER + core),
+            BlkAction::Issue | BlkAction::Requeue if direct => (core, submitter),
+            BlkAction::Issue | BlkAction::Requeue => (core, pid::KWORKER + core),
             _ => (q.cpu, pid::IRQ),
         };
         let bio = Bio {

@@ -174,7 +174,11 @@ impl Sim {
             return false;
         };
         if self.trace.is_some() {
-            self.blk_rq(at, r, crate::trace::BlkAction::Issue, core);
+            if kernel {
+                self.blk_rq(at, r, crate::trace::BlkAction::Issue, core);
+            } else {
+                self.blk_rq_direct(at, r, core);
+            }
         }
         self.ufs.slots += 1;
         assert!(
