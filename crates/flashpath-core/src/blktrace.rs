@@ -219,6 +219,7 @@ fn task_name(trace: &Trace, dev: &BlkDevice, p: u32) -> String {
         // jbd2_journal_init_dev names the thread after the disk and the journal inode
         // (ext4's is inode 8).
         pid::JBD2 => return format!("jbd2/{}-8", dev.name),
+        pid::MMCQD => return "mmcqd/0".into(),
         _ => {}
     }
     if (pid::KWORKER..pid::FLUSHER).contains(&p) {
@@ -427,6 +428,7 @@ mod tests {
         assert_eq!(task_name(&tr, &mmc, pid::FLUSHER), "kworker/u16:1");
         assert_eq!(task_name(&tr, &mmc, pid::JBD2), "jbd2/mmcblk0-8");
         assert_eq!(task_name(&tr, &ufs, pid::JBD2), "jbd2/sda-8");
+        assert_eq!(task_name(&tr, &mmc, pid::MMCQD), "mmcqd/0");
     }
 
     #[test]

@@ -122,6 +122,9 @@ pub mod pid {
     /// The filesystem's journal thread (kjournald2: `jbd2/<disk>-8`), which submits the
     /// journal's writes and its commit block.
     pub const JBD2: u32 = 901;
+    /// The MMC block driver's queue thread of the single-queue block layer (before
+    /// 4.16: `mmcqd/0`), which fetches (D) every request.
+    pub const MMCQD: u32 = 902;
     /// fio job thread `t` (numjobs expanded, preconditioning jobs first) is `THREAD + t`.
     pub const THREAD: u32 = 1000;
 }

@@ -92,6 +92,61 @@ fn psync_above_1mib_plugs_and_flushes_after_each_large_request() {
     );
 }
 
+/// `letters` on the sprd board running Linux `major.minor`, with the task of each D.
+fn letters_on(major: u32, minor: u32, jobs: Vec<JobConfig>) -> (String, Vec<u32>) {
+    let mut sys = common::system(HOST, DEVICE);
+    sys.0.kernel = flashpath_core::host::Kernel::new(major, minor);
+    let driver = sys.0.default_driver;
+    let (tr, _) = common::traced(sys, driver, jobs, false);
+    let mut s = Vec::new();
+    let mut d_tasks = Vec::new();
+    for e in tr.sorted() {
+        if let TraceKind::Block { action, pid: p, .. } = e.kind {
+            s.push(match action {
+                BlkAction::Queue => "Q".to_string(),
+                BlkAction::GetRq => "G".into(),
+                BlkAction::Insert => "I".into(),
+                BlkAction::Issue => {
+                    d_tasks.push(p);
+                    "D".into()
+                }
+                BlkAction::Complete => "C".into(),
+                BlkAction::Plug => "P".into(),
+                BlkAction::Unplug { depth } => format!("U{depth}"),
+                a => format!("{a:?}"),
+            });
+        }
+    }
+    (s.join(" "), d_tasks)
+}
+
+/// The single-queue block layer of older kernels: before 4.10 every direct I/O plugs
+/// (do_blockdev_direct_IO), and blk_flush_plug_list inserts the requests (I) before it
+/// traces the unplug (U); the MMC driver's mmcqd thread fetches each request (D).
+/// From 4.10 a small synchronous direct I/O is not plugged (__blkdev_direct_IO_simple):
+/// its request is inserted at once. From 4.16 MMC is blk-mq (kblockd's worker issues).
+#[test]
+fn older_kernels_plug_insert_and_fetch_as_the_single_queue_layer_does() {
+    let jobs = || vec![job(4096, 2, Submission::Sync)];
+    let (s, d) = letters_on(3, 19, jobs());
+    assert_eq!(s, "Q G P I U1 D C Q G P I U1 D C");
+    assert!(d.iter().all(|&p| p == pid::MMCQD), "{d:?}");
+    let (s, d) = letters_on(4, 14, jobs());
+    assert_eq!(s, "Q G I D C Q G I D C");
+    assert!(d.iter().all(|&p| p == pid::MMCQD), "{d:?}");
+    let (s, d) = letters_on(5, 4, jobs());
+    assert_eq!(s, "Q G I D C Q G I D C");
+    assert!(
+        d.iter().all(|&p| (pid::KWORKER..pid::FLUSHER).contains(&p)),
+        "{d:?}"
+    );
+    // The legacy plug is flushed at 16 requests only, not after one of 128 KiB: a 2 MiB
+    // psync direct I/O (four 512 KiB requests) stays in one plug and is inserted at its
+    // end; mmcqd fetches the next request while one is on the bus (D before the C).
+    let (s, _) = letters_on(3, 19, vec![job(2 << 20, 1, Submission::Sync)]);
+    assert_eq!(s, "Q G P Q G Q G Q G I I I I U4 D D C D C D C C", "{s}");
+}
+
 /// Before Linux 4.3 there was no blk_queue_split: bio_add_page kept each bio within
 /// max_sectors, so every piece is a bio of its own (Q each, no X).
 #[test]

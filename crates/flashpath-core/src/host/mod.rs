@@ -331,6 +331,24 @@ impl Kernel {
     pub fn splits_bios(self) -> bool {
         self >= Kernel::new(4, 3)
     }
+
+    /// Whether `driver`'s disk uses blk-mq (else the single-queue block layer, a
+    /// request_fn drained by the driver: mmcqd for MMC). MMC moved to blk-mq in 4.16
+    /// ("mmc: block: Add blk-mq support"); SCSI (UFS) defaulted to scsi-mq in 4.19 and
+    /// lost the legacy path in 5.0.
+    pub fn blk_mq(self, driver: DriverKind) -> bool {
+        match driver {
+            DriverKind::Ufs => self >= Kernel::new(4, 19),
+            _ => self >= Kernel::new(4, 16),
+        }
+    }
+
+    /// Linux 4.10 (__blkdev_direct_IO_simple): a synchronous direct I/O on a block
+    /// device of up to BIO_MAX_PAGES is one bio submitted without a plug; before,
+    /// do_blockdev_direct_IO plugged every direct I/O.
+    pub fn simple_dio(self) -> bool {
+        self >= Kernel::new(4, 10)
+    }
 }
 
 impl std::fmt::Display for Kernel {

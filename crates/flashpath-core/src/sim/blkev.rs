@@ -12,6 +12,12 @@
 //! The simulator inserts the requests at once either way (one plug, one queue run): only
 //! the recorded events differ.
 //!
+//! On older kernels (`Kernel`): before 4.10 every direct I/O plugs (do_blockdev_direct_IO);
+//! on the single-queue block layer (MMC before 4.16, SCSI before 4.19) `blk_queue_bio`
+//! flushes the plug only at 16 requests, and `blk_flush_plug_list` inserts the requests
+//! (I each) before it traces U (queue_unplugged); the MMC driver's mmcqd thread fetches
+//! them (D).
+//!
 //! I events carry the sector range of the bio that started the request (later bios
 //! appear as M/F): btt accounts a request's bytes as its I plus its merges, so this is
 //! what it needs to pair every Q with its D and C.
@@ -127,8 +133,16 @@ impl Sim {
         let th = &self.threads[t as usize];
         match self.cfg.jobs[th.cfg].submission {
             Submission::Async { .. } => (n > AIO_PLUG_THRESHOLD, n <= AIO_PLUG_THRESHOLD),
-            Submission::Sync => (false, len > SIMPLE_DIO_MAX_BYTES),
+            Submission::Sync => (
+                false,
+                !self.cfg.host.kernel.simple_dio() || len > SIMPLE_DIO_MAX_BYTES,
+            ),
         }
+    }
+
+    /// Whether the disk's queue is the single-queue block layer (no blk-mq).
+    fn blk_legacy(&self) -> bool {
+        !self.cfg.host.kernel.blk_mq(self.cfg.driver)
     }
 
     /// Thread `t`'s system call starts submitting its `n` I/Os.
@@ -236,12 +250,14 @@ impl Sim {
                     self.blk_ev(at, Some(req), BlkAction::GetRq, &bio, p);
                     match plugged {
                         true if pl.active => {
+                            let legacy = self.blk_legacy();
                             let flush = match pl.reqs.last() {
                                 None => false,
                                 Some(&(last, _)) => {
                                     pl.reqs.len() as u32 >= BLK_MAX_REQUEST_COUNT
-                                        || self.block.req(last).sectors as u64 * 512
-                                            >= BLK_PLUG_FLUSH_SIZE
+                                        || (!legacy
+                                            && self.block.req(last).sectors as u64 * 512
+                                                >= BLK_PLUG_FLUSH_SIZE)
                                 }
                             };
                             if flush {
@@ -266,9 +282,15 @@ impl Sim {
             return;
         }
         let depth = pl.reqs.len() as u32;
-        self.blk_plug_ev(at, BlkAction::Unplug { depth }, cpu, p);
+        let legacy = self.blk_legacy();
+        if !legacy {
+            self.blk_plug_ev(at, BlkAction::Unplug { depth }, cpu, p);
+        }
         for (req, bio) in pl.reqs.drain(..) {
             self.blk_ev(at, Some(req), BlkAction::Insert, &bio, p);
+        }
+        if legacy {
+            self.blk_plug_ev(at, BlkAction::Unplug { depth }, cpu, p);
         }
     }
 
@@ -323,10 +345,13 @@ impl Sim {
         let Some(submitter) = self.bio_task(io) else {
             return;
         };
-        // D and R happen in the dispatching task (kblockd's kworker, or the submitter
-        // issuing directly), C in interrupt context on the request's CPU.
+        // D and R happen in the dispatching task (kblockd's kworker, mmcqd on the
+        // single-queue MMC driver, or the submitter issuing directly), C in interrupt
+        // context on the request's CPU.
+        let mmcqd = self.cfg.driver != crate::host::DriverKind::Ufs && self.blk_legacy();
         let (cpu, p) = match action {
             BlkAction::Issue | BlkAction::Requeue if direct => (core, submitter),
+            BlkAction::Issue | BlkAction::Requeue if mmcqd => (core, pid::MMCQD),
             BlkAction::Issue | BlkAction::Requeue => (core, pid::KWORKER + core),
             _ => (q.cpu, pid::IRQ),
         };
