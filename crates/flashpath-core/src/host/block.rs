@@ -219,7 +219,8 @@ impl<K: Ord + Copy> SortedVec<K> {
 /// No request (end of a hash chain).
 const NO_REQ: ReqId = ReqId::MAX;
 
-/// mq-deadline's bookkeeping of one request (block/mq-deadline.c, block/elevator.c).
+/// mq-deadline's bookkeeping of one request (block/mq-deadline.c, block/elevator.c);
+/// its REQ_NOMERGE flag also serves `none`'s software-queue merges.
 #[derive(Clone, Copy, Debug)]
 struct DdRq {
     /// In the scheduler (sort tree, FIFO).

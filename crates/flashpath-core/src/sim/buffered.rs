@@ -496,7 +496,9 @@ impl Sim {
                 let max = self.block.max_sectors();
                 for mut bio in bios.drain(..) {
                     bio.queued_at = now;
-                    self.submit_kernel_bio(bio, max);
+                    let _pieces = self.submit_kernel_bio(bio, max);
+                    // One kernel bio per cache `Io` (`cache_bios`, the journal's writes).
+                    debug_assert_eq!(_pieces, self.ios[bio.io as usize].parts_left);
                 }
                 // The slot keeps its (empty) vector for the next batch.
                 self.buf.deferred[slot as usize].0 = bios;

@@ -897,6 +897,7 @@ impl Sim {
         let picked = std::mem::take(&mut self.threads[t as usize].submitting);
         let max_rw_sectors = self.block.max_sectors() as u64;
         let max_discard_sectors = self.block.max_discard_sectors() as u64;
+        let kernel_bio = kernel_bio_sectors(max_rw_sectors, self.cfg.host.kernel.splits_bios());
         let core = self.threads[t as usize].core;
         let tracing = self.trace.is_some();
         let made = self.block.requests_made;
@@ -916,7 +917,7 @@ impl Sim {
             if tracing {
                 self.blk_io_start(t, picked.len(), len);
             }
-            let kernel_bio = kernel_bio_sectors(max_sectors, self.cfg.host.kernel.splits_bios());
+            let mut pieces = 0;
             while sector < end {
                 let n = if discard {
                     self.disc.split(sector, end - sector, max_sectors)
@@ -933,9 +934,11 @@ impl Sim {
                     discard,
                     nomerge: false,
                 };
-                self.submit_kernel_bio(bio, max_sectors as u32);
+                pieces += self.submit_kernel_bio(bio, max_sectors as u32);
                 sector += n as u64;
             }
+            // The system call booked (and `parts_left` counts) as many bios as went in.
+            debug_assert_eq!(pieces, self.ios[io as usize].parts_left, "bios of I/O {io}");
             if tracing {
                 self.blk_io_end(now, t);
             }
@@ -967,10 +970,13 @@ impl Sim {
     /// block layer now; one larger than `max_sectors` is split there (blk_queue_split):
     /// Q of the whole, then for each piece cut off the front an X and the Q of the
     /// rest, the piece itself going on as REQ_NOMERGE; the last piece is mergeable.
-    fn submit_kernel_bio(&mut self, bio: Bio, max_sectors: u32) {
+    /// Returns how many bios entered the block layer.
+    fn submit_kernel_bio(&mut self, bio: Bio, max_sectors: u32) -> u32 {
         if bio.sectors <= max_sectors {
-            return self.submit_bio(bio);
+            self.submit_bio(bio);
+            return 1;
         }
+        let mut pieces = 1;
         let now = self.now;
         let tracing = self.trace.is_some();
         if tracing {
@@ -990,8 +996,10 @@ impl Sim {
                 self.blk_queue(now, &rest);
             }
             self.enter_bio(front);
+            pieces += 1;
         }
         self.enter_bio(rest);
+        pieces
     }
 
     /// A bio (at most max_sectors, already Q'd) goes into the block layer now: merged
