@@ -91,7 +91,7 @@ impl BlkDevice {
     /// MMC_BLOCK_MAJOR) for eMMC and SD hosts, the SCSI disk `sda` (8:0) for UFS.
     pub fn for_driver(driver: DriverKind) -> BlkDevice {
         match driver {
-            DriverKind::Ufs => BlkDevice {
+            DriverKind::Ufs | DriverKind::UfsHpb { .. } => BlkDevice {
                 name: "sda",
                 major: 8,
                 minor: 0,

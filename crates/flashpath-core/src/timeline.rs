@@ -144,6 +144,15 @@ pub fn chrome_json(trace: &Trace) -> String {
         }
         let (tid, name, end) = match e.kind {
             TraceKind::Command { opcode, end } => (0, format!("CMD{opcode}"), end),
+            TraceKind::Scsi { opcode, end } => {
+                let what = match opcode {
+                    crate::device::hpb::HPB_READ => "HPB READ",
+                    crate::device::hpb::HPB_READ_BUFFER => "HPB READ BUFFER",
+                    crate::device::hpb::HPB_WRITE_BUFFER => "HPB WRITE BUFFER",
+                    _ => "SCSI",
+                };
+                (0, format!("{what} ({opcode:02X}h)"), end)
+            }
             TraceKind::Data { dir, end } => (1, format!("{dir:?} data"), end),
             _ => continue,
         };

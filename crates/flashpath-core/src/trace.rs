@@ -24,6 +24,9 @@ pub enum TraceKind {
     Command { opcode: u8, end: SimTime },
     /// A data transfer on the bus from `t` to `end`.
     Data { dir: Dir, end: SimTime },
+    /// UFS: the COMMAND UPIU from `t` to `end` carries this HPB SCSI command (F8h HPB
+    /// READ, F9h READ BUFFER, FAh WRITE BUFFER; `device::hpb`), beside its `Command`.
+    Scsi { opcode: u8, end: SimTime },
     /// The driver took the request into its own queue: afterwards `queued` wait there
     /// (not started) and `in_flight` have been handed to the driver and not completed.
     DriverQueued { queued: u32, in_flight: u32 },

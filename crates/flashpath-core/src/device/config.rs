@@ -40,6 +40,9 @@ pub struct RawDeviceConfig {
     pub ext_csd: Option<RawExtCsd>,
     /// UFS Block Limits VPD page (`[block_limits]`); optional, required by trims on UFS.
     pub block_limits: Option<RawBlockLimits>,
+    /// UFS Host Performance Booster descriptors and policy (`[hpb]`); optional, required
+    /// by the HPB drivers (`ufs-hpb`, `ufs-hpb-hcm`).
+    pub hpb: Option<super::hpb::RawHpb>,
 }
 
 /// The eMMC registers the Linux MMC core reads for discards (mmc.c mmc_decode_csd,
@@ -197,6 +200,9 @@ pub struct DeviceConfig {
     pub ext_csd: Option<ExtCsdErase>,
     /// UFS Block Limits VPD values (`[block_limits]`), if the preset gives them.
     pub block_limits: Option<UfsBlockLimits>,
+    /// UFS HPB (`[hpb]`), if the device supports it. The simulation clears it when the
+    /// driver does not use HPB, and sets its control mode from the driver.
+    pub hpb: Option<super::hpb::HpbDeviceConfig>,
 }
 
 /// The eMMC's erase registers, validated (`[ext_csd]`; field docs on `RawExtCsd`).
@@ -332,6 +338,7 @@ impl DeviceConfig {
             }),
             ext_csd: None,
             block_limits: None,
+            hpb: None,
         }
     }
 
@@ -378,6 +385,7 @@ impl DeviceConfig {
             model: DeviceModel::PageMapped(Box::new(nand)),
             ext_csd: None,
             block_limits: None,
+            hpb: None,
         }
     }
 
@@ -732,6 +740,16 @@ pub fn validate(raw: &RawDeviceConfig) -> Result<DeviceConfig, ConfigError> {
             })
         }
     };
+    let hpb = match &raw.hpb {
+        None => None,
+        Some(_) if interface != Interface::Ufs => {
+            return Err(ConfigError::new(
+                "hpb",
+                "is a UFS feature (Host Performance Booster); this device is not UFS",
+            ))
+        }
+        Some(h) => Some(super::hpb::validate(h, capacity_bytes).map_err(|e| e.within("hpb"))?),
+    };
     Ok(DeviceConfig {
         name: req(&raw.name, "name")?.clone(),
         description: req(&raw.description, "description")?.clone(),
@@ -740,6 +758,7 @@ pub fn validate(raw: &RawDeviceConfig) -> Result<DeviceConfig, ConfigError> {
         model: DeviceModel::PageMapped(Box::new(nand)),
         ext_csd,
         block_limits,
+        hpb,
     })
 }
 

@@ -43,9 +43,13 @@
 //!   one is `Done`. Reads also run alongside the background drain and GC, queueing
 //!   behind them on the dies they need. (The ideal device serves every command in
 //!   arrival order on one resource.)
-//! - HPB hook (not modelled yet): an HPB READ carries the physical address, so the
-//!   page-mapped read would skip `map_lookup` for entries the host holds valid; the
-//!   place is the per-LPN lookup in `page_mapped::PageMappedDevice::read`.
+//! - UFS HPB (`hpb`): an HPB READ (`DevOp::HpbRead`) carries the host's copy of the
+//!   first block's L2P entry; the page-mapped read skips the map lookup for it when it
+//!   is still current. `DevOp::ReadBuffer` returns a subregion's entries (the engine
+//!   copies them with `Device::hpb_entries` when the data is ready), `DevOp::WriteBuffer`
+//!   inactivates regions. In device control mode the device emits `Output::HpbHints`
+//!   for a command, before its `ReadReady`/`Done`; the host applies them when that
+//!   command's response arrives.
 //! - eMMC command queuing (`cq`, the mmc-cqe driver): the task table and the Queue
 //!   Status Register live in `cq::TaskQueue`, held by the engine beside the device. A
 //!   queued read's `Input::Command` is delivered when its CMD45 has arrived (the device
@@ -75,6 +79,7 @@ pub mod config;
 pub mod cq;
 pub mod ftl;
 pub mod harness;
+pub mod hpb;
 pub mod map_cache;
 pub mod page_mapped;
 pub mod write_buffer;
@@ -92,6 +97,27 @@ pub enum DevOp {
     Write,
     Flush,
     Discard,
+    /// UFS HPB READ (F8h): a read carrying the host's copy of its first block's L2P entry.
+    HpbRead {
+        entry: u32,
+    },
+    /// UFS HPB READ BUFFER (F9h, buffer 01h): the L2P entries of subregion `srgn` (a
+    /// global index); `lba`/`sectors` name the subregion's range.
+    ReadBuffer {
+        srgn: u32,
+    },
+    /// UFS HPB WRITE BUFFER (FAh): buffer 01h inactivates region `rgn`, buffer 03h
+    /// (`rgn: None`) all regions.
+    WriteBuffer {
+        rgn: Option<u32>,
+    },
+}
+
+impl DevOp {
+    /// A read of host data (plain or HPB READ).
+    pub fn is_read(self) -> bool {
+        matches!(self, DevOp::Read | DevOp::HpbRead { .. })
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -138,6 +164,9 @@ pub enum Output {
     ReadReady { tag: u32, last_ready: SimTime },
     /// A write, flush or discard finished (or any command failed).
     Done { tag: u32, status: DevStatus },
+    /// UFS HPB device control mode: the RESPONSE UPIU of command `tag` carries these
+    /// activation/inactivation hints (emitted before the command's own output).
+    HpbHints { tag: u32, hints: hpb::HpbHints },
 }
 
 /// Inputs of the device: host commands and the device's own timers.
@@ -200,6 +229,19 @@ pub struct DeviceStats {
     /// Writes not aligned to 4 KiB (mapped as whole 4 KiB units).
     pub partial_writes: u64,
     pub discarded_slots: u64,
+    /// HPB READs whose entry was current: the map lookup was skipped.
+    pub hpb_entry_hits: u64,
+    /// HPB READs whose entry was stale (data moved since the host loaded it): served
+    /// through the normal map path.
+    pub hpb_entry_stale: u64,
+    /// HPB READ BUFFERs served (subregion map loads) and their map segment lookups.
+    pub hpb_read_buffers: u64,
+    pub hpb_read_buffer_segments: u64,
+    /// HPB WRITE BUFFERs served (region inactivations).
+    pub hpb_write_buffers: u64,
+    /// Hints sent in responses (device control mode).
+    pub hpb_hint_activations: u64,
+    pub hpb_hint_inactivations: u64,
 }
 
 impl DeviceStats {
@@ -239,9 +281,13 @@ impl Device {
                 capacity_sectors,
                 stats: DeviceStats::default(),
             }),
-            DeviceModel::PageMapped(n) => Inner::PageMapped(Box::new(
-                page_mapped::PageMappedDevice::new(n, cfg.capacity_bytes),
-            )),
+            DeviceModel::PageMapped(n) => {
+                let mut d = page_mapped::PageMappedDevice::new(n, cfg.capacity_bytes);
+                if let Some(h) = cfg.hpb {
+                    d.enable_hpb(h);
+                }
+                Inner::PageMapped(Box::new(d))
+            }
         };
         Device {
             inner,
@@ -279,6 +325,16 @@ impl Device {
         match &self.inner {
             Inner::Ideal(d) => &d.stats,
             Inner::PageMapped(d) => d.stats(),
+        }
+    }
+
+    /// The current L2P entries of 4 KiB blocks `first..first + n` (what a READ BUFFER's
+    /// data carries when it leaves the device), appended to `out`. The ideal device
+    /// has no map: its entries are the block numbers.
+    pub fn hpb_entries(&self, first: u32, n: u32, out: &mut Vec<u32>) {
+        match &self.inner {
+            Inner::PageMapped(d) => out.extend((first..first + n).map(|l| d.page_map().get(l))),
+            Inner::Ideal(_) => out.extend(first..first + n),
         }
     }
 
@@ -343,10 +399,12 @@ impl IdealDevice {
         }
         let slots = (cmd.sectors as u64).div_ceil(config::SECTORS_PER_LPN);
         let dur = match cmd.op {
-            DevOp::Read => {
+            DevOp::Read | DevOp::HpbRead { .. } => {
                 self.stats.host_read_slots += slots;
                 self.cfg.read_ns
             }
+            DevOp::ReadBuffer { .. } => self.cfg.read_ns,
+            DevOp::WriteBuffer { .. } => self.cfg.other_ns,
             DevOp::Write => {
                 self.stats.host_write_slots += slots;
                 self.cfg.write_ns
@@ -355,7 +413,7 @@ impl IdealDevice {
         };
         let (_, end) = self.busy.book(now, dur);
         let o = match cmd.op {
-            DevOp::Read => Output::ReadReady {
+            DevOp::Read | DevOp::HpbRead { .. } | DevOp::ReadBuffer { .. } => Output::ReadReady {
                 tag: cmd.tag,
                 last_ready: end,
             },

@@ -66,6 +66,7 @@
 
 use super::config::{GcCopy, NandDeviceConfig, LPN_BYTES, SECTORS_PER_LPN};
 use super::ftl::{Lpn, PageMap, Ppa, Stream, BUF_FLAG, UNMAPPED};
+use super::hpb::{HpbControl, HpbDevice, HpbDeviceConfig, HPB_ENTRY_BYTES};
 use super::map_cache::{MapAccess, MapCache};
 use super::write_buffer::{SlotState, WriteBuffer};
 use super::{DevCommand, DevOp, DevStatus, DeviceStats, Input, Output};
@@ -151,6 +152,11 @@ pub struct PageMappedDevice {
     gc_scratch: Vec<(Lpn, Ppa)>,
     /// Die and channel work booked, when recording (timelines).
     nand_log: Option<Vec<NandSlice>>,
+    /// UFS HPB, when the device has it and the host uses it (`super::hpb`).
+    hpb: Option<HpbDevice>,
+    /// The read being served is an HPB READ whose entry is current: its first block
+    /// needs no map lookup (set by `read` for `read_from`).
+    hpb_skip_first: bool,
 }
 
 impl PageMappedDevice {
@@ -272,8 +278,20 @@ impl PageMappedDevice {
             take_scratch: vec![(0, 0); row],
             gc_scratch: vec![(0, 0); row],
             nand_log: None,
+            hpb: None,
+            hpb_skip_first: false,
             c: c.clone(),
         }
+    }
+
+    /// Turns the HPB commands on (a UFS device whose host uses HPB).
+    pub fn enable_hpb(&mut self, cfg: HpbDeviceConfig) {
+        self.hpb = Some(HpbDevice::new(cfg, self.ftl.user_lpns()));
+    }
+
+    /// The device's HPB state, if enabled.
+    pub fn hpb(&self) -> Option<&HpbDevice> {
+        self.hpb.as_ref()
     }
 
     pub fn stats(&self) -> &DeviceStats {
@@ -397,7 +415,10 @@ impl PageMappedDevice {
 
     pub fn handle(&mut self, now: SimTime, input: Input, out: &mut Outbox<Input, Output>) {
         match input {
-            Input::Command(cmd) => self.command(now, cmd, out),
+            Input::Command(cmd) => {
+                self.command(now, cmd, out);
+                self.hpb_hints(now, cmd.tag, out);
+            }
             Input::ProgramDone { die } => self.program_done(now, die, out),
             Input::GcStep { die } => self.gc_step(now, die, out),
             Input::Continue(cmd) => self.stream_continue(now, cmd, out),
@@ -422,7 +443,8 @@ impl PageMappedDevice {
 
     fn command(&mut self, now: SimTime, cmd: DevCommand, out: &mut Outbox<Input, Output>) {
         let end = cmd.lba + cmd.sectors as u64;
-        if end > self.capacity_sectors || (cmd.sectors == 0 && cmd.op != DevOp::Flush) {
+        let dataless = matches!(cmd.op, DevOp::Flush | DevOp::WriteBuffer { .. });
+        if end > self.capacity_sectors || (cmd.sectors == 0 && !dataless) {
             let (_, t) = self.ctrl.book(now, self.c.fw_per_command_ns);
             out.emit(
                 t,
@@ -438,7 +460,82 @@ impl PageMappedDevice {
             DevOp::Write => self.write(now, cmd, out),
             DevOp::Flush => self.flush_cmd(now, cmd, out),
             DevOp::Discard => self.discard(now, cmd, out),
+            DevOp::HpbRead { .. } => self.read(now, cmd, out),
+            DevOp::ReadBuffer { srgn } => self.hpb_read_buffer(now, cmd, srgn, out),
+            DevOp::WriteBuffer { rgn } => self.hpb_write_buffer(now, cmd, rgn, out),
         }
+    }
+
+    // ------------------------------------------------------------ HPB (`super::hpb`)
+
+    /// Device control mode: the response of command `tag` carries the hints decided so
+    /// far (at most 2 + 2).
+    fn hpb_hints(&mut self, now: SimTime, tag: u32, out: &mut Outbox<Input, Output>) {
+        let Some(h) = &mut self.hpb else {
+            return;
+        };
+        if h.cfg.control != HpbControl::Device {
+            return;
+        }
+        if let Some(hints) = h.take_hints() {
+            self.stats.hpb_hint_activations += hints.act_n as u64;
+            self.stats.hpb_hint_inactivations += hints.inact_n as u64;
+            out.emit(now, Output::HpbHints { tag, hints });
+        }
+    }
+
+    /// HPB READ BUFFER: the subregion's map segments are looked up (cached, or read
+    /// from NAND), converted to 8-byte entries and sent.
+    fn hpb_read_buffer(
+        &mut self,
+        now: SimTime,
+        cmd: DevCommand,
+        srgn: u32,
+        out: &mut Outbox<Input, Output>,
+    ) {
+        let (first, end) = Self::lpn_range(&cmd);
+        let map_bytes = (end - first) as u64 * HPB_ENTRY_BYTES;
+        let (_, mut t) = self.ctrl.book(now, self.c.fw_per_command_ns);
+        let (s0, s1) = (self.segment_of(first), self.segment_of(end - 1));
+        for seg in s0..=s1 {
+            t = self.map_lookup(seg, t);
+            self.stats.hpb_read_buffer_segments += 1;
+        }
+        let convert = self.c.fw_per_4kib_ns * map_bytes.div_ceil(LPN_BYTES);
+        let (_, ready) = self.ctrl.book(t, convert);
+        self.stats.hpb_read_buffers += 1;
+        if let Some(h) = &mut self.hpb {
+            h.note_loaded(srgn);
+        }
+        out.emit(
+            ready,
+            Output::ReadReady {
+                tag: cmd.tag,
+                last_ready: ready,
+            },
+        );
+    }
+
+    /// HPB WRITE BUFFER 01h/03h: the host dropped a region (or all).
+    fn hpb_write_buffer(
+        &mut self,
+        now: SimTime,
+        cmd: DevCommand,
+        rgn: Option<u32>,
+        out: &mut Outbox<Input, Output>,
+    ) {
+        let (_, t) = self.ctrl.book(now, self.c.fw_per_command_ns);
+        self.stats.hpb_write_buffers += 1;
+        if let Some(h) = &mut self.hpb {
+            h.inactivate(rgn);
+        }
+        out.emit(
+            t,
+            Output::Done {
+                tag: cmd.tag,
+                status: DevStatus::Ok,
+            },
+        );
     }
 
     #[inline]
@@ -546,6 +643,10 @@ impl PageMappedDevice {
         }
     }
 
+    fn hpb_entry_check_ns(&self) -> u64 {
+        self.hpb.as_ref().map_or(0, |h| h.cfg.entry_check_ns)
+    }
+
     #[inline]
     fn segment_of(&self, lpn: Lpn) -> u32 {
         lpn / self.c.map_entries_per_segment
@@ -576,6 +677,23 @@ impl PageMappedDevice {
     fn read(&mut self, now: SimTime, cmd: DevCommand, out: &mut Outbox<Input, Output>) {
         let (first, end) = Self::lpn_range(&cmd);
         let fw = self.fw_ns(end - first);
+        // An HPB READ's entry is used if it is still the first block's mapping.
+        let hpb_valid = match cmd.op {
+            DevOp::HpbRead { entry } => {
+                let valid = entry == self.ftl.get(first);
+                if valid {
+                    self.stats.hpb_entry_hits += 1;
+                } else {
+                    self.stats.hpb_entry_stale += 1;
+                }
+                valid
+            }
+            _ => false,
+        };
+        if let Some(h) = &mut self.hpb {
+            h.note_read(first, end, !hpb_valid);
+        }
+        self.hpb_skip_first = hpb_valid;
         self.read_from(now, now, fw, cmd, out)
     }
 
@@ -613,9 +731,12 @@ impl PageMappedDevice {
             let e = self.ftl.get(lpn);
             let in_buffer = e != UNMAPPED && e & BUF_FLAG != 0;
             let seg = self.segment_of(lpn);
-            // HPB (not modelled yet): an HPB READ with a valid host entry would skip this
-            // lookup and use the entry it carries.
-            if !in_buffer && seg != last_seg {
+            if lpn == first && std::mem::take(&mut self.hpb_skip_first) {
+                // HPB READ with a current entry: the address is known without the map
+                // (the entry is checked instead). The next block of the same segment
+                // still needs the map: only the first block's entry is carried.
+                t_map = self.ctrl.book(t_map, self.hpb_entry_check_ns()).1;
+            } else if !in_buffer && seg != last_seg {
                 t_map = self.map_lookup(seg, t_map);
                 last_seg = seg;
             }

@@ -100,6 +100,9 @@ pub struct Request {
     pub flush: bool,
     /// A discard (REQ_OP_DISCARD): no data; `dir` is Write.
     pub discard: bool,
+    /// A driver-private passthrough request (REQ_OP_DRV_IN/OUT, e.g. an HPB READ BUFFER):
+    /// no bios, no disk accounting (no gendisk), never merged; it holds a tag.
+    pub passthrough: bool,
 }
 
 impl Request {
@@ -809,6 +812,7 @@ impl BlockLayer {
         self.reqs[id as usize].dir = None;
         self.reqs[id as usize].flush = false;
         self.reqs[id as usize].discard = false;
+        self.reqs[id as usize].passthrough = false;
         self.free.push(id);
         self.tags_used -= 1;
     }
@@ -849,6 +853,7 @@ impl BlockLayer {
         r.irq_at = SimTime::MAX;
         r.flush = false;
         r.discard = bio.discard;
+        r.passthrough = false;
         if self.log.is_some() {
             self.note(BioFate::NewRequest { bio: *bio, req: id });
         }
@@ -906,6 +911,57 @@ impl BlockLayer {
         );
         self.reqs[id as usize].flush = true;
         self.flushes.push_back(id);
+    }
+
+    /// Tags in use (requests allocated and not completed).
+    pub fn tags_used(&self) -> u32 {
+        self.tags_used
+    }
+
+    /// A driver's passthrough request (`blk_mq_alloc_request(q, REQ_OP_DRV_IN/OUT,
+    /// BLK_MQ_REQ_NOWAIT)` then `blk_execute_rq_nowait(rq, at_head)`): takes a tag if one
+    /// is free (None otherwise) and goes to the head of the dispatch list, bypassing the
+    /// scheduler (blk_mq_sched_bypass_insert). `bytes` of data in direction `dir`.
+    pub fn submit_passthrough(
+        &mut self,
+        now: SimTime,
+        cpu: u32,
+        dir: Dir,
+        bytes: u64,
+    ) -> Option<ReqId> {
+        if self.tags_used >= self.nr_requests {
+            return None;
+        }
+        self.tags_used += 1;
+        let id = match self.free.pop() {
+            Some(id) => id,
+            None => {
+                self.reqs.push(Request::default());
+                self.dd.rq.push(DdRq::default());
+                (self.reqs.len() - 1) as ReqId
+            }
+        };
+        self.dd.rq[id as usize] = DdRq {
+            nomerge: true,
+            ..DdRq::default()
+        };
+        let r = &mut self.reqs[id as usize];
+        r.dir = Some(dir);
+        r.sector = 0;
+        r.sectors = bytes.div_ceil(512) as u32;
+        r.cpu = cpu;
+        r.bios.clear();
+        r.bio_queued_at = now;
+        r.got_at = now;
+        r.queued_at = now;
+        r.dispatched_at = 0;
+        r.hw_at = SimTime::MAX;
+        r.irq_at = SimTime::MAX;
+        r.flush = false;
+        r.discard = false;
+        r.passthrough = true;
+        self.parked.push_front(id);
+        Some(id)
     }
 
     /// Submits a bio (already split to at most max_sectors). Returns false if it had to
@@ -1028,6 +1084,11 @@ impl BlockLayer {
         }
         // blk_account_io_done.
         let life = now - r.got_at;
+        if r.passthrough {
+            let bios = std::mem::take(&mut self.reqs[id as usize].bios);
+            self.release(id, bios);
+            return self.admit_waiters(now);
+        }
         if !r.discard {
             let d = r.dir().index();
             self.disk.ios[d] += 1;
@@ -1041,6 +1102,11 @@ impl BlockLayer {
         let bios = std::mem::take(&mut self.reqs[id as usize].bios);
         ios.extend_from_slice(&bios);
         self.release(id, bios);
+        self.admit_waiters(now)
+    }
+
+    /// Bios that waited for a tag get one while tags are free; returns how many.
+    fn admit_waiters(&mut self, now: SimTime) -> usize {
         let mut admitted = 0;
         while self.tags_used < self.nr_requests {
             let Some(bio) = self.tag_wait.pop_front() else {

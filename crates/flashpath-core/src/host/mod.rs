@@ -11,6 +11,7 @@ pub mod discard_limits;
 pub mod fs_config;
 pub mod page_cache;
 pub mod ufs_config;
+pub mod ufshpb;
 
 use crate::config::{bytes_field, hz_field, ns_field, rate_field, ConfigError};
 use crate::device::cq::CqPolicy;
@@ -38,6 +39,13 @@ pub enum DriverKind {
     /// the device, completion from the UTRCS interrupt. Needs the host's `[ufs]` section
     /// and a device with `interface = "ufs"`.
     Ufs,
+    /// The UFS driver with the Host Performance Booster (ufshpb.c, `host/ufshpb.rs`):
+    /// `control` is the mode the driver runs (`Device`: `ufs-hpb`, the 2021 series as
+    /// measured; `Host`: `ufs-hpb-hcm`, host control mode of HPB 2.0). Needs a device
+    /// preset with an `[hpb]` section.
+    UfsHpb {
+        control: crate::device::hpb::HpbControl,
+    },
     /// The eMMC 5.1 command queue engine (CQHCI, kernel-behaviour §3): tasks queued in
     /// the device with CMD44/45, executed with CMD46/47 in the order the device's
     /// `policy` chooses; needs the host preset's `[cqe]` section.
@@ -52,7 +60,7 @@ pub enum DriverKind {
 }
 
 const DRIVERS: &str =
-    "mmc-legacy, mmc-hsq, mmc-hsq-v6, mmc-hsq-limit2, mmc-hsq-dynamic, mmc-cqe, mmc-cqe-oldest-first, ufs, sd-rtsx, sd-rtsx-multiseq";
+    "mmc-legacy, mmc-hsq, mmc-hsq-v6, mmc-hsq-limit2, mmc-hsq-dynamic, mmc-cqe, mmc-cqe-oldest-first, ufs, ufs-hpb, ufs-hpb-hcm, sd-rtsx, sd-rtsx-multiseq";
 
 impl DriverKind {
     pub fn parse(s: &str) -> Result<Self, String> {
@@ -92,6 +100,12 @@ impl DriverKind {
                 burst_in_flight: 6,
             }),
             "ufs" => Ok(DriverKind::Ufs),
+            "ufs-hpb" => Ok(DriverKind::UfsHpb {
+                control: crate::device::hpb::HpbControl::Device,
+            }),
+            "ufs-hpb-hcm" => Ok(DriverKind::UfsHpb {
+                control: crate::device::hpb::HpbControl::Host,
+            }),
             // The device reports ready reads before writes (see device::cq::CqPolicy).
             "mmc-cqe" => Ok(DriverKind::MmcCqe {
                 policy: CqPolicy::ReadsFirst,
@@ -123,9 +137,19 @@ impl DriverKind {
                 policy: CqPolicy::OldestFirst,
             } => "mmc-cqe-oldest-first",
             DriverKind::Ufs => "ufs",
+            DriverKind::UfsHpb {
+                control: crate::device::hpb::HpbControl::Device,
+            } => "ufs-hpb",
+            DriverKind::UfsHpb {
+                control: crate::device::hpb::HpbControl::Host,
+            } => "ufs-hpb-hcm",
             DriverKind::SdRtsx { multi_seq: false } => "sd-rtsx",
             DriverKind::SdRtsx { multi_seq: true } => "sd-rtsx-multiseq",
         }
+    }
+    /// The UFS host controller driver, with or without HPB.
+    pub fn is_ufs(self) -> bool {
+        matches!(self, DriverKind::Ufs | DriverKind::UfsHpb { .. })
     }
     /// The device interface the driver talks to.
     pub fn interface(self) -> crate::device::config::Interface {
@@ -133,7 +157,7 @@ impl DriverKind {
             DriverKind::MmcLegacy | DriverKind::MmcHsq { .. } | DriverKind::MmcCqe { .. } => {
                 crate::device::config::Interface::Emmc
             }
-            DriverKind::Ufs => crate::device::config::Interface::Ufs,
+            DriverKind::Ufs | DriverKind::UfsHpb { .. } => crate::device::config::Interface::Ufs,
             DriverKind::SdRtsx { .. } => crate::device::config::Interface::Sd,
         }
     }
@@ -338,7 +362,7 @@ impl Kernel {
     /// lost the legacy path in 5.0.
     pub fn blk_mq(self, driver: DriverKind) -> bool {
         match driver {
-            DriverKind::Ufs => self >= Kernel::new(4, 19),
+            DriverKind::Ufs | DriverKind::UfsHpb { .. } => self >= Kernel::new(4, 19),
             _ => self >= Kernel::new(4, 16),
         }
     }

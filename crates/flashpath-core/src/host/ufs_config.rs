@@ -56,6 +56,27 @@ pub struct UfsHostConfig {
     /// UniPro L2 frame: most UPIU bytes per frame and the framing bytes per frame.
     pub frame_payload_bytes: u64,
     pub frame_overhead_bytes: u64,
+    /// The HPB driver's costs and memory reserve (`hpb_*` fields), if the preset has them.
+    pub hpb: Option<UfsHpbHostConfig>,
+}
+
+/// The ufshpb driver's CPU costs and its map-page reserve (`hpb_*` fields of `[ufs]`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UfsHpbHostConfig {
+    /// `ufshpb_host_map_kbytes`: pages preallocated in the mempool for subregion maps.
+    pub host_map_bytes: u64,
+    /// `ufshpb_prep` per READ/WRITE/DISCARD (region lookup, dirty bitmap under
+    /// `rgn_state_lock`; the CDB rewrite of a hit).
+    pub prep_ns: u64,
+    /// `ufshpb_rsp_upiu` for a response carrying hints.
+    pub rsp_ns: u64,
+    /// One run of `map_work` (a kworker of the unbound `ufshpb-wq`), beside the wake-up.
+    pub map_work_ns: u64,
+    /// Building and issuing one READ BUFFER or WRITE BUFFER request (request and bio
+    /// allocation, map pages, `blk_execute_rq_nowait`).
+    pub map_req_ns: u64,
+    /// `ufshpb_map_req_compl_fn`: the dirty bitmap cleared, the subregion made VALID.
+    pub map_compl_ns: u64,
 }
 
 impl UfsHostConfig {
@@ -100,6 +121,7 @@ impl UfsHostConfig {
             link_bytes_per_s: 1_166_080_000,
             frame_payload_bytes: u64::MAX / 2,
             frame_overhead_bytes: 0,
+            hpb: None,
         }
     }
 }
@@ -125,6 +147,13 @@ pub struct RawUfs {
     pub lanes: u32,
     pub frame_payload: String,
     pub frame_overhead: String,
+    /// The HPB driver (optional; required by `ufs-hpb` and `ufs-hpb-hcm`): all six or none.
+    pub hpb_host_map: Option<String>,
+    pub hpb_prep: Option<String>,
+    pub hpb_rsp: Option<String>,
+    pub hpb_map_work: Option<String>,
+    pub hpb_map_req: Option<String>,
+    pub hpb_map_compl: Option<String>,
 }
 
 impl RawUfs {
@@ -208,7 +237,41 @@ impl RawUfs {
                 "is larger than the frame payload",
             ));
         }
+        let hpb_fields = [
+            ("hpb_host_map", &self.hpb_host_map),
+            ("hpb_prep", &self.hpb_prep),
+            ("hpb_rsp", &self.hpb_rsp),
+            ("hpb_map_work", &self.hpb_map_work),
+            ("hpb_map_req", &self.hpb_map_req),
+            ("hpb_map_compl", &self.hpb_map_compl),
+        ];
+        let hpb = if hpb_fields.iter().all(|(_, v)| v.is_none()) {
+            None
+        } else {
+            let get = |name: &str| -> Result<&String, ConfigError> {
+                hpb_fields
+                    .iter()
+                    .find(|(n, _)| *n == name)
+                    .and_then(|(_, v)| v.as_ref())
+                    .ok_or_else(|| {
+                        ConfigError::new(
+                            format!("ufs.{name}"),
+                            "is required with the other hpb_* fields",
+                        )
+                    })
+            };
+            let host_map_bytes = bytes_field("ufs.hpb_host_map", get("hpb_host_map")?)?;
+            Some(UfsHpbHostConfig {
+                host_map_bytes,
+                prep_ns: cost("ufs.hpb_prep", get("hpb_prep")?)?,
+                rsp_ns: cost("ufs.hpb_rsp", get("hpb_rsp")?)?,
+                map_work_ns: cost("ufs.hpb_map_work", get("hpb_map_work")?)?,
+                map_req_ns: cost("ufs.hpb_map_req", get("hpb_map_req")?)?,
+                map_compl_ns: cost("ufs.hpb_map_compl", get("hpb_map_compl")?)?,
+            })
+        };
         Ok(UfsHostConfig {
+            hpb,
             nutrs: self.nutrs,
             queuecommand_ns: cost("ufs.queuecommand", &self.queuecommand)?,
             queuecommand_per_4k_ns: cost("ufs.queuecommand_per_4k", &self.queuecommand_per_4k)?,

@@ -348,7 +348,7 @@ impl Sim {
         // D and R happen in the dispatching task (kblockd's kworker, mmcqd on the
         // single-queue MMC driver, or the submitter issuing directly), C in interrupt
         // context on the request's CPU.
-        let mmcqd = self.cfg.driver != crate::host::DriverKind::Ufs && self.blk_legacy();
+        let mmcqd = !self.cfg.driver.is_ufs() && self.blk_legacy();
         let (cpu, p) = match action {
             BlkAction::Issue | BlkAction::Requeue if direct => (core, submitter),
             BlkAction::Issue | BlkAction::Requeue if mmcqd => (core, pid::MMCQD),

@@ -359,7 +359,8 @@ pub(super) fn check(cfg: &super::SimConfig) -> Result<(), String> {
                 DriverKind::MmcLegacy
                 | DriverKind::MmcHsq { .. }
                 | DriverKind::SdRtsx { .. }
-                | DriverKind::Ufs => {}
+                | DriverKind::Ufs
+                | DriverKind::UfsHpb { .. } => {}
                 DriverKind::MmcCqe { .. } => {
                     if !cfg.host.cqe.as_ref().is_some_and(|c| c.dcmd) {
                         return Err(format!(

@@ -253,7 +253,7 @@ impl Sim {
                 self.disc.waiting = Some((r, core));
                 self.mmc_sync_host_idle(at);
             }
-            DriverKind::Ufs | DriverKind::SdRtsx { .. } => {
+            DriverKind::Ufs | DriverKind::UfsHpb { .. } | DriverKind::SdRtsx { .. } => {
                 unreachable!("discards on this driver do not take the MMC path")
             }
         }

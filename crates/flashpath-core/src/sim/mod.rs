@@ -38,6 +38,7 @@ mod discard;
 mod journal;
 mod rtsx;
 mod ufs;
+mod ufs_hpb;
 pub use buffered::CacheStats;
 pub use rtsx::IDLE_STOP_NS as RTSX_IDLE_STOP_NS;
 
@@ -357,6 +358,8 @@ impl Sim {
             }
         }
         check_driver(&cfg)?;
+        ufs_hpb::check(&cfg)?;
+        ufs_hpb::configure_device(&mut cfg);
         buffered::check(&cfg)?;
         journal::check(&cfg)?;
         discard::check(&cfg)?;
@@ -417,7 +420,7 @@ impl Sim {
             buf: buffered::Buffered::new(&cfg),
             jbd: journal::Journal::new(&cfg),
             hsq: MmcHsq::default(),
-            ufs: ufs::UfsState::default(),
+            ufs: ufs::UfsState::new(ufs_hpb::HpbState::new(&cfg)),
             cpu: Cpu::new(host.cores),
             bus: FifoResource::new(),
             block: BlockLayer::new(
@@ -442,6 +445,7 @@ impl Sim {
             cfg,
         };
         discard::setup(&mut sim);
+        sim.ufs_hpb_setup();
         if instant_pre {
             for j in precondition_jobs(&sim.cfg.jobs) {
                 sim.dev.precondition(j.offset / 512, j.size / 512);
@@ -617,12 +621,13 @@ impl Sim {
             self.q.push(at, Ev::Dev(input));
         }
         for (at, out) in emits {
-            if self.cfg.driver == DriverKind::Ufs {
+            if self.cfg.driver.is_ufs() {
                 match out {
                     device::Output::ReadReady { tag, last_ready } => {
                         self.ufs_on_read_ready(tag, at, last_ready)
                     }
                     device::Output::Done { tag, .. } => self.ufs_on_done(tag, at),
+                    device::Output::HpbHints { tag, hints } => self.ufs_hpb_hints(tag, hints),
                 }
                 continue;
             }
@@ -635,6 +640,9 @@ impl Sim {
                             last_ready,
                         },
                     );
+                }
+                device::Output::HpbHints { .. } => {
+                    unreachable!("HPB runs on UFS only (ufs_hpb::configure_device)")
                 }
                 device::Output::Done { tag, .. } if tag == rtsx::STOP_TAG => {
                     self.rtsx_stop_answered(at);
@@ -1359,7 +1367,7 @@ impl Sim {
     /// blk_mq_run_hw_queue(async): if nobody is dispatching, a kblockd worker wakes on
     /// `core` and becomes the dispatcher.
     fn kick(&mut self, core: u32) {
-        if self.cfg.driver == DriverKind::Ufs {
+        if self.cfg.driver.is_ufs() {
             return self.ufs_kick(core);
         }
         if self.mmc.dispatcher.is_some() || !self.block.has_queued() {
@@ -1426,7 +1434,9 @@ impl Sim {
                         self.hsq.in_flight += 1;
                         self.q.push(end, Ev::HsqQueued(r));
                     }
-                    DriverKind::Ufs => unreachable!("the ufs driver has its own dispatch"),
+                    DriverKind::Ufs | DriverKind::UfsHpb { .. } => {
+                        unreachable!("the ufs driver has its own dispatch")
+                    }
                     DriverKind::MmcCqe { .. } => self.cqe_issue(core, end, r),
                 }
             }
@@ -1874,9 +1884,10 @@ fn check_driver(cfg: &SimConfig) -> Result<(), String> {
             name(cfg.device.interface)
         ));
     }
-    if cfg.driver == DriverKind::Ufs && cfg.host.ufs.is_none() {
+    if cfg.driver.is_ufs() && cfg.host.ufs.is_none() {
         return Err(format!(
-            "driver 'ufs' needs a [ufs] section in host preset '{}'",
+            "driver '{}' needs a [ufs] section in host preset '{}'",
+            cfg.driver.name(),
             cfg.host.name
         ));
     }

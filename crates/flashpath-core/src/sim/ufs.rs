@@ -65,6 +65,8 @@ pub(super) enum UfsEv {
     AggrTimeout(u32),
     /// The block completion of the request has run.
     Done(ReqId),
+    /// The HPB driver's work items and timers (`sim/ufs_hpb.rs`).
+    Hpb(super::ufs_hpb::HpbEv),
 }
 
 #[derive(Default)]
@@ -72,7 +74,9 @@ pub(super) struct UfsState {
     /// Core of the kblockd worker running the hardware queue, if any.
     dispatcher: Option<u32>,
     /// UTP transfer request slots taken (queuecommand started, completion not yet run).
-    slots: u32,
+    pub(super) slots: u32,
+    /// The HPB driver, with `ufs-hpb` and `ufs-hpb-hcm` (`sim/ufs_hpb.rs`).
+    pub(super) hpb: Option<Box<super::ufs_hpb::HpbState>>,
     /// Host→device and device→host directions of the link.
     h2d: FifoResource,
     d2h: FifoResource,
@@ -87,13 +91,22 @@ pub(super) struct UfsState {
     in_completion: bool,
 }
 
+impl UfsState {
+    pub(super) fn new(hpb: Option<Box<super::ufs_hpb::HpbState>>) -> UfsState {
+        UfsState {
+            hpb,
+            ..UfsState::default()
+        }
+    }
+}
+
 impl Sim {
     /// Busy time so far of the UFS link's (host→device, device→host) directions.
     pub fn ufs_link_busy_ns(&self) -> (u64, u64) {
         (self.ufs.h2d.busy_ns(), self.ufs.d2h.busy_ns())
     }
 
-    fn ufs_cfg(&self) -> &UfsHostConfig {
+    pub(super) fn ufs_cfg(&self) -> &UfsHostConfig {
         self.cfg
             .host
             .ufs
@@ -110,6 +123,7 @@ impl Sim {
             UfsEv::ReadReady { req, last_ready } => self.ufs_read_data(req, last_ready),
             UfsEv::WriteAccepted(r) => self.ufs_write_accepted(r),
             UfsEv::Response(r) => self.ufs_response(r),
+            UfsEv::Hpb(e) => self.ufs_hpb_event(e),
             UfsEv::AggrTimeout(g) => {
                 if g == self.ufs.aggr_gen && !self.ufs.aggr_pending.is_empty() {
                     self.ufs_irq();
@@ -166,6 +180,11 @@ impl Sim {
         }
     }
 
+    /// A driver's own request (HPB) is issued from its worker on `core` at `at`.
+    pub(super) fn ufs_issue_from(&mut self, core: u32, at: SimTime) {
+        self.ufs_queuecommand(core, at, true);
+    }
+
     /// `scsi_queue_rq` → `ufshcd_queuecommand` on `core` from `at`: takes a slot,
     /// builds UTRD/UPIU/PRDT and rings the doorbell, from the submitting thread (direct
     /// issue) or from kblockd (`kernel`). False if nothing was queued.
@@ -186,9 +205,12 @@ impl Sim {
             "more commands than UTP slots"
         );
         let bytes = self.ufs_data_bytes(r);
+        let hpb = self.ufs_hpb_prep(r);
         let u = self.ufs_cfg();
-        let cost =
-            u.queuecommand_ns + u.queuecommand_per_4k_ns * bytes.div_ceil(4096) + u.doorbell_ns;
+        let cost = u.queuecommand_ns
+            + u.queuecommand_per_4k_ns * bytes.div_ceil(4096)
+            + u.doorbell_ns
+            + hpb;
         let end = if kernel {
             self.cpu.run_kernel(core, at, cost, "queuecommand")
         } else {
@@ -230,6 +252,9 @@ impl Sim {
                 end: e,
             },
         );
+        if self.trace.is_some() {
+            self.ufs_hpb_trace(r, s, e);
+        }
         self.q.push(e, Ev::Ufs(UfsEv::CmdArrived(r)));
         if self.ufs.dispatcher == Some(core) {
             self.ufs_disp_next(now);
@@ -248,7 +273,7 @@ impl Sim {
 
     fn ufs_dev_command(&self, r: ReqId) -> DevCommand {
         let q = self.block.req(r);
-        DevCommand {
+        let cmd = DevCommand {
             tag: r,
             op: match q.dir() {
                 // SYNCHRONIZE CACHE (sd_setup_flush_cmnd): no data.
@@ -261,7 +286,8 @@ impl Sim {
             lba: q.sector,
             sectors: q.sectors,
             fua: self.req_fua(r),
-        }
+        };
+        self.ufs_hpb_command(r, cmd)
     }
 
     /// The COMMAND UPIU is in the device: a read goes to the device at once; a write
@@ -271,12 +297,13 @@ impl Sim {
         let cmd = self.ufs_dev_command(r);
         let bytes = cmd.sectors as u64 * 512;
         match cmd.op {
-            DevOp::Read => {
+            DevOp::Read | DevOp::HpbRead { .. } => {
                 self.sys.device_host_read_bytes += bytes;
                 self.device(device::Input::Command(cmd));
             }
-            // A flush carries no data: no READY_TO_TRANSFER.
-            DevOp::Flush => self.device(device::Input::Command(cmd)),
+            DevOp::ReadBuffer { .. } => self.device(device::Input::Command(cmd)),
+            // A flush or a WRITE BUFFER carries no data: no READY_TO_TRANSFER.
+            DevOp::Flush | DevOp::WriteBuffer { .. } => self.device(device::Input::Command(cmd)),
             _ => {
                 if cmd.op == DevOp::Write {
                     self.sys.device_host_write_bytes += bytes;
@@ -331,6 +358,7 @@ impl Sim {
 
     /// Routed device output: a read's data is ready from `at`.
     pub(super) fn ufs_on_read_ready(&mut self, r: ReqId, at: SimTime, last_ready: SimTime) {
+        self.ufs_hpb_read_buffer_data(r);
         self.q
             .push(at, Ev::Ufs(UfsEv::ReadReady { req: r, last_ready }));
     }
@@ -379,7 +407,8 @@ impl Sim {
     fn ufs_write_accepted(&mut self, r: ReqId) {
         let now = self.now;
         self.tr(now, Some(r), TraceKind::DeviceDone);
-        if self.block.req(r).dir() == Dir::Write && !self.block.req(r).flush {
+        let q = self.block.req(r);
+        if q.dir() == Dir::Write && !q.flush && !q.passthrough {
             self.ufs.rtt -= 1;
             if let Some(w) = self.ufs.rtt_wait.pop_front() {
                 self.ufs_grant_rtt(w, now);
@@ -445,6 +474,7 @@ impl Sim {
                 u.llc_cores,
             );
             t = self.cpu.run_irq_l(irq_core, t, drv, "ufs completion");
+            t = self.ufs_hpb_complete(r, irq_core, t);
             let end = self.end_cost(r);
             let req_cpu = self.block.req(r).cpu;
             let fin = if req_cpu / llc == irq_core / llc {
