@@ -225,6 +225,7 @@ mod tests {
             ],
             spans: spans.iter().map(|(n, v)| (n.to_string(), *v)).collect(),
             dir_spans: Default::default(),
+            counters: Vec::new(),
         }
     }
 

@@ -257,6 +257,25 @@ fn render_table(
             }
         }
     }
+    // The runs' own counters (device map cache, HPB): one row each.
+    let mut keys: Vec<&str> = Vec::new();
+    for res in results {
+        for (k, _) in res.first().map(|r| r.counters.as_slice()).unwrap_or(&[]) {
+            if !keys.contains(&k.as_str()) {
+                keys.push(k);
+            }
+        }
+    }
+    for k in keys {
+        let mut line = vec!["(run)".to_string(), "-".into(), k.to_string()];
+        for res in results {
+            let v = res
+                .first()
+                .and_then(|r| r.counters.iter().find(|(n, _)| n == k));
+            line.push(v.map_or("-".to_string(), |(_, x)| format!("{x:.0}")));
+        }
+        cells.push(line);
+    }
     let cols = cells[0].len();
     let width: Vec<usize> = (0..cols)
         .map(|c| {

@@ -33,6 +33,9 @@ pub struct JobFigures {
     /// The same per direction (as [`DIRS`]), as the report prints them: only when the
     /// job has spans in more than one direction, else all empty.
     pub dir_spans: [Vec<(String, f64)>; 3],
+    /// The run's own counters (JSON root `flashpath`): (`group.name`, value), e.g.
+    /// `device.map_misses`, `hpb.hits`; the same in every row of a run.
+    pub counters: Vec<(String, f64)>,
 }
 
 fn find_span(set: &[(String, f64)], name: &str) -> Option<f64> {
@@ -113,6 +116,14 @@ pub fn figures_of(v: &serde_json::Value) -> Result<Vec<JobFigures>> {
     let jobs = v["jobs"]
         .as_array()
         .ok_or_else(|| anyhow!("JSON report has no jobs"))?;
+    let mut counters = Vec::new();
+    if let Some(groups) = v["flashpath"].as_object() {
+        for (g, o) in groups {
+            for (k, x) in o.as_object().into_iter().flatten() {
+                counters.push((format!("{g}.{k}"), x.as_f64().unwrap_or(0.0)));
+            }
+        }
+    }
     jobs.iter()
         .map(|j| {
             let dir = |d: &str| {
@@ -144,6 +155,7 @@ pub fn figures_of(v: &serde_json::Value) -> Result<Vec<JobFigures>> {
                 dirs: DIRS.map(dir),
                 spans: means(fp),
                 dir_spans: DIRS.map(|d| means(&fp[d])),
+                counters: counters.clone(),
             })
         })
         .collect()
@@ -152,6 +164,12 @@ pub fn figures_of(v: &serde_json::Value) -> Result<Vec<JobFigures>> {
 /// A named figure of a run (`write_bw_mib`, `read_clat_p95_ms`, ...), over all job rows:
 /// bandwidth and IOPS add up, mean latency is weighted by I/Os, percentiles need one row.
 pub fn metric(rows: &[JobFigures], name: &str) -> Result<f64> {
+    if let Some((_, v)) = rows
+        .first()
+        .and_then(|r| r.counters.iter().find(|(k, _)| k == name))
+    {
+        return Ok(*v);
+    }
     // A span's mean: `pre_us`, `hw_us`, `d2c_us`, ... (one job row); one direction's:
     // `read_hw_us`, `write_pre_us`, ...
     if let Some(span) = name.strip_suffix("_us") {
@@ -273,6 +291,7 @@ pub fn check_metric(name: &str) -> Result<()> {
         }),
         spans: SPANS.iter().map(|s| (s.to_string(), 0.0)).collect(),
         dir_spans: std::array::from_fn(|_| SPANS.iter().map(|s| (s.to_string(), 0.0)).collect()),
+        counters: Vec::new(),
     }];
     metric(&probe, name).map(|_| ())
 }
@@ -304,6 +323,7 @@ mod tests {
                 dirs: [d(1048576.0, 100, 1e6), d(0.0, 0, 0.0), d(0.0, 0, 0.0)],
                 spans: vec![("pre".into(), 141_000.0), ("hw".into(), 1_360_000.0)],
                 dir_spans: Default::default(),
+                counters: Vec::new(),
             },
             JobFigures {
                 name: "b".into(),
@@ -314,6 +334,7 @@ mod tests {
                 ],
                 spans: Vec::new(),
                 dir_spans: Default::default(),
+                counters: Vec::new(),
             },
         ]
     }

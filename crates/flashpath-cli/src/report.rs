@@ -117,7 +117,55 @@ pub fn build(
         jr.elapsed_s = s.end_ns.div_ceil(1_000_000_000);
         rep.jobs.push(jr);
     }
+    rep.counters = counters(&res.system);
     rep
+}
+
+/// The run's device and HPB counters (JSON root `flashpath`), preconditioning included.
+pub fn counters(sys: &SystemStats) -> Vec<(String, Vec<(String, u64)>)> {
+    let d = &sys.device;
+    let mut device = vec![
+        ("map_hits".to_string(), d.map_hits),
+        ("map_misses".to_string(), d.map_misses),
+        ("nand_map_reads".to_string(), d.nand_map_reads),
+        ("nand_page_reads".to_string(), d.nand_page_reads),
+    ];
+    let mut groups = Vec::new();
+    if let Some(h) = &sys.hpb {
+        device.extend([
+            ("hpb_entry_hits".to_string(), d.hpb_entry_hits),
+            ("hpb_entry_stale".to_string(), d.hpb_entry_stale),
+            ("hpb_read_buffers".to_string(), d.hpb_read_buffers),
+            ("hpb_write_buffers".to_string(), d.hpb_write_buffers),
+            ("hpb_hint_activations".to_string(), d.hpb_hint_activations),
+            (
+                "hpb_hint_inactivations".to_string(),
+                d.hpb_hint_inactivations,
+            ),
+        ]);
+        let hpb = [
+            ("hits", h.hits),
+            ("miss_inactive", h.miss_inactive),
+            ("miss_invalid", h.miss_invalid),
+            ("miss_dirty", h.miss_dirty),
+            ("too_long", h.too_long),
+            ("map_loads", h.map_req),
+            ("unmaps", h.umap_req),
+            ("activations", h.activations),
+            ("inactivations", h.inactivations),
+            ("activation_refused", h.activation_refused),
+            ("hint_responses", h.rb_noti),
+            ("hint_activations", h.rb_active),
+            ("hint_inactivations", h.rb_inactive),
+            ("map_bytes_peak", h.map_bytes_peak),
+        ];
+        groups.push((
+            "hpb".to_string(),
+            hpb.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+        ));
+    }
+    groups.insert(0, ("device".to_string(), device));
+    groups
 }
 
 /// fio's disk statistics of the simulated disk `name`: the difference of its two samples

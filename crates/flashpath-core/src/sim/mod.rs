@@ -544,6 +544,7 @@ impl Sim {
         self.buf_finish();
         self.sys.cache = std::mem::take(&mut self.buf.stats);
         self.sys.device = self.dev.stats().clone();
+        self.sys.hpb = self.ufs.hpb.as_ref().map(|h| h.drv.stats);
         let prefill = self.prefill;
         RunResult {
             jobs: self

@@ -147,6 +147,9 @@ pub struct SystemStats {
     /// of them finishes. fio's disk statistics are the difference.
     pub disk_start: crate::host::block::DiskStats,
     pub disk_end: crate::host::block::DiskStats,
+    /// The UFS HPB driver's counters (`ufs-hpb`, `ufs-hpb-hcm`), including any
+    /// preconditioning.
+    pub hpb: Option<crate::host::ufshpb::HpbHostStats>,
 }
 
 /// Everything a run produced.

@@ -430,6 +430,17 @@ pub fn json_string(r: &RunReport, plus: bool) -> String {
             .collect();
         root.arr("disk_util", arr);
     }
+    if !r.counters.is_empty() {
+        let mut fp = Obj::new();
+        for (group, counters) in &r.counters {
+            let mut o = Obj::new();
+            for (k, v) in counters {
+                o.int(k, *v);
+            }
+            fp.obj(group, o);
+        }
+        root.obj("flashpath", fp);
+    }
     let mut out = String::new();
     print_obj(&mut out, &root, 0);
     out.push('\n');

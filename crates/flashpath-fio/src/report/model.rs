@@ -677,6 +677,9 @@ pub struct RunReport {
     /// Messages fio prints while the jobs start, after `Starting N processes`
     /// (normal format only), e.g. `s: Laying out IO file (1 file / 4MiB)`.
     pub startup_lines: Vec<String>,
+    /// The simulator's own run-wide counters, by group (JSON root `flashpath`:
+    /// `{"device": {...}, "hpb": {...}}`); empty = no such object.
+    pub counters: Vec<(String, Vec<(String, u64)>)>,
 }
 
 impl RunReport {
@@ -689,6 +692,7 @@ impl RunReport {
             global_options: Vec::new(),
             jobs: Vec::new(),
             disk_util: Vec::new(),
+            counters: Vec::new(),
             startup_lines: Vec::new(),
         }
     }
