@@ -34,6 +34,9 @@ struct RawReproduction {
     figure: Vec<Figure>,
     #[serde(default)]
     bound: Vec<Bound>,
+    /// Metrics printed as predictions (no published figure to check against).
+    #[serde(default)]
+    predict: Vec<String>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -86,6 +89,8 @@ pub struct Reproduction {
     pub source: String,
     pub figures: Vec<Figure>,
     pub bounds: Vec<Bound>,
+    /// Metrics printed as predictions (`predict = [...]`).
+    pub predict: Vec<String>,
     /// The manifest it came from (for messages).
     pub manifest: PathBuf,
 }
@@ -196,6 +201,9 @@ pub fn load_manifest(path: &Path, text: &str, cat: &mut Catalogue) -> Result<()>
                 );
             }
         }
+        for m in &r.predict {
+            crate::measure::check_metric(m).map_err(|e| anyhow!("{}: {e}", at(m)))?;
+        }
         for b in &r.bound {
             crate::measure::check_metric(&b.metric)
                 .map_err(|e| anyhow!("{}: {e}", at(&b.metric)))?;
@@ -218,6 +226,7 @@ pub fn load_manifest(path: &Path, text: &str, cat: &mut Catalogue) -> Result<()>
             source: r.source,
             figures: r.figure,
             bounds: r.bound,
+            predict: r.predict,
             manifest: path.to_path_buf(),
         });
     }

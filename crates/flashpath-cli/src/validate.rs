@@ -72,12 +72,19 @@ pub fn validate(
     for r in &wanted {
         let rows = &results[&r.name];
         if r.figures.is_empty() && r.bounds.is_empty() {
-            for m in [
+            let default = [
                 "read_bw_mib",
                 "write_bw_mib",
                 "read_clat_mean_ms",
                 "write_clat_mean_ms",
-            ] {
+            ]
+            .map(String::from);
+            let list = if r.predict.is_empty() {
+                &default[..]
+            } else {
+                &r.predict[..]
+            };
+            for m in list {
                 if let Ok(v) = measure::metric(rows, m) {
                     if v > 0.0 {
                         writeln!(
