@@ -1,7 +1,9 @@
 //! Simulated I/Os per wall-clock second for the hot paths, on the shipped eMMC and
 //! board presets: 4 KiB random reads, direct I/O, libaio at QD32 (mmc-legacy); and the
 //! published hsq random-write job's shape, 20 psync threads of 4 KiB random writes on
-//! mmc-hsq-v6 (its refused requests parked and rerun). Criterion reports the time of
+//! mmc-hsq-v6 (its refused requests parked and rerun); and UFS HPB: 16 psync threads of
+//! 4 KiB random reads over 4 GiB on ufs21-64g with ufs-hpb (the HPB iozone sweep's
+//! shape: prep, HPB READ, hints, map loads). Criterion reports the time of
 //! one run; I/Os per second = IOS / that time.
 //! (`cargo bench -p flashpath-core --bench sim_randread`; runs once in `cargo test`.)
 
@@ -56,6 +58,39 @@ fn hsq_config(ios: u64) -> SimConfig {
     }
 }
 
+/// 16 psync threads of 4 KiB random reads, `ios` in all, each over its own 256 MiB, on
+/// ufs21-64g with ufs-hpb (device control mode).
+fn hpb_config(ios: u64) -> SimConfig {
+    let host = preset::load_host(
+        include_str!("../../../presets/hosts/sd835-phone.toml"),
+        "host",
+        &[],
+    )
+    .unwrap();
+    let device = preset::load_device(
+        include_str!("../../../presets/devices/ufs21-64g.toml"),
+        "device",
+        &[],
+    )
+    .unwrap();
+    let jobs = (0..16u64)
+        .map(|i| {
+            let mut j = JobConfig::simple("bench", Pattern::Random, 100, 4096, 256 << 20);
+            j.offset = i * (256 << 20);
+            j.io_limit = 4096 * (ios / 16);
+            j.seed = 1 + i;
+            j
+        })
+        .collect();
+    SimConfig {
+        driver: flashpath_core::host::DriverKind::parse("ufs-hpb").unwrap(),
+        host,
+        device,
+        jobs,
+        precondition: flashpath_core::sim::Precondition::Sequential,
+    }
+}
+
 fn bench(c: &mut Criterion) {
     // In test mode (`cargo test --benches`) one small run keeps the bench from rotting.
     let ios: u64 = if std::env::args().any(|a| a == "--bench") {
@@ -74,6 +109,12 @@ fn bench(c: &mut Criterion) {
     let cfg = hsq_config(ios);
     g.throughput(Throughput::Elements(ios));
     g.bench_function("hsq_randwrite_4k_psync_20threads", |b| {
+        b.iter(|| run(cfg.clone()).unwrap())
+    });
+    let ios = ios * 5 / 2;
+    let cfg = hpb_config(ios);
+    g.throughput(Throughput::Elements(ios));
+    g.bench_function("ufs_hpb_randread_4k_psync_16threads", |b| {
         b.iter(|| run(cfg.clone()).unwrap())
     });
     g.finish();
