@@ -45,7 +45,7 @@ flashpath options (anywhere among the fio arguments):
   --driver NAME             host driver (default: the host preset's): mmc-legacy,
                             mmc-hsq, mmc-hsq-v6, mmc-hsq-limit2,
                             mmc-hsq-dynamic, mmc-cqe, mmc-cqe-oldest-first,
-                            ufs, sd-rtsx, sd-rtsx-multiseq
+                            ufs, ufs-hpb, ufs-hpb-hcm, sd-rtsx, sd-rtsx-multiseq
   --set FIELD=VALUE         override a preset field for this run, e.g.
                             --set device.nand.t_read=60us --set host.costs.wakeup=10us;
                             --set device.ideal=true makes the storage instant (no
