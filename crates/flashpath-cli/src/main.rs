@@ -5,6 +5,7 @@
 
 mod analyze;
 mod compare;
+mod iozone;
 mod jobmap;
 mod measure;
 mod presets;
@@ -32,6 +33,10 @@ usage:
       preset field such as device.write_buffer.size) and prints bandwidth, IOPS, mean
       and p99 completion latency per configuration, with the change from the first,
       and the published figures where the job is a shipped reproduction.
+  flashpath iozone [flashpath options] iozone-args
+      Runs an iozone throughput test (-t/-l/-u with -i 0, 1, 2, -r, -s, -F, -I, -e,
+      -c, -w, -x, -C, -T, -+n) on the simulated system, one job thread per process,
+      with iozone's stonewalling, and prints iozone 3.508's report.
   flashpath validate [--jobs DIR] [--only TEXT]
       Runs every shipped reproduction (jobs/*/reproductions.toml) and prints simulated
       against published figures; exits 1 if any leaves its tolerance.
@@ -39,7 +44,7 @@ usage:
       Lists the shipped presets: kind, name, description.
   flashpath help
 
-flashpath options (anywhere among the fio arguments):
+flashpath options (anywhere among the fio or iozone arguments):
   --device NAME|FILE.toml   device preset (default: emmc51-hs400-32g)
   --host NAME|FILE.toml     host board preset (default: sprd-sc9863a)
   --driver NAME             host driver (default: the host preset's): mmc-legacy,
@@ -62,6 +67,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("fio") => run::fio_command(&args[1..]),
+        Some("iozone") => iozone::command(&args[1..]),
         Some("compare") => compare::command(&args[1..]),
         Some("analyze") => analyze::command(&args[1..]),
         Some("validate") => validate::command(&args[1..]),
@@ -74,7 +80,7 @@ fn main() -> ExitCode {
             Ok(())
         }
         Some(other) => Err(anyhow::anyhow!(
-            "unknown command '{other}' (commands: fio, analyze, compare, validate, presets, help)"
+            "unknown command '{other}' (commands: fio, iozone, analyze, compare, validate, presets, help)"
         )),
     };
     match result {

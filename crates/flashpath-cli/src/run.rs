@@ -171,13 +171,13 @@ pub fn simulate_traced(
 }
 
 /// Where `--blktrace` and `--trace` write, checked (and created) before the run.
-struct TraceOutputs {
+pub(crate) struct TraceOutputs {
     blktrace: Option<PathBuf>,
     timeline: Option<(PathBuf, std::fs::File)>,
 }
 
 impl TraceOutputs {
-    fn open(o: &Options) -> Result<TraceOutputs> {
+    pub(crate) fn open(o: &Options) -> Result<TraceOutputs> {
         let blktrace = match &o.blktrace {
             Some(d) => {
                 let p = PathBuf::from(d);
@@ -198,11 +198,11 @@ impl TraceOutputs {
         Ok(TraceOutputs { blktrace, timeline })
     }
 
-    fn wanted(&self) -> bool {
+    pub(crate) fn wanted(&self) -> bool {
         self.blktrace.is_some() || self.timeline.is_some()
     }
 
-    fn write(self, trace: &Trace, driver: DriverKind) -> Result<()> {
+    pub(crate) fn write(self, trace: &Trace, driver: DriverKind) -> Result<()> {
         if let Some(dir) = &self.blktrace {
             let dev = BlkDevice::for_driver(driver);
             for (cpu, bytes) in blktrace::encode(trace, &dev).iter().enumerate() {

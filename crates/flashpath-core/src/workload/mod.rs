@@ -69,6 +69,11 @@ pub enum Distribution {
     Zipf(f64),
     /// Pareto with shape h in (0, 1).
     Pareto(f64),
+    /// The region's blocks in a fixed order the caller gives (block indices, each block
+    /// the job's smallest block size), taken in turn and repeated when exhausted: a
+    /// benchmark's own shuffle, such as iozone's record order for its random tests.
+    /// Shared, since every thread of a run may use the same order.
+    Order(std::sync::Arc<[u64]>),
 }
 
 /// Block sizes for one direction.
@@ -292,6 +297,18 @@ impl JobConfig {
         }
         if !self.time_based && self.io_limit == 0 {
             return Err(format!("job '{}': nothing to do (io size 0)", self.name));
+        }
+        if let Distribution::Order(order) = &self.distribution {
+            let nblocks = (self.size / min_bs).max(1);
+            if order.is_empty() {
+                return Err(format!("job '{}': an empty block order", self.name));
+            }
+            if let Some(b) = order.iter().find(|&&b| b >= nblocks) {
+                return Err(format!(
+                    "job '{}': the block order names block {b}, beyond the region's {nblocks} blocks",
+                    self.name
+                ));
+            }
         }
         if self.time_based && self.runtime_ns.is_none() {
             return Err(format!("job '{}': time_based needs a runtime", self.name));

@@ -3,7 +3,8 @@
 //! pick that was already used in this pass moves to the next free block after it, as
 //! fio's axmap does, so each block is written once per pass; `norandommap` allows repeats.
 //! Zipf and Pareto ranks are spread over the region by a fixed bijection, as fio hashes
-//! them, so hot blocks are not all at the start.
+//! them, so hot blocks are not all at the start. An explicit order (`Distribution::Order`)
+//! is replayed as given.
 
 use super::{Distribution, JobConfig, Pattern};
 use crate::engine::SimRng;
@@ -21,6 +22,8 @@ pub struct OffsetGen {
     since_rand: u32,
     dist: Distribution,
     map: Option<RandomMap>,
+    /// Position in a `Distribution::Order`.
+    order_pos: usize,
     rng: SimRng,
 }
 
@@ -47,6 +50,7 @@ impl OffsetGen {
             since_rand: 0,
             dist: cfg.distribution.clone(),
             map,
+            order_pos: 0,
             rng: SimRng::new(cfg.seed, 2),
         }
     }
@@ -121,6 +125,12 @@ impl OffsetGen {
                 let pow = h.ln() / (1.0 - h).ln();
                 let rank = ((n - 1) as f64 * u.powf(pow)) as u64;
                 self.rank_to_block(rank.min(n - 1))
+            }
+            Distribution::Order(ref order) => {
+                // JobConfig::validate keeps every entry inside the region.
+                let b = order[self.order_pos % order.len()];
+                self.order_pos = (self.order_pos + 1) % order.len();
+                b.min(n - 1)
             }
         }
     }
@@ -217,6 +227,22 @@ mod tests {
         assert!(
             seen.iter().all(|&c| c == 2),
             "each block exactly once per pass"
+        );
+    }
+
+    #[test]
+    fn an_explicit_order_is_replayed_and_repeated() {
+        let mut cfg = JobConfig::simple("o", Pattern::Random, 100, 4096, 4096 * 4);
+        cfg.offset = 1 << 20;
+        cfg.distribution = Distribution::Order(vec![2, 0, 3, 1].into());
+        cfg.validate().unwrap();
+        let mut g = OffsetGen::new(&cfg, 4096);
+        let blocks: Vec<u64> = (0..6).map(|_| (g.next(4096) - (1 << 20)) / 4096).collect();
+        assert_eq!(blocks, vec![2, 0, 3, 1, 2, 0]);
+        cfg.distribution = Distribution::Order(vec![0, 4].into());
+        assert!(
+            cfg.validate().is_err(),
+            "block 4 is beyond a 4-block region"
         );
     }
 
