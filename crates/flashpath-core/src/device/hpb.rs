@@ -40,6 +40,7 @@
 //!   own view of the active regions, at most `max_active_regions` minus the pinned
 //!   ones, and when a new region would exceed it, hints the inactivation of the one
 //!   it served least recently (by HPB READs and plain reads alike).
+//!
 //! Units: ns, bytes; L2P entries are the FTL's `Ppa` values.
 
 use crate::config::{bytes_field, ns_field, ConfigError};
