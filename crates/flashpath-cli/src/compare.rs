@@ -267,7 +267,7 @@ fn render_table(
         }
     }
     for k in keys {
-        let mut line = vec!["(run)".to_string(), "-".into(), k.to_string()];
+        let mut line = vec![String::new(), "run".into(), k.to_string()];
         for res in results {
             let v = res
                 .first()
