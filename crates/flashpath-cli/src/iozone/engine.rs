@@ -33,7 +33,8 @@
 //! as iozone's `so_far -= reclen/1024` does.
 //!
 //! Leaves out: the children's staggered start (each polls the flag with select(1 us),
-//! i.e. up to the timer slack); the fsync a child does after taking its time when `-c`
+//! i.e. up to the timer slack); the lseek(2) before each record of the random tests (a
+//! system call's CPU time; the read or write is one system call here, as fio's psync); the fsync a child does after taking its time when `-c`
 //! is not given, for readers and the rewriter (for the writers it is in the full run);
 //! a stopped writer's mid-run fsync in the full run; sync(2) between tests (with `-e`,
 //! or without `-c`, every writer has synced its file; otherwise dirty pages are left to
@@ -260,14 +261,22 @@ pub fn run(
     traced: bool,
 ) -> Result<(Vec<TestTimes>, Option<Trace>)> {
     let records = a.records();
+    let offsets = layout(count, a.file_kb * 1024, &sys.host, &sys.device)?;
+    let phases = phases(a);
+    // The shuffled order only for the random tests (a record number per record).
+    let order: Arc<[u64]> = if phases.iter().any(|p| p.test.random()) {
+        record_order(records).into()
+    } else {
+        Arc::from([])
+    };
     let r = Runner {
         a,
         sys,
         count: count as usize,
-        offsets: layout(count, a.file_kb * 1024, &sys.host, &sys.device)?,
+        offsets,
         size: records * a.record_bytes,
-        order: record_order(records).into(),
-        phases: phases(a),
+        order,
+        phases,
     };
     let e = a.include_flush;
     // Per phase: the form of iozone's run, the first finishers, the run its children
