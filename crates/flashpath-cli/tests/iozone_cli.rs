@@ -187,9 +187,10 @@ fn without_stonewalling_every_child_does_its_whole_file() {
 fn one_process_matches_the_same_run_through_fio() {
     // A sequential O_DIRECT read of 4 MiB by one process: the simulation fio's psync job
     // makes. The child's time is the sum of its reads' latencies (each read starts as
-    // the last returns).
+    // the last returns); with -c the child does not fsync at exit, so the parent's time
+    // is the child's.
     let io = ok(&run(&small(&[
-        "-t", "1", "-i", "1", "-+n", "-I", "-s", "4m", "-r", "4k",
+        "-t", "1", "-i", "1", "-+n", "-I", "-c", "-s", "4m", "-r", "4k",
     ])));
     let [children, parent, ..] = figures(&io, "1 readers");
     let fio = ok(&flashpath(&[
@@ -369,4 +370,65 @@ fn bad_arguments_give_one_line_and_exit_1() {
         assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
         assert!(err.contains(want), "{args:?}: {err} (wanted {want})");
     }
+}
+
+#[test]
+fn every_driver_family_runs_every_test_with_stonewalling() {
+    // The engine asserts that its runs of one test start at the same simulated time
+    // (the simulator's determinism); each system exercises it with its own layers.
+    let systems: [&[&str]; 5] = [
+        &["--driver", "mmc-legacy"],
+        &["--driver", "mmc-hsq"],
+        &["--host", "sprd-sc9863a-cqe", "--driver", "mmc-cqe"],
+        &[
+            "--host",
+            "x86-laptop-rtsx",
+            "--device",
+            "sd-samsung-pro-plus-128g",
+            "--driver",
+            "sd-rtsx-multiseq",
+        ],
+        &SYSTEM,
+    ];
+    for sys in systems {
+        for io in [&["-I", "-e"][..], &[], &["-c"]] {
+            let mut args = vec!["iozone"];
+            args.extend_from_slice(sys);
+            args.extend_from_slice(&["-t", "3", "-i", "0", "-i", "1", "-i", "2", "-s", "1m"]);
+            args.extend_from_slice(io);
+            let out = ok(&flashpath(&args));
+            assert_eq!(
+                out.matches("\tChildren see throughput for ").count(),
+                6,
+                "{args:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn without_c_the_parent_waits_for_the_fsync_at_exit() {
+    // Buffered writes: the children time their copies into the page cache; without -c
+    // each then fsyncs its file before it exits, and the parent waits for that.
+    let line = |extra: &[&str]| {
+        let mut a = vec!["iozone", "-t", "2", "-i", "0", "-+n", "-s", "4m"];
+        a.extend_from_slice(extra);
+        ok(&flashpath(&a))
+    };
+    let [children, parent, ..] = figures(&line(&[]), " 2 initial writers");
+    assert!(
+        parent < children / 2.0,
+        "parent {parent}, children {children}"
+    );
+    let [children, parent, ..] = figures(&line(&["-c"]), " 2 initial writers");
+    assert!(
+        parent > children * 0.9,
+        "-c: parent {parent}, children {children}"
+    );
+    // With -e the fsync is in the children's time too.
+    let [children, parent, ..] = figures(&line(&["-e"]), " 2 initial writers");
+    assert!(
+        parent > children * 0.9,
+        "-e: parent {parent}, children {children}"
+    );
 }
