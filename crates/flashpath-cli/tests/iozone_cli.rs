@@ -226,6 +226,27 @@ fn one_process_matches_the_same_run_through_fio() {
 }
 
 #[test]
+fn direct_io_on_an_ext4_host_runs_without_e() {
+    let out = ok(&flashpath(&[
+        "iozone",
+        "--host",
+        "jetson-tx1",
+        "--device",
+        "emmc51-hs400-8g",
+        "-t",
+        "2",
+        "-i",
+        "0",
+        "-i",
+        "2",
+        "-s",
+        "1m",
+        "-I",
+    ]));
+    assert_eq!(out.matches("\tChildren see throughput for ").count(), 4);
+}
+
+#[test]
 fn buffered_and_ext4_hosts_run_every_test() {
     let out = ok(&flashpath(&[
         "iozone",
@@ -355,7 +376,11 @@ fn bad_arguments_give_one_line_and_exit_1() {
         ),
         (
             vec!["-t", "1", "-i", "0", "--host", nm],
-            "needs a [memory] section",
+            "iozone: without -I the files go through the page cache, which needs a [memory] section in host preset 'sd835-phone'",
+        ),
+        (
+            vec!["-t", "1", "-i", "0", "-I", "-e", "--host", "jetson-tx1", "--device", "emmc51-hs400-8g"],
+            "iozone: -e with -I on host 'jetson-tx1'",
         ),
     ];
     for (args, want) in cases {
