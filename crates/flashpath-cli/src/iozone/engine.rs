@@ -39,14 +39,14 @@
 //! i.e. up to the timer slack); the lseek(2) before each record of the random tests (a
 //! system call's CPU time; the read or write is one system call here, as fio's psync);
 //! the second fsync at exit after the timed one (`-e` without `-c`: nothing is left to
-//! write); the fsync at exit of direct I/O on a host with ext4 (not modelled by the core;
-//! `-e` with `-I` there is an error); a stopped writer's mid-run fsync in the full run; sync(2) between tests (with
-//! `-e`, or without `-c`, every child has synced its file; otherwise dirty pages are left
-//! to the flusher); close(2), open(2), unlink(2), O_TRUNC (no filesystem is modelled: the
-//! files are device regions); with `-T`, iozone's threads share one random generator,
-//! so their orders race: each simulated thread takes the process order. A child that
-//! completes its last record while the first finisher is in its fsync (`-e`) is counted
-//! as having lost that record to the flag.
+//! write); the fsync at exit of direct I/O on a host with ext4 (not modelled by the
+//! core; `-e` with `-I` there is an error); a stopped writer's mid-run fsync in the full
+//! run; sync(2) between tests (with `-e`, or without `-c`, every child has synced its
+//! file; otherwise dirty pages are left to the flusher); close(2), open(2), unlink(2),
+//! O_TRUNC (no filesystem is modelled: the files are device regions); with `-T`, iozone's
+//! threads share one random generator, so their orders race: each simulated thread
+//! takes the process order. A child that completes its last record while the first
+//! finisher is in its fsync (`-e`) is counted as having lost that record to the flag.
 //!
 //! Units: bytes, ns.
 
