@@ -344,6 +344,10 @@ fn parse_inner(argv: &[String]) -> Result<Args> {
                             "-F{v}: -F takes its file names as separate arguments (-F f1 f2 ...)"
                         );
                     }
+                    if maxt == 0 {
+                        // Only -l so far: iozone would take no names and ignore the rest.
+                        bail!("-F: iozone takes as many names as the -t or -u before it asks for, and none came before -F");
+                    }
                     // getopt gave the first name as the value; iozone steps back and
                     // takes maxt names from there.
                     i -= 1;
@@ -577,6 +581,8 @@ mod tests {
         assert!(err("-t 4 -i 0 -F a b").contains("not enough filenames for 4 streams"));
         assert!(err("-t 3 -F a b -s 1m -i 0").contains("'-s' is not a file name"));
         assert!(err("-F a -t 1 -i 0").contains("must specify -t N before -F"));
+        assert!(err("-l 2 -F a b -i 0").contains("none came before -F"));
+        assert_eq!(p("-l 2 -u 2 -F a b -i 0").unwrap().files, vec!["a", "b"]);
         assert!(err("-t 1 -i 0 foo").contains("unexpected argument 'foo'"));
         assert!(err("-i 0 -s 1m").contains("throughput mode"));
         assert!(err("-t 1 -s 1m").contains("no -i"));

@@ -24,24 +24,29 @@
 //! - a probe run finds the flag's time: the first child's end (after its fsync with
 //!   `-e`) for a `Break` test, its last write's return for a `Measure` test;
 //! - a `Break` test then runs with every child stopped at that time (fio's runtime: a
-//!   thread stops issuing at its first I/O completion at or after it), then its fsync;
+//!   thread stops issuing at its first I/O completion at or after it), then fsyncs;
 //! - a `Measure` test is measured in a run where its children stop there (then fsync),
 //!   and runs in full (each child to the end of its file, then fsync) for the parent's
 //!   time and for the tests after it.
 //!
 //! A stopped child's count leaves out the record it had in flight when the flag rose,
-//! as iozone's `so_far -= reclen/1024` does.
+//! as iozone's `so_far -= reclen/1024` does. A child that does not include close(2) in its
+//! time (no `-c`) fsyncs its file again after taking its time, before it exits: the
+//! parent's time includes that fsync, the child's does not, so such a test is measured
+//! in a run without it and runs with it.
 //!
 //! Leaves out: the children's staggered start (each polls the flag with select(1 us),
-//! i.e. up to the timer slack); the fsync a child does after taking its time when `-c`
-//! is not given, for readers and the rewriter (for the writers it is in the full run);
-//! a stopped writer's mid-run fsync in the full run; sync(2) between tests (with `-e`,
-//! or without `-c`, every writer has synced its file; otherwise dirty pages are left to
-//! the flusher); close(2), open(2), unlink(2), O_TRUNC (no filesystem is modelled: the
-//! files are device regions); with `-T`, iozone's threads share one random generator,
-//! so their orders race: each simulated thread takes the process order. A child that
-//! completes its last record while the first finisher is in its fsync (`-e`) is counted
-//! as having lost that record to the flag.
+//! i.e. up to the timer slack); the lseek(2) before each record of the random tests (a
+//! system call's CPU time; the read or write is one system call here, as fio's psync);
+//! the second fsync at exit after the timed one (`-e` without `-c`: nothing is left to
+//! write); the fsync at exit of direct I/O on a host with ext4 (not modelled by the
+//! core; `-e` with `-I` there is an error); a stopped writer's mid-run fsync in the full
+//! run; sync(2) between tests (with `-e`, or without `-c`, every child has synced its
+//! file; otherwise dirty pages are left to the flusher); close(2), open(2), unlink(2),
+//! O_TRUNC (no filesystem is modelled: the files are device regions); with `-T`, iozone's
+//! threads share one random generator, so their orders race: each simulated thread
+//! takes the process order. A child that completes its last record while the first
+//! finisher is in its fsync (`-e`) is counted as having lost that record to the flag.
 //!
 //! Units: bytes, ns.
 
@@ -259,15 +264,40 @@ pub fn run(
     count: u64,
     traced: bool,
 ) -> Result<(Vec<TestTimes>, Option<Trace>)> {
+    let ext4 = sys.host.fs.is_some();
+    if !a.direct && sys.host.memory.is_none() {
+        bail!(
+            "iozone: without -I the files go through the page cache, which needs a [memory] section in host preset '{}'",
+            sys.host.name
+        );
+    }
+    if a.direct && ext4 && a.include_flush {
+        bail!(
+            "iozone: -e with -I on host '{}': the fsync of direct I/O on an ext4 file is not modelled",
+            sys.host.name
+        );
+    }
+    // The fsync at exit, without -c: left out for direct I/O on ext4 (not modelled; the
+    // file has nothing dirty, only its timestamps).
+    let direct_on_ext4 = a.direct && ext4;
+    let exit_fsync = !(a.include_close || direct_on_ext4);
     let records = a.records();
+    let offsets = layout(count, a.file_kb * 1024, &sys.host, &sys.device)?;
+    let phases = phases(a);
+    // The shuffled order only for the random tests (a record number per record).
+    let order: Arc<[u64]> = if phases.iter().any(|p| p.test.random()) {
+        record_order(records).into()
+    } else {
+        Arc::from([])
+    };
     let r = Runner {
         a,
         sys,
         count: count as usize,
-        offsets: layout(count, a.file_kb * 1024, &sys.host, &sys.device)?,
+        offsets,
         size: records * a.record_bytes,
-        order: record_order(records).into(),
-        phases: phases(a),
+        order,
+        phases,
     };
     let e = a.include_flush;
     // Per phase: the form of iozone's run, the first finishers, the run its children
@@ -278,24 +308,15 @@ pub fn run(
     let mut probed_start: Vec<Option<u64>> = Vec::new();
     for k in 0..r.phases.len() {
         let stop = stop_of(r.phases[k].test);
-        // Break: the fsync with -e is timed. Measure: in full, the child syncs its file
-        // with -e, and without -c after taking its time (before close).
-        let full = match stop {
-            Stop::Break => Form {
-                stop_after_ns: None,
-                fsync: e,
-            },
-            Stop::Measure => Form {
-                stop_after_ns: None,
-                fsync: e || !a.include_close,
-            },
-        };
+        // The child's time includes the fsync of -e. After taking its time, a child
+        // without -c fsyncs its file again before it exits, which the parent waits for.
         let mut timed = Form {
             stop_after_ns: None,
             fsync: e,
         };
         if a.stonewall {
-            // The probe: until the flag rises it runs as iozone's run does.
+            // The probe: until the flag rises it runs as iozone's run does. A reader
+            // raises the flag after its timed fsync, a writer before it.
             let probe = Form {
                 stop_after_ns: None,
                 fsync: stop == Stop::Break && e,
@@ -311,22 +332,22 @@ pub fn run(
             first.push(vec![true; r.count]);
             probed_start.push(None);
         }
-        match stop {
-            Stop::Break => {
-                real.push(timed);
-                measured.push(None);
-            }
-            Stop::Measure => {
-                if timed != full {
-                    let mut forms = real.clone();
-                    forms.push(timed);
-                    measured.push(Some(r.phase_run(&r.pass(&forms, false)?.0, k)));
-                } else {
-                    measured.push(None);
-                }
-                real.push(full);
-            }
+        // iozone's run: readers stop at the flag, writers write on to the end.
+        let full = Form {
+            stop_after_ns: match stop {
+                Stop::Break => timed.stop_after_ns,
+                Stop::Measure => None,
+            },
+            fsync: e || exit_fsync,
+        };
+        if timed != full {
+            let mut forms = real.clone();
+            forms.push(timed);
+            measured.push(Some(r.phase_run(&r.pass(&forms, false)?.0, k)));
+        } else {
+            measured.push(None);
         }
+        real.push(full);
     }
     let (res, trace) = r.pass(&real, traced)?;
     let mut tests = Vec::new();
