@@ -226,6 +226,7 @@ mod tests {
             spans: spans.iter().map(|(n, v)| (n.to_string(), *v)).collect(),
             dir_spans: Default::default(),
             counters: Vec::new(),
+            runtime_ms: 0.0,
         }
     }
 

@@ -36,6 +36,8 @@ pub struct JobFigures {
     /// The run's own counters (JSON root `flashpath`): (`group.name`, value), e.g.
     /// `device.map_misses`, `hpb.hits`; the same in every row of a run.
     pub counters: Vec<(String, f64)>,
+    /// fio's `job_runtime` of the row, ms.
+    pub runtime_ms: f64,
 }
 
 fn find_span(set: &[(String, f64)], name: &str) -> Option<f64> {
@@ -156,6 +158,7 @@ pub fn figures_of(v: &serde_json::Value) -> Result<Vec<JobFigures>> {
                 spans: means(fp),
                 dir_spans: DIRS.map(|d| means(&fp[d])),
                 counters: counters.clone(),
+                runtime_ms: j["job_runtime"].as_f64().unwrap_or(0.0),
             })
         })
         .collect()
@@ -169,6 +172,15 @@ pub fn metric(rows: &[JobFigures], name: &str) -> Result<f64> {
         .and_then(|r| r.counters.iter().find(|(k, _)| k == name))
     {
         return Ok(*v);
+    }
+    // `runtime_ms@PREFIX`: the summed runtimes of the rows whose job name starts with
+    // PREFIX (stonewalled jobs one after another: the time of the whole sequence).
+    if let Some(prefix) = name.strip_prefix("runtime_ms@") {
+        let picked: Vec<_> = rows.iter().filter(|r| r.name.starts_with(prefix)).collect();
+        if picked.is_empty() {
+            return Err(anyhow!("metric '{name}': no job named {prefix}..."));
+        }
+        return Ok(picked.iter().map(|r| r.runtime_ms).sum());
     }
     // A span's mean: `pre_us`, `hw_us`, `d2c_us`, ... (one job row); one direction's:
     // `read_hw_us`, `write_pre_us`, ...
@@ -281,6 +293,12 @@ pub fn parallel<T: Sync, R: Send>(
 
 /// Checks a metric name without a run.
 pub fn check_metric(name: &str) -> Result<()> {
+    if name
+        .strip_prefix("runtime_ms@")
+        .is_some_and(|p| !p.is_empty())
+    {
+        return Ok(());
+    }
     // The run's own counters (JSON root `flashpath`): known only after a run.
     if let Some((group, key)) = name.split_once('.') {
         if matches!(group, "device" | "hpb") && !key.is_empty() {
@@ -298,6 +316,7 @@ pub fn check_metric(name: &str) -> Result<()> {
         spans: SPANS.iter().map(|s| (s.to_string(), 0.0)).collect(),
         dir_spans: std::array::from_fn(|_| SPANS.iter().map(|s| (s.to_string(), 0.0)).collect()),
         counters: Vec::new(),
+        runtime_ms: 0.0,
     }];
     metric(&probe, name).map(|_| ())
 }
@@ -330,6 +349,7 @@ mod tests {
                 spans: vec![("pre".into(), 141_000.0), ("hw".into(), 1_360_000.0)],
                 dir_spans: Default::default(),
                 counters: Vec::new(),
+                runtime_ms: 0.0,
             },
             JobFigures {
                 name: "b".into(),
@@ -341,6 +361,7 @@ mod tests {
                 spans: Vec::new(),
                 dir_spans: Default::default(),
                 counters: Vec::new(),
+                runtime_ms: 0.0,
             },
         ]
     }
