@@ -378,3 +378,66 @@ fn hpb_drivers_refuse_a_device_without_hpb_and_hcm_needs_hpb_2() {
     let e = flashpath_core::sim::Sim::new(cfg(dev, DCM)).err().unwrap();
     assert!(e.contains("[hpb] section"), "{e}");
 }
+
+#[test]
+fn host_control_mode_loads_one_subregion_at_a_time_and_unmaps_what_it_evicts() {
+    let (host, mut dev) = system();
+    let h = dev.hpb.as_mut().unwrap();
+    h.version = HpbVersion::V2;
+    h.max_read_blocks = 8;
+    // 4 active regions for 16 regions read: the LRU must choose.
+    h.max_active_regions = 4;
+    let mut jobs = readers(4, 64 << 20, 12_000);
+    for j in &mut jobs {
+        j.bs[0] = BlockSizes::Range {
+            min: 4096,
+            max: 32768,
+            unaligned: false,
+        };
+    }
+    let hcm = DriverKind::UfsHpb {
+        control: HpbControl::Host,
+    };
+    let (tr, res) = flashpath_core::sim::run_traced(flashpath_core::sim::SimConfig {
+        host,
+        device: dev,
+        driver: hcm,
+        jobs,
+        precondition: flashpath_core::sim::Precondition::Sequential,
+    })
+    .unwrap();
+    let h = res.system.hpb.unwrap();
+    let d = &res.system.device;
+    assert!(h.map_req > 0 && h.hits > 0, "{h:?}");
+    // Host control: no device hints, WRITE BUFFER 01h for every eviction.
+    assert_eq!(d.hpb_hint_activations, 0);
+    assert_eq!(h.umap_req, h.inactivations);
+    assert_eq!(d.hpb_write_buffers, h.umap_req);
+    assert!(h.activations <= 4 + h.inactivations);
+    // inflight_map_req = 1: never two READ BUFFERs between COMMAND and completion.
+    let mut open = std::collections::HashSet::new();
+    let mut most = 0;
+    for e in tr.sorted() {
+        match (e.req, e.kind) {
+            (
+                Some(r),
+                TraceKind::Scsi {
+                    opcode: HPB_READ_BUFFER,
+                    ..
+                },
+            ) => {
+                open.insert(r);
+                most = most.max(open.len());
+            }
+            (Some(r), TraceKind::Completed) => {
+                open.remove(&r);
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(most, 1);
+    // Loads come only when map_work runs: at the 200 ms polls (no hints here), so at
+    // most one per poll of the run.
+    let polls = res.system.sim_end_ns / 200_000_000 + 1;
+    assert!(h.map_req <= polls, "{} loads in {polls} polls", h.map_req);
+}
