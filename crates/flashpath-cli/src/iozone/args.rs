@@ -184,6 +184,13 @@ fn number(opt: &str, v: &str) -> Result<i64> {
 }
 
 /// Parses iozone's arguments (without the program name).
+/// Parses a line of space-separated arguments (tests).
+#[cfg(test)]
+pub(crate) fn parse_line(line: &str) -> Args {
+    let v: Vec<String> = line.split_whitespace().map(String::from).collect();
+    parse(&v).unwrap()
+}
+
 pub fn parse(argv: &[String]) -> Result<Args> {
     parse_inner(argv).map_err(|e| anyhow::anyhow!("iozone: {e}"))
 }

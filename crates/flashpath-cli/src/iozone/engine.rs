@@ -386,12 +386,7 @@ pub fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::iozone::args::parse;
-
-    fn args(line: &str) -> Args {
-        let v: Vec<String> = line.split_whitespace().map(String::from).collect();
-        parse(&v).unwrap()
-    }
+    use crate::iozone::args::parse_line as args;
 
     #[test]
     fn sleeps_between_tests() {

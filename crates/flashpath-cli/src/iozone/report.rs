@@ -290,12 +290,7 @@ pub fn closing(res_prob: Option<u64>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::iozone::args::parse;
-
-    fn args(line: &str) -> Args {
-        let v: Vec<String> = line.split_whitespace().map(String::from).collect();
-        parse(&v).unwrap()
-    }
+    use crate::iozone::args::parse_line as args;
 
     /// The text iozone 3.508's printf formats give for the seed's command line,
     /// transcribed from iozone.c (main(): the splash sprintfs, record_command_line(), the

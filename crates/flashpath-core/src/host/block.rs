@@ -817,17 +817,22 @@ impl BlockLayer {
         self.tags_used -= 1;
     }
 
-    fn new_request(&mut self, now: SimTime, bio: &Bio) -> ReqId {
+    /// Takes a tag: a request slot from the free list, or a new one.
+    fn take_tag(&mut self) -> ReqId {
         self.tags_used += 1;
-        self.requests_made += 1;
-        let id = match self.free.pop() {
+        match self.free.pop() {
             Some(id) => id,
             None => {
                 self.reqs.push(Request::default());
                 self.dd.rq.push(DdRq::default());
                 (self.reqs.len() - 1) as ReqId
             }
-        };
+        }
+    }
+
+    fn new_request(&mut self, now: SimTime, bio: &Bio) -> ReqId {
+        self.requests_made += 1;
+        let id = self.take_tag();
         if self.in_flight == 0 {
             self.busy_since = now;
         }
@@ -932,15 +937,7 @@ impl BlockLayer {
         if self.tags_used >= self.nr_requests {
             return None;
         }
-        self.tags_used += 1;
-        let id = match self.free.pop() {
-            Some(id) => id,
-            None => {
-                self.reqs.push(Request::default());
-                self.dd.rq.push(DdRq::default());
-                (self.reqs.len() - 1) as ReqId
-            }
-        };
+        let id = self.take_tag();
         self.dd.rq[id as usize] = DdRq {
             nomerge: true,
             ..DdRq::default()
