@@ -441,3 +441,31 @@ fn host_control_mode_loads_one_subregion_at_a_time_and_unmaps_what_it_evicts() {
     let polls = res.system.sim_end_ns / 200_000_000 + 1;
     assert!(h.map_req <= polls, "{} loads in {polls} polls", h.map_req);
 }
+
+#[test]
+fn host_control_parameters_are_checked_as_sysfs_checks_them() {
+    use flashpath_core::config::preset;
+    let load = |f: &str, v: &str| {
+        preset::load_host(HOST, "host", &[(format!("ufs.{f}"), v.to_string())])
+            .map(|h| h.ufs.unwrap().hpb.unwrap().hcm)
+    };
+    let p = load("hpb_activation_thld", "4").unwrap();
+    assert_eq!((p.activation_thld, p.inflight_map_req), (4, 1));
+    for (f, v, why) in [
+        (
+            "hpb_eviction_thld_exit",
+            "8",
+            "must exceed hpb_activation_thld",
+        ),
+        (
+            "hpb_eviction_thld_enter",
+            "100",
+            "must exceed hpb_eviction_thld_exit",
+        ),
+        ("hpb_inflight_map_req", "32", "queue depth - 1"),
+        ("hpb_timeout_polling_interval", "600ms", "at most half"),
+    ] {
+        let e = load(f, v).unwrap_err().to_string();
+        assert!(e.contains(f) && e.contains(why), "{e}");
+    }
+}

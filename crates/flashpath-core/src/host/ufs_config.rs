@@ -77,6 +77,8 @@ pub struct UfsHpbHostConfig {
     pub map_req_ns: u64,
     /// `ufshpb_map_req_compl_fn`: the dirty bitmap cleared, the subregion made VALID.
     pub map_compl_ns: u64,
+    /// Host control mode's parameters (sysfs `hpb_params/`).
+    pub hcm: crate::host::ufshpb::HcmParams,
 }
 
 impl UfsHostConfig {
@@ -154,9 +156,85 @@ pub struct RawUfs {
     pub hpb_map_work: Option<String>,
     pub hpb_map_req: Option<String>,
     pub hpb_map_compl: Option<String>,
+    /// Host control mode (sysfs `hpb_params/`), optional: absent = ufshpb.c's defaults.
+    pub hpb_activation_thld: Option<u32>,
+    pub hpb_normalization_factor: Option<u32>,
+    pub hpb_eviction_thld_enter: Option<u32>,
+    pub hpb_eviction_thld_exit: Option<u32>,
+    pub hpb_read_timeout: Option<String>,
+    pub hpb_read_timeout_expiries: Option<u32>,
+    pub hpb_timeout_polling_interval: Option<String>,
+    pub hpb_inflight_map_req: Option<u32>,
 }
 
 impl RawUfs {
+    /// Host control mode's parameters, checked as the sysfs stores check them
+    /// (ufshpb.c `activation_thld_store` ... `inflight_map_req_store`).
+    fn hcm_params(&self) -> Result<crate::host::ufshpb::HcmParams, ConfigError> {
+        let mut p = crate::host::ufshpb::HcmParams::default();
+        let bad = |f: &str, why: &str| Err(ConfigError::new(format!("ufs.{f}"), why.to_string()));
+        if let Some(v) = self.hpb_activation_thld {
+            p.activation_thld = v;
+        }
+        if let Some(v) = self.hpb_normalization_factor {
+            p.normalization_factor = v;
+        }
+        if let Some(v) = self.hpb_eviction_thld_enter {
+            p.eviction_thld_enter = v;
+        }
+        if let Some(v) = self.hpb_eviction_thld_exit {
+            p.eviction_thld_exit = v;
+        }
+        if let Some(v) = &self.hpb_read_timeout {
+            p.read_timeout_ns = ns_field("ufs.hpb_read_timeout", v)?;
+        }
+        if let Some(v) = self.hpb_read_timeout_expiries {
+            p.read_timeout_expiries = v;
+        }
+        if let Some(v) = &self.hpb_timeout_polling_interval {
+            p.timeout_polling_interval_ns = ns_field("ufs.hpb_timeout_polling_interval", v)?;
+        }
+        if let Some(v) = self.hpb_inflight_map_req {
+            p.inflight_map_req = v;
+        }
+        if p.activation_thld == 0 {
+            return bad("hpb_activation_thld", "must be at least 1");
+        }
+        if p.normalization_factor == 0 {
+            return bad("hpb_normalization_factor", "must be at least 1 (a shift)");
+        }
+        if p.eviction_thld_exit <= p.activation_thld {
+            return bad(
+                "hpb_eviction_thld_exit",
+                "must exceed hpb_activation_thld (eviction_thld_exit_store)",
+            );
+        }
+        if p.eviction_thld_enter <= p.eviction_thld_exit {
+            return bad(
+                "hpb_eviction_thld_enter",
+                "must exceed hpb_eviction_thld_exit (eviction_thld_enter_store)",
+            );
+        }
+        if p.read_timeout_expiries == 0 {
+            return bad("hpb_read_timeout_expiries", "must be at least 1");
+        }
+        if p.timeout_polling_interval_ns == 0
+            || 2 * p.timeout_polling_interval_ns > p.read_timeout_ns
+        {
+            return bad(
+                "hpb_timeout_polling_interval",
+                "must be positive and at most half of hpb_read_timeout",
+            );
+        }
+        if p.inflight_map_req == 0 || p.inflight_map_req >= self.nutrs {
+            return bad(
+                "hpb_inflight_map_req",
+                "must be 1 .. the queue depth - 1 (inflight_map_req_store)",
+            );
+        }
+        Ok(p)
+    }
+
     pub fn validate(&self) -> Result<UfsHostConfig, ConfigError> {
         if !(1..=32).contains(&self.nutrs) {
             return Err(ConfigError::new(
@@ -268,6 +346,7 @@ impl RawUfs {
                 map_work_ns: cost("ufs.hpb_map_work", get("hpb_map_work")?)?,
                 map_req_ns: cost("ufs.hpb_map_req", get("hpb_map_req")?)?,
                 map_compl_ns: cost("ufs.hpb_map_compl", get("hpb_map_compl")?)?,
+                hcm: self.hcm_params()?,
             })
         };
         Ok(UfsHostConfig {

@@ -107,8 +107,14 @@ impl HpbState {
     pub(super) fn new(cfg: &SimConfig) -> Option<Box<HpbState>> {
         let h = cfg.device.hpb?;
         let lpns = (cfg.device.capacity_bytes / 4096) as u32;
+        let hcm = cfg
+            .host
+            .ufs
+            .as_ref()
+            .and_then(|u| u.hpb)
+            .map_or(HcmParams::default(), |c| c.hcm);
         Some(Box::new(HpbState {
-            drv: UfsHpb::new(&h, lpns, HcmParams::default()),
+            drv: UfsHpb::new(&h, lpns, hcm),
             cmd: Vec::new(),
             hints: Vec::new(),
             entries: Vec::new(),
