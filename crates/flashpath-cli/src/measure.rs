@@ -299,12 +299,15 @@ pub fn check_metric(name: &str) -> Result<()> {
     {
         return Ok(());
     }
-    // The run's own counters (JSON root `flashpath`): known only after a run.
-    if let Some((group, key)) = name.split_once('.') {
-        if matches!(group, "device" | "hpb") && !key.is_empty() {
-            return Ok(());
-        }
-    }
+    // The run's own counters (JSON root `flashpath`): the names a run with HPB reports.
+    let sys = flashpath_core::stats::SystemStats {
+        hpb: Some(Default::default()),
+        ..Default::default()
+    };
+    let counters: Vec<(String, f64)> = report::counters(&sys)
+        .into_iter()
+        .flat_map(|(g, c)| c.into_iter().map(move |(k, _)| (format!("{g}.{k}"), 0.0)))
+        .collect();
     let probe = [JobFigures {
         name: String::new(),
         dirs: std::array::from_fn(|_| DirFigures {
@@ -315,7 +318,7 @@ pub fn check_metric(name: &str) -> Result<()> {
         }),
         spans: SPANS.iter().map(|s| (s.to_string(), 0.0)).collect(),
         dir_spans: std::array::from_fn(|_| SPANS.iter().map(|s| (s.to_string(), 0.0)).collect()),
-        counters: Vec::new(),
+        counters,
         runtime_ms: 0.0,
     }];
     metric(&probe, name).map(|_| ())
@@ -323,7 +326,9 @@ pub fn check_metric(name: &str) -> Result<()> {
 
 pub const METRICS: &str = "DIR_bw_mib, DIR_bw_mb, DIR_iops, DIR_clat_mean_ms, DIR_clat_mean_us, \
 DIR_clat_p95_ms, DIR_clat_p99_ms with DIR read, write or trim; SPAN_us with SPAN pre, hw, post, q2g, \
-g2i, i2d, d2c or q2c, and DIR_SPAN_us for one direction's; software_share_pct";
+g2i, i2d, d2c or q2c, and DIR_SPAN_us for one direction's; software_share_pct; the run's \
+counters device.NAME and hpb.NAME (as in the JSON root flashpath); runtime_ms@PREFIX (summed runtimes \
+of the jobs whose name starts with PREFIX)";
 
 /// The spans the JSON report carries (`jobs[i].flashpath.spans`).
 pub const SPANS: [&str; 8] = ["pre", "hw", "post", "q2g", "g2i", "i2d", "d2c", "q2c"];

@@ -53,8 +53,6 @@ pub const HPB_ENTRY_BYTES: u64 = 8;
 pub const HPB_READ: u8 = 0xF8;
 pub const HPB_READ_BUFFER: u8 = 0xF9;
 pub const HPB_WRITE_BUFFER: u8 = 0xFA;
-/// READ(10), for traces of plain reads beside HPB READs.
-pub const SCSI_READ10: u8 = 0x28;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HpbVersion {
@@ -313,17 +311,6 @@ impl HpbDevice {
         rgn >= self.cfg.pinned_start && rgn < self.cfg.pinned_start + self.cfg.pinned_count
     }
 
-    /// The 4 KiB blocks of subregion `srgn` (global index): first block and count.
-    pub fn subregion_lpns(&self, srgn: u32, lpns: u32) -> (u32, u32) {
-        let first = srgn * self.entries_per_srgn;
-        (first, self.entries_per_srgn.min(lpns - first))
-    }
-
-    /// Global subregion index of (region, subregion in region).
-    pub fn srgn_index(&self, rgn: u32, srgn: u32) -> u32 {
-        rgn * self.srgns_per_rgn + srgn
-    }
-
     /// A read (plain or HPB) served blocks `first..end`: the regions were used now.
     /// A plain READ of an eligible length counts toward its subregions' activation.
     pub fn note_read(&mut self, first: u32, end: u32, plain: bool) {
@@ -422,11 +409,6 @@ impl HpbDevice {
         rest.append(&mut self.pending);
         self.pending = rest;
         Some(h)
-    }
-
-    /// Hints decided and not yet sent.
-    pub fn pending_hints(&self) -> usize {
-        self.pending.len()
     }
 }
 

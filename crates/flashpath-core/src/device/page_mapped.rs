@@ -154,9 +154,6 @@ pub struct PageMappedDevice {
     nand_log: Option<Vec<NandSlice>>,
     /// UFS HPB, when the device has it and the host uses it (`super::hpb`).
     hpb: Option<HpbDevice>,
-    /// The read being served is an HPB READ whose entry is current: its first block
-    /// needs no map lookup (set by `read` for `read_from`).
-    hpb_skip_first: bool,
 }
 
 impl PageMappedDevice {
@@ -279,7 +276,6 @@ impl PageMappedDevice {
             gc_scratch: vec![(0, 0); row],
             nand_log: None,
             hpb: None,
-            hpb_skip_first: false,
             c: c.clone(),
         }
     }
@@ -667,7 +663,7 @@ impl PageMappedDevice {
         match cmd.op {
             DevOp::Read => {
                 let from = self.stream_read_ready.min(now);
-                self.read_from(now, from, fw, cmd, out)
+                self.read_from(now, from, fw, false, cmd, out)
             }
             DevOp::Write => self.write_with(now, fw, cmd, out),
             _ => panic!("only reads and writes stream"),
@@ -693,17 +689,19 @@ impl PageMappedDevice {
         if let Some(h) = &mut self.hpb {
             h.note_read(first, end, !hpb_valid);
         }
-        self.hpb_skip_first = hpb_valid;
-        self.read_from(now, now, fw, cmd, out)
+        self.read_from(now, now, fw, hpb_valid, cmd, out)
     }
 
     /// A read whose firmware work (`fw`) may start at `from` (now, or earlier for a
     /// read-ahead stream continuation); `ReadReady` is emitted no earlier than `now`.
+    /// `hpb_first`: an HPB READ whose entry is current, so its first block needs no
+    /// map lookup.
     fn read_from(
         &mut self,
         now: SimTime,
         from: SimTime,
         fw: u64,
+        hpb_first: bool,
         cmd: DevCommand,
         out: &mut Outbox<Input, Output>,
     ) {
@@ -731,7 +729,7 @@ impl PageMappedDevice {
             let e = self.ftl.get(lpn);
             let in_buffer = e != UNMAPPED && e & BUF_FLAG != 0;
             let seg = self.segment_of(lpn);
-            if lpn == first && std::mem::take(&mut self.hpb_skip_first) {
+            if lpn == first && hpb_first {
                 // HPB READ with a current entry: the address is known without the map
                 // (the entry is checked instead). The next block of the same segment
                 // still needs the map: only the first block's entry is carried.

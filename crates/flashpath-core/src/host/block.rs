@@ -817,28 +817,19 @@ impl BlockLayer {
         self.tags_used -= 1;
     }
 
-    /// Takes a tag: a request slot from the free list, or a new one.
-    fn take_tag(&mut self) -> ReqId {
+    /// Takes a tag and makes a fresh request of `bio`'s range, direction and CPU, in
+    /// no scheduler structure yet: mergeable unless its bio was split off the front of a
+    /// larger one (the bio's REQ_NOMERGE is the request's). It carries no bio yet.
+    fn fresh_request(&mut self, now: SimTime, bio: &Bio) -> ReqId {
         self.tags_used += 1;
-        match self.free.pop() {
+        let id = match self.free.pop() {
             Some(id) => id,
             None => {
                 self.reqs.push(Request::default());
                 self.dd.rq.push(DdRq::default());
                 (self.reqs.len() - 1) as ReqId
             }
-        }
-    }
-
-    fn new_request(&mut self, now: SimTime, bio: &Bio) -> ReqId {
-        self.requests_made += 1;
-        let id = self.take_tag();
-        if self.in_flight == 0 {
-            self.busy_since = now;
-        }
-        self.in_flight += 1;
-        // A fresh request, in no scheduler structure yet: mergeable unless its bio was
-        // split off the front of a larger one (the bio's REQ_NOMERGE is the request's).
+        };
         self.dd.rq[id as usize] = DdRq {
             nomerge: bio.nomerge,
             ..DdRq::default()
@@ -849,7 +840,6 @@ impl BlockLayer {
         r.sectors = bio.sectors;
         r.cpu = bio.cpu;
         r.bios.clear();
-        r.bios.push(bio.io);
         r.bio_queued_at = bio.queued_at;
         r.got_at = now;
         r.queued_at = now;
@@ -859,6 +849,17 @@ impl BlockLayer {
         r.flush = false;
         r.discard = bio.discard;
         r.passthrough = false;
+        id
+    }
+
+    fn new_request(&mut self, now: SimTime, bio: &Bio) -> ReqId {
+        self.requests_made += 1;
+        if self.in_flight == 0 {
+            self.busy_since = now;
+        }
+        self.in_flight += 1;
+        let id = self.fresh_request(now, bio);
+        self.reqs[id as usize].bios.push(bio.io);
         if self.log.is_some() {
             self.note(BioFate::NewRequest { bio: *bio, req: id });
         }
@@ -937,26 +938,19 @@ impl BlockLayer {
         if self.tags_used >= self.nr_requests {
             return None;
         }
-        let id = self.take_tag();
-        self.dd.rq[id as usize] = DdRq {
+        // Its data, as a bio would describe it; no fio I/O, never merged.
+        let data = Bio {
+            io: u32::MAX,
+            dir,
+            sector: 0,
+            sectors: bytes.div_ceil(512) as u32,
+            cpu,
+            queued_at: now,
+            discard: false,
             nomerge: true,
-            ..DdRq::default()
         };
-        let r = &mut self.reqs[id as usize];
-        r.dir = Some(dir);
-        r.sector = 0;
-        r.sectors = bytes.div_ceil(512) as u32;
-        r.cpu = cpu;
-        r.bios.clear();
-        r.bio_queued_at = now;
-        r.got_at = now;
-        r.queued_at = now;
-        r.dispatched_at = 0;
-        r.hw_at = SimTime::MAX;
-        r.irq_at = SimTime::MAX;
-        r.flush = false;
-        r.discard = false;
-        r.passthrough = true;
+        let id = self.fresh_request(now, &data);
+        self.reqs[id as usize].passthrough = true;
         self.parked.push_front(id);
         Some(id)
     }
@@ -1079,13 +1073,14 @@ impl BlockLayer {
         if r.flush {
             self.flush_in_flight = false;
         }
-        // blk_account_io_done.
-        let life = now - r.got_at;
         if r.passthrough {
+            // No gendisk: not accounted, no bios.
             let bios = std::mem::take(&mut self.reqs[id as usize].bios);
             self.release(id, bios);
             return self.admit_waiters(now);
         }
+        // blk_account_io_done.
+        let life = now - r.got_at;
         if !r.discard {
             let d = r.dir().index();
             self.disk.ios[d] += 1;

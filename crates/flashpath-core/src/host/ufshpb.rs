@@ -136,7 +136,9 @@ pub struct HpbHostStats {
     /// Regions made active (joined the LRU) and evicted from it.
     pub activations: u64,
     pub inactivations: u64,
-    /// Activations refused in host mode (no region cold enough to evict).
+    /// Activations that failed (host mode: the entering region has fewer reads than
+    /// eviction_thld_enter, or no LRU region can be evicted); each waits at the head
+    /// of the list and stops map_work until its next run.
     pub activation_refused: u64,
     /// Largest host memory held by subregion maps (entries × 8 bytes).
     pub map_bytes_peak: u64,
@@ -155,7 +157,6 @@ pub struct UfsHpb {
     rgn_state: Vec<RgnState>,
     rgn_reads: Vec<u32>,
     rgn_dirty: Vec<bool>,
-    rgn_update: Vec<bool>,
     rgn_timeout: Vec<u64>,
     rgn_expiries: Vec<u32>,
     lru_prev: Vec<u32>,
@@ -199,7 +200,6 @@ impl UfsHpb {
             rgn_state: vec![RgnState::Inactive; rgns],
             rgn_reads: vec![0; rgns],
             rgn_dirty: vec![false; rgns],
-            rgn_update: vec![false; rgns],
             rgn_timeout: vec![0; rgns],
             rgn_expiries: vec![0; rgns],
             lru_prev: vec![NONE; rgns],
@@ -388,10 +388,7 @@ impl UfsHpb {
                 self.rgn_timeout[r as usize] = now + self.hcm.read_timeout_ns;
                 self.rgn_expiries[r as usize] = self.hcm.read_timeout_expiries;
             }
-            if self.srgn_reads[s as usize] == self.hcm.activation_thld
-                || self.rgn_update[r as usize]
-            {
-                self.rgn_update[r as usize] = false;
+            if self.srgn_reads[s as usize] == self.hcm.activation_thld {
                 self.queue_act(s);
             }
             normalize |= self.rgn_reads[r as usize] > self.eps;
@@ -464,9 +461,9 @@ impl UfsHpb {
         }
     }
 
-    /// `ufshpb_rsp_req_region_update`: the hints of one response. Returns true if
-    /// `map_work` is to be queued.
-    pub fn rsp_hints(&mut self, h: &HpbHints) -> bool {
+    /// `ufshpb_rsp_req_region_update`: the hints of one response (the caller then
+    /// queues `map_work`, as the driver does after every hint).
+    pub fn rsp_hints(&mut self, h: &HpbHints) {
         assert!(
             h.act_n <= 2 && h.inact_n <= 2,
             "a response carries at most 2 + 2 hints"
@@ -508,7 +505,6 @@ impl UfsHpb {
                 self.queue_inact(r);
             }
         }
-        true
     }
 
     // ------------------------------------------------------------ map_work
@@ -563,12 +559,14 @@ impl UfsHpb {
                                 }
                             }
                             None => {
-                                // No victim: the activation fails; retried later.
+                                // ufshpb_add_region failed (HCM: the entering region
+                                // has too few reads; or no victim): active_failed puts
+                                // the subregion back at the head and map_work stops,
+                                // "will retry" at its next run.
                                 self.stats.activation_refused += 1;
-                                if self.mode == HpbControl::Host {
-                                    self.srgn_reads[s as usize] = 0;
-                                }
-                                continue;
+                                self.act_list.push_front(s);
+                                self.in_act[s as usize] = true;
+                                return None;
                             }
                         }
                     }
@@ -674,15 +672,6 @@ impl UfsHpb {
         } else {
             SrgnState::Valid
         };
-    }
-
-    /// A READ BUFFER could not get a request (no free tag): back to the head of the list.
-    pub fn map_retry(&mut self, srgn: u32) {
-        self.inflight_map -= 1;
-        self.stats.map_req -= 1;
-        self.srgn_state[srgn as usize] = SrgnState::Invalid;
-        self.act_list.push_front(srgn);
-        self.in_act[srgn as usize] = true;
     }
 
     /// HCM cold timer (`ufshpb_read_to_handler`), run every polling interval at `now`:

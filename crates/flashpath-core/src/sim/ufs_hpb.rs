@@ -43,6 +43,8 @@ pub(super) enum HpbCmd {
 
 /// A 3 ms sleep before retrying a request allocation (ufshpb_get_req's usleep_range).
 const REQ_RETRY_NS: u64 = 3_000_000;
+/// Attempts at a request allocation (ufshpb.h HPB_MAP_REQ_RETRIES).
+const MAP_REQ_RETRIES: u32 = 5;
 
 #[derive(Debug)]
 pub(super) enum HpbEv {
@@ -59,6 +61,8 @@ pub(super) struct HpbState {
     entries: Vec<Vec<u32>>,
     work_queued: bool,
     cold_armed: bool,
+    /// Failed request allocations of the running map_work.
+    alloc_tries: u32,
 }
 
 /// The driver must find what it needs: an `[hpb]` device section, HPB 2.0 for host
@@ -120,7 +124,19 @@ impl HpbState {
             entries: Vec::new(),
             work_queued: false,
             cold_armed: false,
+            alloc_tries: 0,
         }))
+    }
+}
+
+impl HpbState {
+    /// The per-request tables reach request id `r` (ids are a bounded arena).
+    fn track(&mut self, r: ReqId) {
+        if self.cmd.len() <= r as usize {
+            self.cmd.resize(r as usize + 1, HpbCmd::Scsi);
+            self.hints.resize(r as usize + 1, None);
+            self.entries.resize_with(r as usize + 1, Vec::new);
+        }
     }
 }
 
@@ -144,11 +160,7 @@ impl Sim {
             return 0;
         };
         let q = self.block.req(r);
-        if h.cmd.len() <= r as usize {
-            h.cmd.resize(r as usize + 1, HpbCmd::Scsi);
-            h.hints.resize(r as usize + 1, None);
-            h.entries.resize_with(r as usize + 1, Vec::new);
-        }
+        h.track(r);
         if q.passthrough {
             return 0; // the driver's own READ/WRITE BUFFER: set when it was built
         }
@@ -216,9 +228,7 @@ impl Sim {
     /// Routed device output: the response of `tag` will carry `hints`.
     pub(super) fn ufs_hpb_hints(&mut self, tag: ReqId, hints: HpbHints) {
         if let Some(h) = self.ufs.hpb.as_deref_mut() {
-            if h.hints.len() <= tag as usize {
-                h.hints.resize(tag as usize + 1, None);
-            }
+            h.track(tag);
             h.hints[tag as usize] = Some(hints);
         }
     }
@@ -240,19 +250,18 @@ impl Sim {
     /// → `ufshpb_rsp_upiu`, then a READ BUFFER's end_io): returns when the HPB work is
     /// done.
     pub(super) fn ufs_hpb_complete(&mut self, r: ReqId, core: u32, at: SimTime) -> SimTime {
-        let Some(h) = self.ufs.hpb.as_deref_mut() else {
+        if self.ufs.hpb.is_none() {
             return at;
-        };
+        }
+        let costs = self.hpb_costs();
         let mut t = at;
-        let costs = self.cfg.host.ufs.as_ref().and_then(|u| u.hpb);
-        let costs = costs.expect("check() found the hpb_* costs");
+        let h = self.ufs.hpb.as_deref_mut().expect("HPB is on");
         if let Some(hints) = h.hints.get_mut(r as usize).and_then(Option::take) {
             t = self.cpu.run_irq_l(core, t, costs.rsp_ns, "ufshpb_rsp_upiu");
-            if h.drv.rsp_hints(&hints) {
-                self.ufs_hpb_queue_work(t);
-            }
+            h.drv.rsp_hints(&hints);
+            self.ufs_hpb_queue_work(t);
         }
-        let h = self.ufs.hpb.as_deref_mut().expect("checked above");
+        let h = self.ufs.hpb.as_deref_mut().expect("HPB is on");
         if let HpbCmd::ReadBuffer { srgn } = h.cmd[r as usize] {
             t = self
                 .cpu
@@ -318,21 +327,25 @@ impl Sim {
         let costs = self.hpb_costs();
         let mut t = self.now;
         loop {
-            let now = self.now;
             let h = self.ufs.hpb.as_deref_mut().expect("HPB is on");
             if !h.drv.work_pending() {
                 break;
             }
             if self.block.tags_used() >= self.cfg.host.block.nr_requests {
-                // BLK_MQ_REQ_NOWAIT failed: usleep_range(3000, 3100) and try again.
-                let h = self.ufs.hpb.as_deref_mut().expect("HPB is on");
-                h.work_queued = false;
-                let at = t + REQ_RETRY_NS;
-                h.work_queued = true;
+                // BLK_MQ_REQ_NOWAIT failed: usleep_range(3000, 3100) and try again, at
+                // most HPB_MAP_REQ_RETRIES (5) attempts; then the subregion waits on the
+                // list for map_work's next run.
+                h.alloc_tries += 1;
+                if h.alloc_tries >= MAP_REQ_RETRIES {
+                    h.alloc_tries = 0;
+                    break;
+                }
+                let at = self.wake(core, t + REQ_RETRY_NS);
                 self.q.push(at, Ev::Ufs(ufs::UfsEv::Hpb(HpbEv::Work)));
-                return;
+                return; // the worker sleeps; map_work stays queued
             }
-            let Some(w) = h.drv.map_work_step(now) else {
+            h.alloc_tries = 0;
+            let Some(w) = h.drv.map_work_step(t) else {
                 break;
             };
             t = self
@@ -351,11 +364,7 @@ impl Sim {
                 .submit_passthrough(t, core, dir, bytes)
                 .expect("a tag was free");
             let h = self.ufs.hpb.as_deref_mut().expect("HPB is on");
-            if h.cmd.len() <= r as usize {
-                h.cmd.resize(r as usize + 1, HpbCmd::Scsi);
-                h.hints.resize(r as usize + 1, None);
-                h.entries.resize_with(r as usize + 1, Vec::new);
-            }
+            h.track(r);
             h.cmd[r as usize] = cmd;
             // blk_execute_rq_nowait runs the hardware queue from this worker.
             if self.ufs.slots < self.ufs_cfg().nutrs {
