@@ -209,6 +209,7 @@ fn stop_after_a_write_commits_the_buffer() {
         lba: 0,
         sectors: 32,
         fua: false,
+        hpb: 0,
     };
     d.handle(0, Input::Command(w), &mut out);
     let ack = out.emits()[0].0;

@@ -419,6 +419,7 @@ fn device_accepts_queued_writes_in_arrival_order_and_loses_none() {
             lba: tag as u64 * 32,
             sectors: 32,
             fua: false,
+            hpb: 0,
         };
         d.handle(1_000, Input::Command(cmd), &mut out);
     }

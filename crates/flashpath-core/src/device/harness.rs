@@ -58,6 +58,7 @@ impl Harness {
                 lba,
                 sectors,
                 fua: false,
+                hpb: 0,
             }),
         );
         loop {

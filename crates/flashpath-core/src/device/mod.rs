@@ -97,28 +97,19 @@ pub enum DevOp {
     Write,
     Flush,
     Discard,
-    /// UFS HPB READ (F8h): a read carrying the host's copy of its first block's L2P entry.
-    HpbRead {
-        entry: u32,
-    },
-    /// UFS HPB READ BUFFER (F9h, buffer 01h): the L2P entries of subregion `srgn` (a
-    /// global index); `lba`/`sectors` name the subregion's range.
-    ReadBuffer {
-        srgn: u32,
-    },
-    /// UFS HPB WRITE BUFFER (FAh): buffer 01h inactivates region `rgn`, buffer 03h
-    /// (`rgn: None`) all regions.
-    WriteBuffer {
-        rgn: Option<u32>,
-    },
+    /// UFS HPB READ (F8h): a read carrying the host's copy of its first block's L2P
+    /// entry (`DevCommand::hpb`).
+    HpbRead,
+    /// UFS HPB READ BUFFER (F9h, buffer 01h): the L2P entries of subregion
+    /// `DevCommand::hpb` (a global index); `lba`/`sectors` name the subregion's range.
+    ReadBuffer,
+    /// UFS HPB WRITE BUFFER (FAh): buffer 01h inactivates region `DevCommand::hpb`,
+    /// buffer 03h (`hpb` = [`HPB_ALL_REGIONS`]) all regions.
+    WriteBuffer,
 }
 
-impl DevOp {
-    /// A read of host data (plain or HPB READ).
-    pub fn is_read(self) -> bool {
-        matches!(self, DevOp::Read | DevOp::HpbRead { .. })
-    }
-}
+/// `DevCommand::hpb` of a WRITE BUFFER 03h: every region.
+pub const HPB_ALL_REGIONS: u32 = u32::MAX;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DevCommand {
@@ -134,6 +125,10 @@ pub struct DevCommand {
     /// or the CQE task descriptor's REL_WRITE) or a SCSI WRITE(10) with FUA (UFS). The
     /// device holds busy until the data is programmed, as in write-through mode.
     pub fua: bool,
+    /// The HPB command's argument (`DevOp::HpbRead`: the entry; `ReadBuffer`: the
+    /// subregion; `WriteBuffer`: the region); 0 for other commands. A field of its own
+    /// rather than data in `DevOp`: it fits the command's padding, so events stay small.
+    pub hpb: u32,
 }
 
 impl DevCommand {
@@ -145,6 +140,7 @@ impl DevCommand {
             lba: 0,
             sectors: 0,
             fua: false,
+            hpb: 0,
         }
     }
 }
@@ -399,12 +395,12 @@ impl IdealDevice {
         }
         let slots = (cmd.sectors as u64).div_ceil(config::SECTORS_PER_LPN);
         let dur = match cmd.op {
-            DevOp::Read | DevOp::HpbRead { .. } => {
+            DevOp::Read | DevOp::HpbRead => {
                 self.stats.host_read_slots += slots;
                 self.cfg.read_ns
             }
-            DevOp::ReadBuffer { .. } => self.cfg.read_ns,
-            DevOp::WriteBuffer { .. } => self.cfg.other_ns,
+            DevOp::ReadBuffer => self.cfg.read_ns,
+            DevOp::WriteBuffer => self.cfg.other_ns,
             DevOp::Write => {
                 self.stats.host_write_slots += slots;
                 self.cfg.write_ns
@@ -413,7 +409,7 @@ impl IdealDevice {
         };
         let (_, end) = self.busy.book(now, dur);
         let o = match cmd.op {
-            DevOp::Read | DevOp::HpbRead { .. } | DevOp::ReadBuffer { .. } => Output::ReadReady {
+            DevOp::Read | DevOp::HpbRead | DevOp::ReadBuffer => Output::ReadReady {
                 tag: cmd.tag,
                 last_ready: end,
             },

@@ -439,7 +439,7 @@ impl PageMappedDevice {
 
     fn command(&mut self, now: SimTime, cmd: DevCommand, out: &mut Outbox<Input, Output>) {
         let end = cmd.lba + cmd.sectors as u64;
-        let dataless = matches!(cmd.op, DevOp::Flush | DevOp::WriteBuffer { .. });
+        let dataless = matches!(cmd.op, DevOp::Flush | DevOp::WriteBuffer);
         if end > self.capacity_sectors || (cmd.sectors == 0 && !dataless) {
             let (_, t) = self.ctrl.book(now, self.c.fw_per_command_ns);
             out.emit(
@@ -456,9 +456,9 @@ impl PageMappedDevice {
             DevOp::Write => self.write(now, cmd, out),
             DevOp::Flush => self.flush_cmd(now, cmd, out),
             DevOp::Discard => self.discard(now, cmd, out),
-            DevOp::HpbRead { .. } => self.read(now, cmd, out),
-            DevOp::ReadBuffer { srgn } => self.hpb_read_buffer(now, cmd, srgn, out),
-            DevOp::WriteBuffer { rgn } => self.hpb_write_buffer(now, cmd, rgn, out),
+            DevOp::HpbRead => self.read(now, cmd, out),
+            DevOp::ReadBuffer => self.hpb_read_buffer(now, cmd, out),
+            DevOp::WriteBuffer => self.hpb_write_buffer(now, cmd, out),
         }
     }
 
@@ -482,13 +482,7 @@ impl PageMappedDevice {
 
     /// HPB READ BUFFER: the subregion's map segments are looked up (cached, or read
     /// from NAND), converted to 8-byte entries and sent.
-    fn hpb_read_buffer(
-        &mut self,
-        now: SimTime,
-        cmd: DevCommand,
-        srgn: u32,
-        out: &mut Outbox<Input, Output>,
-    ) {
+    fn hpb_read_buffer(&mut self, now: SimTime, cmd: DevCommand, out: &mut Outbox<Input, Output>) {
         let (first, end) = Self::lpn_range(&cmd);
         let map_bytes = (end - first) as u64 * HPB_ENTRY_BYTES;
         let (_, mut t) = self.ctrl.book(now, self.c.fw_per_command_ns);
@@ -501,7 +495,7 @@ impl PageMappedDevice {
         let (_, ready) = self.ctrl.book(t, convert);
         self.stats.hpb_read_buffers += 1;
         if let Some(h) = &mut self.hpb {
-            h.note_loaded(srgn);
+            h.note_loaded(cmd.hpb);
         }
         out.emit(
             ready,
@@ -513,17 +507,11 @@ impl PageMappedDevice {
     }
 
     /// HPB WRITE BUFFER 01h/03h: the host dropped a region (or all).
-    fn hpb_write_buffer(
-        &mut self,
-        now: SimTime,
-        cmd: DevCommand,
-        rgn: Option<u32>,
-        out: &mut Outbox<Input, Output>,
-    ) {
+    fn hpb_write_buffer(&mut self, now: SimTime, cmd: DevCommand, out: &mut Outbox<Input, Output>) {
         let (_, t) = self.ctrl.book(now, self.c.fw_per_command_ns);
         self.stats.hpb_write_buffers += 1;
         if let Some(h) = &mut self.hpb {
-            h.inactivate(rgn);
+            h.inactivate((cmd.hpb != super::HPB_ALL_REGIONS).then_some(cmd.hpb));
         }
         out.emit(
             t,
@@ -675,8 +663,8 @@ impl PageMappedDevice {
         let fw = self.fw_ns(end - first);
         // An HPB READ's entry is used if it is still the first block's mapping.
         let hpb_valid = match cmd.op {
-            DevOp::HpbRead { entry } => {
-                let valid = entry == self.ftl.get(first);
+            DevOp::HpbRead => {
+                let valid = cmd.hpb == self.ftl.get(first);
                 if valid {
                     self.stats.hpb_entry_hits += 1;
                 } else {
@@ -1327,6 +1315,7 @@ mod tests {
             lba,
             sectors,
             fua: false,
+            hpb: 0,
         })
     }
 
@@ -1650,6 +1639,7 @@ mod tests {
             lba: 0,
             sectors: 8,
             fua: true,
+            hpb: 0,
         });
         assert_done_once_programmed(dev(), fua);
     }
@@ -1679,6 +1669,7 @@ mod tests {
             lba: 8,
             sectors: 8,
             fua: true,
+            hpb: 0,
         });
         d.handle(copied, fua, &mut out);
         assert!(out.emits().is_empty(), "not done before the program");

@@ -310,6 +310,7 @@ impl Sim {
                 lba,
                 sectors,
                 fua: false,
+                hpb: 0,
             }));
         }
         self.cqe_pump();
@@ -393,6 +394,7 @@ impl Sim {
                     sectors,
                     // REQ_FUA: the task descriptor's REL_WRITE (cqhci_prep_task_desc).
                     fua: self.req_fua(r),
+                    hpb: 0,
                 };
                 // DAT0 stays busy until the device's Done (BusyEnd).
                 self.q.push(end, Ev::Dev(device::Input::Command(cmd)));

@@ -403,6 +403,7 @@ impl Sim {
             lba: a.from,
             sectors: (a.to - a.from) as u32,
             fua: false,
+            hpb: 0,
         };
         self.busy_cmd(a.core, t, 38, cmd);
     }

@@ -1632,6 +1632,7 @@ impl Sim {
             sectors,
             // REQ_FUA: mmc_blk_rw_rq_prep's reliable write (CMD23 with bit 31).
             fua: self.req_fua(r),
+            hpb: 0,
         };
         match dir {
             Dir::Read => {

@@ -205,6 +205,7 @@ impl Sim {
             sectors,
             // SD cards have no reliable write in Linux's eyes (MMC_BLK_REL_WR is eMMC only).
             fua: false,
+            hpb: 0,
         };
         let input = if cont {
             device::Input::Continue(cmd)
@@ -254,6 +255,7 @@ impl Sim {
             lba: w.next,
             sectors: n,
             fua: false,
+            hpb: 0,
         };
         w.next += n as u64;
         w.left -= n;

@@ -286,6 +286,7 @@ impl Sim {
             lba: q.sector,
             sectors: q.sectors,
             fua: self.req_fua(r),
+            hpb: 0,
         };
         self.ufs_hpb_command(r, cmd)
     }
@@ -297,13 +298,13 @@ impl Sim {
         let cmd = self.ufs_dev_command(r);
         let bytes = cmd.sectors as u64 * 512;
         match cmd.op {
-            DevOp::Read | DevOp::HpbRead { .. } => {
+            DevOp::Read | DevOp::HpbRead => {
                 self.sys.device_host_read_bytes += bytes;
                 self.device(device::Input::Command(cmd));
             }
-            DevOp::ReadBuffer { .. } => self.device(device::Input::Command(cmd)),
+            DevOp::ReadBuffer => self.device(device::Input::Command(cmd)),
             // A flush or a WRITE BUFFER carries no data: no READY_TO_TRANSFER.
-            DevOp::Flush | DevOp::WriteBuffer { .. } => self.device(device::Input::Command(cmd)),
+            DevOp::Flush | DevOp::WriteBuffer => self.device(device::Input::Command(cmd)),
             _ => {
                 if cmd.op == DevOp::Write {
                     self.sys.device_host_write_bytes += bytes;

@@ -183,44 +183,42 @@ impl Sim {
     /// an HPB READ, or it is the driver's READ BUFFER (the subregion's range) or WRITE
     /// BUFFER.
     pub(super) fn ufs_hpb_command(&self, r: ReqId, mut cmd: DevCommand) -> DevCommand {
-        let Some(op) = self.ufs_hpb_op(r) else {
+        let Some(h) = self.ufs.hpb.as_deref() else {
             return cmd;
         };
-        cmd.op = op;
-        match op {
-            DevOp::ReadBuffer { srgn } => {
-                let h = self.ufs.hpb.as_deref().expect("HPB is on");
+        match h.cmd.get(r as usize).copied().unwrap_or_default() {
+            HpbCmd::Scsi => {}
+            HpbCmd::HpbRead { entry } => {
+                cmd.op = DevOp::HpbRead;
+                cmd.hpb = entry;
+            }
+            HpbCmd::ReadBuffer { srgn } => {
                 let (first, n) = h.drv.srgn_blocks(srgn);
+                cmd.op = DevOp::ReadBuffer;
+                cmd.hpb = srgn;
                 cmd.lba = first as u64 * 8;
                 cmd.sectors = n * 8;
             }
-            DevOp::WriteBuffer { .. } => {
+            HpbCmd::WriteBuffer { rgn } => {
+                cmd.op = DevOp::WriteBuffer;
+                cmd.hpb = rgn;
                 cmd.lba = 0;
                 cmd.sectors = 0;
             }
-            _ => {}
         }
         cmd
     }
 
-    /// The HPB command of request `r`, or None for the request's own.
-    fn ufs_hpb_op(&self, r: ReqId) -> Option<DevOp> {
-        let h = self.ufs.hpb.as_deref()?;
-        match h.cmd.get(r as usize).copied().unwrap_or_default() {
-            HpbCmd::Scsi => None,
-            HpbCmd::HpbRead { entry } => Some(DevOp::HpbRead { entry }),
-            HpbCmd::ReadBuffer { srgn } => Some(DevOp::ReadBuffer { srgn }),
-            HpbCmd::WriteBuffer { rgn } => Some(DevOp::WriteBuffer { rgn: Some(rgn) }),
-        }
-    }
-
     /// Traces the HPB SCSI command a COMMAND UPIU carries.
     pub(super) fn ufs_hpb_trace(&mut self, r: ReqId, s: SimTime, e: SimTime) {
-        let opcode = match self.ufs_hpb_op(r) {
-            Some(DevOp::HpbRead { .. }) => HPB_READ,
-            Some(DevOp::ReadBuffer { .. }) => HPB_READ_BUFFER,
-            Some(DevOp::WriteBuffer { .. }) => HPB_WRITE_BUFFER,
-            _ => return,
+        let Some(h) = self.ufs.hpb.as_deref() else {
+            return;
+        };
+        let opcode = match h.cmd.get(r as usize).copied().unwrap_or_default() {
+            HpbCmd::Scsi => return,
+            HpbCmd::HpbRead { .. } => HPB_READ,
+            HpbCmd::ReadBuffer { .. } => HPB_READ_BUFFER,
+            HpbCmd::WriteBuffer { .. } => HPB_WRITE_BUFFER,
         };
         self.tr(s, Some(r), TraceKind::Scsi { opcode, end: e });
     }
