@@ -314,6 +314,7 @@ fn job_config(job: &Job, dev: &DeviceConfig) -> Result<JobConfig> {
             FadviseHint::Type if o.rw.mode.is_random() => wl::Fadvise::Random,
             FadviseHint::Type => wl::Fadvise::Sequential,
         },
+        script: None,
     };
     cfg.validate().map_err(|e| anyhow::anyhow!("{e}"))?;
     Ok(cfg)

@@ -405,6 +405,7 @@ impl Sim {
                         spans: Spans::default(),
                         dir_spans: Default::default(),
                         sync_lat_ns: Vec::new(),
+                        script_lat_ns: Vec::new(),
                     },
                     last_change: 0,
                 }
@@ -1085,6 +1086,9 @@ impl Sim {
         th.inflight -= 1;
         th.outstanding -= 1;
         let sync = matches!(self.cfg.jobs[th.cfg].submission, Submission::Sync);
+        if self.cfg.jobs[th.cfg].script.is_some() {
+            th.stats.script_lat_ns.push(now - t_start);
+        }
         if t_start < th.measure_start {
             return;
         }

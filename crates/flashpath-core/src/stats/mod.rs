@@ -91,6 +91,9 @@ pub struct JobStats {
     /// Latency of each fsync/fdatasync fio issued (fsync=N, fdatasync=N), for fio's
     /// `sync` statistics.
     pub sync_lat_ns: Vec<u64>,
+    /// A scripted job's I/O latencies (submission to return), in script order; empty
+    /// for other jobs. It grows with the script the caller holds, not with the run.
+    pub script_lat_ns: Vec<u64>,
 }
 
 impl JobStats {

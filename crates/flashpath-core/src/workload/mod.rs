@@ -187,6 +187,12 @@ pub struct JobConfig {
     /// The posix_fadvise advice given for the job's file before its I/O (fio's
     /// fadvise_hint); it shapes readahead of buffered reads (sim/buffered.rs).
     pub fadvise: Fadvise,
+    /// A scripted job: exactly these I/Os, in this order (absolute device offsets), in
+    /// place of the pattern, block sizes and region. Each I/O's latency (the system
+    /// call's, submission to return) is kept in `JobStats::script_lat_ns`, in order. A
+    /// front end that times a fixed sequence of accesses (flashbench) uses it. Only
+    /// with synchronous submission, without trims; `size`/`io_limit` must be the total.
+    pub script: Option<std::sync::Arc<[IoSpec]>>,
 }
 
 /// posix_fadvise advice on a file (mm/fadvise.c), as it changes the file's readahead.
@@ -238,7 +244,22 @@ impl JobConfig {
             stonewall: false,
             cpu: None,
             fadvise: Fadvise::Normal,
+            script: None,
         }
+    }
+
+    /// A scripted job (see [`JobConfig::script`]): `ios` one after the other by one
+    /// thread with O_DIRECT and synchronous system calls. Its region (`offset`, `size`)
+    /// is the span the I/Os cover (what preconditioning fills).
+    pub fn scripted(name: &str, ios: std::sync::Arc<[IoSpec]>) -> Self {
+        let total: u64 = ios.iter().map(|io| io.len).sum();
+        let start = ios.iter().map(|io| io.offset).min().unwrap_or(0);
+        let end = ios.iter().map(|io| io.offset + io.len).max().unwrap_or(512);
+        let mut j = JobConfig::simple(name, Pattern::Sequential, 0, 512, (end - start).max(512));
+        j.offset = start;
+        j.io_limit = total;
+        j.script = Some(ios);
+        j
     }
 
     /// Effective queue depth of the thread.
@@ -310,6 +331,31 @@ impl JobConfig {
                 ));
             }
         }
+        if let Some(script) = &self.script {
+            let total: u64 = script.iter().map(|io| io.len).sum();
+            if self.submission != Submission::Sync || self.trim != Trim::None || self.time_based {
+                return Err(format!(
+                    "job '{}': a scripted job is synchronous, without trims or time_based",
+                    self.name
+                ));
+            }
+            if let Some(io) = script
+                .iter()
+                .find(|io| io.trim || io.len == 0 || io.len % 512 != 0 || io.offset % 512 != 0)
+            {
+                return Err(format!(
+                    "job '{}': scripted I/O at {} of {} bytes is not a read or write in whole 512-byte sectors",
+                    self.name, io.offset, io.len
+                ));
+            }
+            if self.io_limit != total {
+                return Err(format!(
+                    "job '{}': a scripted job's io size must be its I/Os' total",
+                    self.name
+                ));
+            }
+            return Ok(());
+        }
         if self.time_based && self.runtime_ns.is_none() {
             return Err(format!("job '{}': time_based needs a runtime", self.name));
         }
@@ -338,6 +384,7 @@ pub struct IoSource {
     write_after_trim: Option<(u64, u64)>,
     gen: OffsetGen,
     rng: crate::engine::SimRng,
+    script: Option<std::sync::Arc<[IoSpec]>>,
     pub issued_bytes: u64,
     pub issued_ios: u64,
 }
@@ -356,6 +403,7 @@ impl IoSource {
             write_after_trim: None,
             gen: OffsetGen::new(cfg, align),
             rng: crate::engine::SimRng::new(cfg.seed, 1),
+            script: cfg.script.clone(),
             issued_bytes: 0,
             issued_ios: 0,
         }
@@ -394,6 +442,12 @@ impl IoSource {
 
     /// The next I/O.
     pub fn next_io(&mut self) -> IoSpec {
+        if let Some(script) = &self.script {
+            let io = script[self.issued_ios as usize];
+            self.issued_bytes += io.len;
+            self.issued_ios += 1;
+            return io;
+        }
         if let Some((offset, len)) = self.write_after_trim.take() {
             self.issued_bytes += len;
             self.issued_ios += 1;
