@@ -52,6 +52,18 @@ pub const SHIPPED: &[(&str, &str)] = &[
         "hosts/cortex-a9-sdma.toml",
         include_str!("../../../presets/hosts/cortex-a9-sdma.toml"),
     ),
+    (
+        "devices/emmc441-2011-au-8g.toml",
+        include_str!("../../../presets/devices/emmc441-2011-au-8g.toml"),
+    ),
+    (
+        "devices/sd-flashbench-readme-4g.toml",
+        include_str!("../../../presets/devices/sd-flashbench-readme-4g.toml"),
+    ),
+    (
+        "devices/microsd-lexar-633x-32g.toml",
+        include_str!("../../../presets/devices/microsd-lexar-633x-32g.toml"),
+    ),
 ];
 
 pub const DEFAULT_DEVICE: &str = "emmc51-hs400-32g";

@@ -43,6 +43,9 @@ pub struct RawDeviceConfig {
     /// UFS Host Performance Booster descriptors and policy (`[hpb]`); optional, required
     /// by the HPB drivers (`ufs-hpb`, `ufs-hpb-hcm`).
     pub hpb: Option<super::hpb::RawHpb>,
+    /// Allocation units (`[allocation_unit]`): required with `ftl.kind =
+    /// "allocation-unit"`, refused otherwise.
+    pub allocation_unit: Option<super::allocation_unit::RawAllocationUnit>,
 }
 
 /// The eMMC registers the Linux MMC core reads for discards (mmc.c mmc_decode_csd,
@@ -164,6 +167,10 @@ pub struct RawWriteBuffer {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct RawFtl {
+    /// "page-mapped" (default: `device/page_mapped.rs`) or "allocation-unit"
+    /// (`device/allocation_unit.rs`, with an `[allocation_unit]` section; no
+    /// `[map_cache]`, `[write_buffer]` or `gc_threshold_blocks`).
+    pub kind: Option<String>,
     /// Garbage collection starts on a die when its free blocks fall below this (≥ 2).
     pub gc_threshold_blocks: Option<u32>,
     /// How GC moves a valid page: "copyback" (on-die, no channel transfer) or
@@ -231,6 +238,8 @@ pub enum DeviceModel {
     Ideal(IdealConfig),
     /// Page-mapped FTL over NAND (eMMC 5.x, UFS).
     PageMapped(Box<NandDeviceConfig>),
+    /// Allocation-unit FTL over NAND (SD cards, USB sticks, eMMC of ~2011).
+    AllocationUnit(Box<super::allocation_unit::AuDeviceConfig>),
 }
 
 /// A device that answers every command after a fixed time, one command at a time.
@@ -393,7 +402,15 @@ impl DeviceConfig {
     pub fn nand_mut(&mut self) -> Option<&mut NandDeviceConfig> {
         match &mut self.model {
             DeviceModel::PageMapped(n) => Some(n),
-            DeviceModel::Ideal(_) => None,
+            _ => None,
+        }
+    }
+
+    /// The allocation-unit configuration, if that is the model.
+    pub fn allocation_unit(&self) -> Option<&super::allocation_unit::AuDeviceConfig> {
+        match &self.model {
+            DeviceModel::AllocationUnit(a) => Some(a),
+            _ => None,
         }
     }
 
@@ -407,7 +424,7 @@ impl DeviceConfig {
     pub fn nand(&self) -> Option<&NandDeviceConfig> {
         match &self.model {
             DeviceModel::PageMapped(n) => Some(n),
-            DeviceModel::Ideal(_) => None,
+            _ => None,
         }
     }
 }
@@ -565,6 +582,75 @@ pub fn validate(raw: &RawDeviceConfig) -> Result<DeviceConfig, ConfigError> {
         0,
         NS_PER_MS,
     )?;
+    let ftl_kind = raw
+        .ftl
+        .as_ref()
+        .and_then(|f| f.kind.as_deref())
+        .unwrap_or("page-mapped");
+    match ftl_kind {
+        "page-mapped" => {
+            if raw.allocation_unit.is_some() {
+                return Err(ConfigError::new(
+                    "allocation_unit",
+                    "is a section of ftl.kind = \"allocation-unit\"; this device's FTL is page-mapped",
+                ));
+            }
+        }
+        "allocation-unit" => {
+            let common = super::allocation_unit::Common {
+                channels,
+                dies_per_channel,
+                planes_per_die,
+                page_bytes,
+                pages_per_block,
+                blocks_per_plane,
+                t_read_ns,
+                t_prog_ns,
+                t_erase_ns,
+                channel_bytes_per_s,
+                fw_per_command_ns,
+                fw_per_4kib_ns,
+            };
+            let model = super::allocation_unit::validate(raw, common, capacity_bytes)?;
+            if raw.ext_csd.is_some() && interface != Interface::Emmc {
+                return Err(ConfigError::new(
+                    "ext_csd",
+                    "is an eMMC register section; this device is not an eMMC",
+                ));
+            }
+            for (present, field) in [
+                (raw.block_limits.is_some(), "block_limits"),
+                (raw.hpb.is_some(), "hpb"),
+            ] {
+                if present {
+                    return Err(ConfigError::new(
+                        field,
+                        "is not modelled with an allocation-unit FTL",
+                    ));
+                }
+            }
+            let ext_csd = match &raw.ext_csd {
+                Some(e) => Some(validate_ext_csd(e)?),
+                None => None,
+            };
+            return Ok(DeviceConfig {
+                name: req(&raw.name, "name")?.clone(),
+                description: req(&raw.description, "description")?.clone(),
+                interface,
+                capacity_bytes,
+                model: DeviceModel::AllocationUnit(Box::new(model)),
+                ext_csd,
+                block_limits: None,
+                hpb: None,
+            });
+        }
+        other => {
+            return Err(ConfigError::new(
+                "ftl.kind",
+                format!("'{other}' is not \"page-mapped\" or \"allocation-unit\""),
+            ))
+        }
+    }
     let reuse_page_register = *req(&c.reuse_page_register, "controller.reuse_page_register")?;
 
     let m = req(&raw.map_cache, "map_cache")?;

@@ -47,6 +47,18 @@ impl Harness {
     /// device until that command's output and returns it. Device timers due before `at`
     /// run first.
     pub fn run(&mut self, at: SimTime, op: DevOp, lba: u64, sectors: u32) -> Completion {
+        self.run_fua(at, op, lba, sectors, false)
+    }
+
+    /// `run` with the command's FUA flag (reliable write) given.
+    pub fn run_fua(
+        &mut self,
+        at: SimTime,
+        op: DevOp,
+        lba: u64,
+        sectors: u32,
+        fua: bool,
+    ) -> Completion {
         let at = at.max(self.now);
         let tag = self.next_tag;
         self.next_tag = self.next_tag.wrapping_add(1);
@@ -57,7 +69,7 @@ impl Harness {
                 op,
                 lba,
                 sectors,
-                fua: false,
+                fua,
                 hpb: 0,
             }),
         );

@@ -75,6 +75,7 @@
 //! (the eMMC model and its timing), `ftl` (page map, GC bookkeeping), `map_cache`
 //! (L2P segment LRU), `write_buffer` (buffer slots).
 
+pub mod allocation_unit;
 pub mod config;
 pub mod cq;
 pub mod ftl;
@@ -251,6 +252,23 @@ impl DeviceStats {
     }
 }
 
+/// What every device model (FTL) offers the device: the one interface `Device` calls.
+/// The page-mapped FTL (`page_mapped`), the allocation-unit FTL (`allocation_unit`)
+/// and the ideal device implement it.
+pub trait Model {
+    /// One input (a host command, a stream's next data or stop, a timer of its own).
+    fn handle(&mut self, now: SimTime, input: Input, out: &mut Outbox<Input, Output>);
+    /// Maps `sectors` from `lba` as already written (see `Device::precondition`).
+    fn precondition(&mut self, lba: u64, sectors: u64);
+    fn stats(&self) -> &DeviceStats;
+    /// Records NAND die and channel work from now on (timelines), where modelled.
+    fn record_nand(&mut self) {}
+    /// The NAND work recorded so far.
+    fn take_nand_slices(&mut self) -> Vec<crate::trace::NandSlice> {
+        Vec::new()
+    }
+}
+
 /// The device model chosen by the configuration.
 pub struct Device {
     inner: Inner,
@@ -262,6 +280,25 @@ pub struct Device {
 enum Inner {
     Ideal(IdealDevice),
     PageMapped(Box<page_mapped::PageMappedDevice>),
+    AllocationUnit(Box<allocation_unit::AuDevice>),
+}
+
+impl Inner {
+    #[inline]
+    fn model(&mut self) -> &mut dyn Model {
+        match self {
+            Inner::Ideal(d) => d,
+            Inner::PageMapped(d) => &mut **d,
+            Inner::AllocationUnit(d) => &mut **d,
+        }
+    }
+    fn model_ref(&self) -> &dyn Model {
+        match self {
+            Inner::Ideal(d) => d,
+            Inner::PageMapped(d) => &**d,
+            Inner::AllocationUnit(d) => &**d,
+        }
+    }
 }
 
 impl Device {
@@ -284,6 +321,9 @@ impl Device {
                 }
                 Inner::PageMapped(Box::new(d))
             }
+            DeviceModel::AllocationUnit(a) => Inner::AllocationUnit(Box::new(
+                allocation_unit::AuDevice::new(a, cfg.capacity_bytes),
+            )),
         };
         Device {
             inner,
@@ -293,10 +333,7 @@ impl Device {
 
     #[inline]
     pub fn handle(&mut self, now: SimTime, input: Input, out: &mut Outbox<Input, Output>) {
-        match &mut self.inner {
-            Inner::Ideal(d) => d.handle(now, input, out),
-            Inner::PageMapped(d) => d.handle(now, input, out),
-        }
+        self.inner.model().handle(now, input, out)
     }
 
     pub fn capacity_sectors(&self) -> u64 {
@@ -312,16 +349,11 @@ impl Device {
             lba + sectors <= self.capacity_sectors,
             "precondition past capacity"
         );
-        if let Inner::PageMapped(d) = &mut self.inner {
-            d.precondition(lba, sectors);
-        }
+        self.inner.model().precondition(lba, sectors)
     }
 
     pub fn stats(&self) -> &DeviceStats {
-        match &self.inner {
-            Inner::Ideal(d) => &d.stats,
-            Inner::PageMapped(d) => d.stats(),
-        }
+        self.inner.model_ref().stats()
     }
 
     /// The current L2P entries of 4 KiB blocks `first..first + n` (what a READ BUFFER's
@@ -330,30 +362,41 @@ impl Device {
     pub fn hpb_entries(&self, first: u32, n: u32, out: &mut Vec<u32>) {
         match &self.inner {
             Inner::PageMapped(d) => out.extend((first..first + n).map(|l| d.page_map().get(l))),
-            Inner::Ideal(_) => out.extend(first..first + n),
+            _ => out.extend(first..first + n),
         }
     }
 
     /// Records NAND die and channel work from now on (timelines; page-mapped model only).
     pub fn record_nand(&mut self) {
-        if let Inner::PageMapped(d) = &mut self.inner {
-            d.record_nand();
-        }
+        self.inner.model().record_nand()
     }
 
     /// The NAND work recorded so far.
     pub fn take_nand_slices(&mut self) -> Vec<crate::trace::NandSlice> {
-        match &mut self.inner {
-            Inner::PageMapped(d) => d.take_nand_slices(),
-            Inner::Ideal(_) => Vec::new(),
-        }
+        self.inner.model().take_nand_slices()
     }
 
     /// The page-mapped model, if that is what runs (for tests and reports).
     pub fn page_mapped(&self) -> Option<&page_mapped::PageMappedDevice> {
         match &self.inner {
             Inner::PageMapped(d) => Some(d),
-            Inner::Ideal(_) => None,
+            _ => None,
+        }
+    }
+
+    /// The allocation-unit model, if that is what runs (for tests and reports).
+    pub fn allocation_unit(&self) -> Option<&allocation_unit::AuDevice> {
+        match &self.inner {
+            Inner::AllocationUnit(d) => Some(d),
+            _ => None,
+        }
+    }
+
+    /// The allocation-unit model, mutable (tests: content tracking).
+    pub fn allocation_unit_mut(&mut self) -> Option<&mut allocation_unit::AuDevice> {
+        match &mut self.inner {
+            Inner::AllocationUnit(d) => Some(d),
+            _ => None,
         }
     }
 }
@@ -366,7 +409,11 @@ struct IdealDevice {
     stats: DeviceStats,
 }
 
-impl IdealDevice {
+impl Model for IdealDevice {
+    fn precondition(&mut self, _lba: u64, _sectors: u64) {}
+    fn stats(&self) -> &DeviceStats {
+        &self.stats
+    }
     fn handle(&mut self, now: SimTime, input: Input, out: &mut Outbox<Input, Output>) {
         let cmd = match input {
             // Fixed service times: a continued stream costs what a command does.

@@ -1269,6 +1269,25 @@ impl PageMappedDevice {
     }
 }
 
+impl super::Model for PageMappedDevice {
+    #[inline]
+    fn handle(&mut self, now: SimTime, input: Input, out: &mut Outbox<Input, Output>) {
+        PageMappedDevice::handle(self, now, input, out)
+    }
+    fn precondition(&mut self, lba: u64, sectors: u64) {
+        PageMappedDevice::precondition(self, lba, sectors)
+    }
+    fn stats(&self) -> &DeviceStats {
+        PageMappedDevice::stats(self)
+    }
+    fn record_nand(&mut self) {
+        PageMappedDevice::record_nand(self)
+    }
+    fn take_nand_slices(&mut self) -> Vec<NandSlice> {
+        PageMappedDevice::take_nand_slices(self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     //! Outbox-level tests on `DeviceConfig::small_test_device()`: fw 10 us + 1 us per

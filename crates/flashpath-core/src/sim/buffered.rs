@@ -433,6 +433,8 @@ pub(super) fn device_cache_on(cfg: &super::SimConfig) -> bool {
             DeviceModel::PageMapped(n) => n.write_buffer_bytes > 0 && !n.write_through,
             // The ideal device answers a flush after its fixed `other` time.
             DeviceModel::Ideal(_) => true,
+            // Allocation-unit devices (cards, eMMC before 4.5) report no cache.
+            DeviceModel::AllocationUnit(_) => false,
         },
         Interface::Sd => false,
     }
