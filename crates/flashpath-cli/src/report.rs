@@ -131,6 +131,19 @@ pub fn counters(sys: &SystemStats) -> Vec<(String, Vec<(String, u64)>)> {
         ("nand_page_reads".to_string(), d.nand_page_reads),
     ];
     let mut groups = Vec::new();
+    if let Some(a) = &sys.au {
+        device.extend([
+            ("gc_victims".to_string(), d.gc_victims),
+            ("gc_copies".to_string(), d.gc_copies),
+            ("erases".to_string(), d.erases),
+            ("write_stall_ns".to_string(), d.write_stall_ns),
+            ("au_closes".to_string(), a.closes),
+            ("au_merges".to_string(), a.merges),
+            ("small_writes".to_string(), a.small_writes),
+            ("log_cleans".to_string(), a.log_cleans),
+            ("au_table_misses".to_string(), a.table_misses),
+        ]);
+    }
     if let Some(h) = &sys.hpb {
         device.extend([
             ("hpb_entry_hits".to_string(), d.hpb_entry_hits),

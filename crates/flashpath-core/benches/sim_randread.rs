@@ -3,7 +3,9 @@
 //! published hsq random-write job's shape, 20 psync threads of 4 KiB random writes on
 //! mmc-hsq-v6 (its refused requests parked and rerun); and UFS HPB: 16 psync threads of
 //! 4 KiB random reads over 4 GiB on ufs21-64g with ufs-hpb (the HPB iozone sweep's
-//! shape: prep, HPB READ, hints, map loads). Criterion reports the time of
+//! shape: prep, HPB READ, hints, map loads); and the allocation-unit FTL: 4 psync threads
+//! of 4 KiB random writes on the 2011 eMMC (small-write log, log cleaning with AU
+//! merges). Criterion reports the time of
 //! one run; I/Os per second = IOS / that time.
 //! (`cargo bench -p flashpath-core --bench sim_randread`; runs once in `cargo test`.)
 
@@ -91,6 +93,35 @@ fn hpb_config(ios: u64) -> SimConfig {
     }
 }
 
+/// 4 psync threads of 4 KiB random writes, `ios` in all, each over its own 64 MiB, on
+/// the 2011 eMMC's allocation-unit FTL (mmc-legacy): the small-write log and its
+/// cleaning (every AU with data in it merged).
+fn au_config(ios: u64) -> SimConfig {
+    let host = preset::load_host(HOST, "host", &[]).unwrap();
+    let device = preset::load_device(
+        include_str!("../../../presets/devices/emmc441-2011-au-8g.toml"),
+        "device",
+        &[],
+    )
+    .unwrap();
+    let jobs = (0..4u64)
+        .map(|i| {
+            let mut j = JobConfig::simple("bench", Pattern::Random, 0, 4096, 64 << 20);
+            j.offset = i * (64 << 20);
+            j.io_limit = 4096 * (ios / 4);
+            j.seed = 1 + i;
+            j
+        })
+        .collect();
+    SimConfig {
+        driver: flashpath_core::host::DriverKind::MmcLegacy,
+        host,
+        device,
+        jobs,
+        precondition: flashpath_core::sim::Precondition::Sequential,
+    }
+}
+
 fn bench(c: &mut Criterion) {
     // In test mode (`cargo test --benches`) one small run keeps the bench from rotting.
     let ios: u64 = if std::env::args().any(|a| a == "--bench") {
@@ -115,6 +146,11 @@ fn bench(c: &mut Criterion) {
     let cfg = hpb_config(ios);
     g.throughput(Throughput::Elements(ios));
     g.bench_function("ufs_hpb_randread_4k_psync_16threads", |b| {
+        b.iter(|| run(cfg.clone()).unwrap())
+    });
+    let cfg = au_config(ios);
+    g.throughput(Throughput::Elements(ios));
+    g.bench_function("au_randwrite_4k_psync_4threads", |b| {
         b.iter(|| run(cfg.clone()).unwrap())
     });
     g.finish();

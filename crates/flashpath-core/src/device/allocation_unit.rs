@@ -1026,6 +1026,12 @@ impl AuDevice {
     /// Merges logical AU `lau` (wherever its newest data is: log, open AU, RAM, data
     /// AU) into a fresh AU; the old data and update AUs are erased.
     fn merge(&mut self, t: SimTime, lau: u32) -> SimTime {
+        self.merge_keeping_log(t, lau, false)
+    }
+
+    /// `merge`; with `keep_log` the AU's log entries are left for the caller to drop
+    /// (the log clean drops them all at once).
+    fn merge_keeping_log(&mut self, t: SimTime, lau: u32, keep_log: bool) -> SimTime {
         self.au.merges += 1;
         let dst = self.alloc();
         let base = lau as u64 * self.spa as u64;
@@ -1036,7 +1042,9 @@ impl AuDevice {
             }
             self.content = Some(c);
         }
-        self.drop_log_entries(lau, base, base + self.spa as u64);
+        if !keep_log {
+            self.drop_log_entries(lau, base, base + self.spa as u64);
+        }
         let mut end = self.copy_units(t, self.upa);
         self.stats.gc_copies += self.spa as u64;
         let old = self.data[lau as usize];
@@ -1109,7 +1117,7 @@ impl AuDevice {
         let mut end = t;
         for lau in aus {
             self.stats.gc_victims += 1;
-            end = self.merge(end, lau);
+            end = self.merge_keeping_log(end, lau, true);
         }
         let paus = self.log.as_ref().expect("log").paus.clone();
         let mut e2 = end;
@@ -1118,6 +1126,8 @@ impl AuDevice {
         }
         let log = self.log.as_mut().expect("log");
         log.fill = 0;
+        log.map.clear();
+        log.per_au.clear();
         e2
     }
 

@@ -546,6 +546,7 @@ impl Sim {
         self.sys.cache = std::mem::take(&mut self.buf.stats);
         self.sys.device = self.dev.stats().clone();
         self.sys.hpb = self.ufs.hpb.as_ref().map(|h| h.drv.stats);
+        self.sys.au = self.dev.allocation_unit().map(|a| a.au_stats().clone());
         let prefill = self.prefill;
         RunResult {
             jobs: self

@@ -153,6 +153,8 @@ pub struct SystemStats {
     /// The UFS HPB driver's counters (`ufs-hpb`, `ufs-hpb-hcm`), including any
     /// preconditioning.
     pub hpb: Option<crate::host::ufshpb::HpbHostStats>,
+    /// The allocation-unit FTL's own counters, when that is the device's FTL.
+    pub au: Option<crate::device::allocation_unit::AuStats>,
 }
 
 /// Everything a run produced.

@@ -1,0 +1,179 @@
+//! The allocation-unit FTL in the whole simulation: the seed's §5 flashbench scenario on
+//! the 2011 eMMC preset (each access an O_DIRECT|O_SYNC system call through the host,
+//! the MMC driver and the bus, as flashbench's are), and what fio sees on such devices.
+mod common;
+
+use common::system;
+use flashpath_core::host::DriverKind;
+use flashpath_core::sim::{run, Precondition, SimConfig};
+use flashpath_core::stats::RunResult;
+use flashpath_core::workload::{Dir, IoSpec, JobConfig, Pattern};
+
+const HOST: &str = include_str!("../../../presets/hosts/sprd-sc9863a.toml");
+const EMMC_2011: &str = include_str!("../../../presets/devices/emmc441-2011-au-8g.toml");
+const SD_README: &str = include_str!("../../../presets/devices/sd-flashbench-readme-4g.toml");
+const LEXAR: &str = include_str!("../../../presets/devices/microsd-lexar-633x-32g.toml");
+const RTSX_HOST: &str = include_str!("../../../presets/hosts/x86-laptop-rtsx.toml");
+const MIB: u64 = 1 << 20;
+
+fn scripted(host: &str, dev: &str, driver: DriverKind, ios: Vec<IoSpec>) -> RunResult {
+    let (host, device) = system(host, dev);
+    let mut j = JobConfig::scripted("probe", ios.into());
+    j.o_sync = true;
+    run(SimConfig {
+        host,
+        device,
+        driver,
+        jobs: vec![j],
+        precondition: Precondition::Sequential,
+    })
+    .unwrap()
+}
+
+fn write(offset: u64, len: u64) -> IoSpec {
+    IoSpec {
+        dir: Dir::Write,
+        trim: false,
+        offset,
+        len,
+    }
+}
+
+/// §5: writes to 8 places 8 MiB apart, round after round, each place's next write just
+/// after its previous one.
+fn eight_places(len: u64, rounds: u64) -> Vec<IoSpec> {
+    let mut v = Vec::new();
+    for r in 0..rounds {
+        for p in 0..8 {
+            v.push(write(64 * MIB + p * 8 * MIB + r * len, len));
+        }
+    }
+    v
+}
+
+#[test]
+fn seed_5_eight_places_force_a_gc_of_about_100ms_on_nearly_every_write() {
+    for len in [32 << 10, 64 << 10, 128 << 10] {
+        let r = scripted(HOST, EMMC_2011, DriverKind::MmcLegacy, eight_places(len, 4));
+        let lat = &r.jobs[0].script_lat_ns;
+        assert_eq!(lat.len(), 32);
+        // The first 7 places open free AUs; from the 8th on every write closes the
+        // least recently written AU (7 open): its copy and erase, ~100 ms.
+        let stalls: Vec<u64> = lat[7..].iter().map(|&ns| ns / 1_000_000).collect();
+        assert!(
+            stalls.iter().all(|&ms| (85..=125).contains(&ms)),
+            "{len}: {stalls:?} ms"
+        );
+        assert!(lat[..7].iter().all(|&ns| ns < 20_000_000), "{len}: {lat:?}");
+        assert_eq!(r.system.device.gc_victims, 32 - 7);
+    }
+}
+
+#[test]
+fn seed_5_writes_under_16k_go_to_the_small_write_buffer_and_stay_fast() {
+    for len in [4 << 10, 8 << 10, 12 << 10] {
+        let r = scripted(HOST, EMMC_2011, DriverKind::MmcLegacy, eight_places(len, 4));
+        let lat = &r.jobs[0].script_lat_ns;
+        assert!(lat.iter().all(|&ns| ns < 3_000_000), "{len}: {lat:?}");
+        assert_eq!(r.system.device.gc_victims, 0);
+        assert_eq!(r.system.au.as_ref().unwrap().small_writes, 32);
+    }
+}
+
+#[test]
+fn seven_places_never_collect() {
+    // 7 places: all stay open, so 32 KiB writes never wait for a close.
+    let ios: Vec<IoSpec> = eight_places(32 << 10, 4)
+        .into_iter()
+        .filter(|io| (io.offset - 64 * MIB) / (8 * MIB) < 7)
+        .collect();
+    let r = scripted(HOST, EMMC_2011, DriverKind::MmcLegacy, ios);
+    assert_eq!(r.system.device.gc_victims, 0);
+    assert!(r.jobs[0].script_lat_ns.iter().all(|&ns| ns < 20_000_000));
+}
+
+fn fio_like(
+    host: &str,
+    dev: &str,
+    driver: DriverKind,
+    pattern: Pattern,
+    bs: u64,
+    region: u64,
+    io: u64,
+) -> RunResult {
+    let (host, device) = system(host, dev);
+    let mut j = JobConfig::simple("fio", pattern, 0, bs, region);
+    j.offset = 16 * MIB;
+    j.io_limit = io;
+    run(SimConfig {
+        host,
+        device,
+        driver,
+        jobs: vec![j],
+        precondition: Precondition::Sequential,
+    })
+    .unwrap()
+}
+
+fn write_bw(r: &RunResult) -> f64 {
+    let d = &r.jobs[0].dirs[1];
+    d.bytes as f64 / (r.jobs[0].runtime_ns as f64 / 1e9)
+}
+
+#[test]
+fn random_4k_writes_over_more_aus_than_open_collapse() {
+    let sd = DriverKind::SdRtsx { multi_seq: false };
+    // The Lexar card keeps 5 AUs open in any order: random 4 KiB writes inside 4 AUs
+    // each program one padded row; over 32 AUs nearly every write merges an AU.
+    let narrow = fio_like(RTSX_HOST, LEXAR, sd, Pattern::Random, 4096, 16 * MIB, MIB);
+    let wide = fio_like(RTSX_HOST, LEXAR, sd, Pattern::Random, 4096, 128 * MIB, MIB);
+    let (bn, bw) = (write_bw(&narrow), write_bw(&wide));
+    assert_eq!(narrow.system.device.gc_victims, 0);
+    assert!(wide.system.device.gc_victims > 200);
+    assert!(bn > 20.0 * bw, "4 AUs {bn:.0} B/s, 32 AUs {bw:.0} B/s");
+    // The README's card keeps 2 open in linear order only: random writes collapse even
+    // inside 2 AUs (each backwards write closes and reopens its AU), while two
+    // sequential streams into 2 AUs stay at full speed.
+    let linear = fio_like(
+        RTSX_HOST,
+        SD_README,
+        sd,
+        Pattern::Random,
+        4096,
+        8 * MIB,
+        MIB,
+    );
+    // About half of the random writes land below their AU's write pointer.
+    let closes = linear.system.device.gc_victims;
+    assert!((90..=170).contains(&closes), "{closes}");
+}
+
+#[test]
+fn full_au_sequential_writes_run_at_the_program_rate_without_copies() {
+    let sd = DriverKind::SdRtsx { multi_seq: false };
+    let r = fio_like(
+        RTSX_HOST,
+        SD_README,
+        sd,
+        Pattern::Sequential,
+        4 * MIB,
+        32 * MIB,
+        32 * MIB,
+    );
+    assert_eq!(r.system.device.gc_copies, 0);
+    // One die, 16 KiB per program: 4 MiB = 256 × (transfer + tPROG) on the device,
+    // plus the bus and host time per 4 MiB (at 93 MB/s, 45 ms): between the NAND rate
+    // alone and that plus the bus.
+    let (host, dev) = system(RTSX_HOST, SD_README);
+    let _ = host;
+    let a = dev.allocation_unit().unwrap();
+    let unit_ns = 16384.0 * 1e9 / a.channel_bytes_per_s as f64 + a.t_prog_ns as f64;
+    let nand = 16384.0 / unit_ns * 1e9;
+    let bus = 93e6;
+    let with_bus = 1.0 / (1.0 / nand + 1.0 / bus);
+    let bw = write_bw(&r);
+    assert!(
+        bw <= nand && bw > 0.9 * with_bus,
+        "{bw:.0} vs {nand:.0}/{with_bus:.0}"
+    );
+}
