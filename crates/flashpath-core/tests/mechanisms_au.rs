@@ -16,18 +16,24 @@ const LEXAR: &str = include_str!("../../../presets/devices/microsd-lexar-633x-32
 const RTSX_HOST: &str = include_str!("../../../presets/hosts/x86-laptop-rtsx.toml");
 const MIB: u64 = 1 << 20;
 
-fn scripted(host: &str, dev: &str, driver: DriverKind, ios: Vec<IoSpec>) -> RunResult {
+/// `job` alone on the system, its region mapped at once (a device in use).
+fn run_one(host: &str, dev: &str, driver: DriverKind, job: JobConfig) -> RunResult {
     let (host, device) = system(host, dev);
-    let mut j = JobConfig::scripted("probe", ios.into());
-    j.o_sync = true;
     run(SimConfig {
         host,
         device,
         driver,
-        jobs: vec![j],
+        jobs: vec![job],
         precondition: Precondition::Sequential,
     })
     .unwrap()
+}
+
+/// `ios` as flashbench issues them: O_DIRECT|O_SYNC, one at a time.
+fn scripted(host: &str, dev: &str, driver: DriverKind, ios: Vec<IoSpec>) -> RunResult {
+    let mut j = JobConfig::scripted("probe", ios.into());
+    j.o_sync = true;
+    run_one(host, dev, driver, j)
 }
 
 fn write(offset: u64, len: u64) -> IoSpec {
@@ -101,18 +107,10 @@ fn fio_like(
     region: u64,
     io: u64,
 ) -> RunResult {
-    let (host, device) = system(host, dev);
     let mut j = JobConfig::simple("fio", pattern, 0, bs, region);
     j.offset = 16 * MIB;
     j.io_limit = io;
-    run(SimConfig {
-        host,
-        device,
-        driver,
-        jobs: vec![j],
-        precondition: Precondition::Sequential,
-    })
-    .unwrap()
+    run_one(host, dev, driver, j)
 }
 
 fn write_bw(r: &RunResult) -> f64 {
@@ -167,7 +165,7 @@ fn full_au_sequential_writes_run_at_the_program_rate_without_copies() {
     let (host, dev) = system(RTSX_HOST, SD_README);
     let _ = host;
     let a = dev.allocation_unit().unwrap();
-    let unit_ns = 16384.0 * 1e9 / a.channel_bytes_per_s as f64 + a.t_prog_ns as f64;
+    let unit_ns = 16384.0 * 1e9 / a.nand.channel_bytes_per_s as f64 + a.nand.t_prog_ns as f64;
     let nand = 16384.0 / unit_ns * 1e9;
     let bus = 93e6;
     let with_bus = 1.0 / (1.0 / nand + 1.0 / bus);

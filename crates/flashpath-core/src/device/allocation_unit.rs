@@ -114,18 +114,8 @@ pub struct SmallWrite {
 /// An allocation-unit device, validated (geometry and timing as the page-mapped one).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AuDeviceConfig {
-    pub channels: u32,
-    pub dies_per_channel: u32,
-    pub planes_per_die: u32,
-    pub page_bytes: u64,
-    pub pages_per_block: u32,
-    pub blocks_per_plane: u32,
-    pub t_read_ns: u64,
-    pub t_prog_ns: u64,
-    pub t_erase_ns: u64,
-    pub channel_bytes_per_s: u64,
-    pub fw_per_command_ns: u64,
-    pub fw_per_4kib_ns: u64,
+    /// Geometry, NAND timing and controller costs.
+    pub nand: AuNand,
     pub gc_copy: GcCopy,
     pub au_bytes: u64,
     pub open_aus: u32,
@@ -135,8 +125,10 @@ pub struct AuDeviceConfig {
     pub small_write: Option<SmallWrite>,
 }
 
-/// The geometry, NAND and controller values `config::validate` has already checked.
-pub struct Common {
+/// The geometry, NAND timing and controller costs of an AU device, as
+/// `config::validate` has checked them for either FTL.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AuNand {
     pub channels: u32,
     pub dies_per_channel: u32,
     pub planes_per_die: u32,
@@ -153,18 +145,18 @@ pub struct Common {
 
 impl AuDeviceConfig {
     pub fn dies(&self) -> u32 {
-        self.channels * self.dies_per_channel
+        self.nand.channels * self.nand.dies_per_channel
     }
     /// Bytes of one program unit (a page on every plane of a die).
     pub fn unit_bytes(&self) -> u64 {
-        self.page_bytes * self.planes_per_die as u64
+        self.nand.page_bytes * self.nand.planes_per_die as u64
     }
     /// Bytes of one multi-plane erase block.
     pub fn block_bytes(&self) -> u64 {
-        self.unit_bytes() * self.pages_per_block as u64
+        self.unit_bytes() * self.nand.pages_per_block as u64
     }
     pub fn raw_bytes(&self) -> u64 {
-        self.block_bytes() * self.blocks_per_plane as u64 * self.dies() as u64
+        self.block_bytes() * self.nand.blocks_per_plane as u64 * self.dies() as u64
     }
     /// Physical AUs the NAND holds.
     pub fn physical_aus(&self) -> u64 {
@@ -180,7 +172,7 @@ impl AuDeviceConfig {
 /// Checks `[allocation_unit]` and the FTL fields an AU device takes.
 pub fn validate(
     raw: &super::RawDeviceConfig,
-    c: Common,
+    nand: AuNand,
     capacity_bytes: u64,
 ) -> Result<AuDeviceConfig, ConfigError> {
     for (present, field) in [
@@ -230,18 +222,7 @@ pub fn validate(
         .ok_or_else(|| ConfigError::new("allocation_unit.size", "is missing"))?;
     let au_bytes = bytes_field("allocation_unit.size", size)?;
     let mut cfg = AuDeviceConfig {
-        channels: c.channels,
-        dies_per_channel: c.dies_per_channel,
-        planes_per_die: c.planes_per_die,
-        page_bytes: c.page_bytes,
-        pages_per_block: c.pages_per_block,
-        blocks_per_plane: c.blocks_per_plane,
-        t_read_ns: c.t_read_ns,
-        t_prog_ns: c.t_prog_ns,
-        t_erase_ns: c.t_erase_ns,
-        channel_bytes_per_s: c.channel_bytes_per_s,
-        fw_per_command_ns: c.fw_per_command_ns,
-        fw_per_4kib_ns: c.fw_per_4kib_ns,
+        nand,
         gc_copy,
         au_bytes,
         open_aus: need(&a.open, "open")?,
@@ -441,8 +422,8 @@ pub struct AuDevice {
 
 impl AuDevice {
     pub fn new(c: &AuDeviceConfig, capacity_bytes: u64) -> AuDevice {
-        let spp = (c.page_bytes / LPN_BYTES) as u32;
-        let spu = spp * c.planes_per_die;
+        let spp = (c.nand.page_bytes / LPN_BYTES) as u32;
+        let spu = spp * c.nand.planes_per_die;
         let spa = (c.au_bytes / LPN_BYTES) as u32;
         let logical = capacity_bytes.div_ceil(c.au_bytes) as u32;
         let physical = c.physical_aus() as u32;
@@ -467,7 +448,7 @@ impl AuDevice {
             spa,
             capacity_sectors: capacity_bytes / 512,
             ctrl: FifoResource::new(),
-            channels: (0..c.channels).map(|_| FifoResource::new()).collect(),
+            channels: (0..c.nand.channels).map(|_| FifoResource::new()).collect(),
             die_res: (0..c.dies()).map(|_| FifoResource::new()).collect(),
             data: (0..logical).collect(),
             erased: vec![true; logical as usize],
@@ -553,11 +534,11 @@ impl AuDevice {
 
     pub fn handle(&mut self, now: SimTime, input: Input, out: &mut Outbox<Input, Output>) {
         match input {
-            Input::Command(cmd) => self.command(now, cmd, self.c.fw_per_command_ns, out),
+            Input::Command(cmd) => self.command(now, cmd, self.c.nand.fw_per_command_ns, out),
             // An SD stream's next data: no command to decode.
             Input::Continue(cmd) => self.command(now, cmd, 0, out),
             Input::Stop { tag } => {
-                let (_, t) = self.ctrl.book(now, self.c.fw_per_command_ns);
+                let (_, t) = self.ctrl.book(now, self.c.nand.fw_per_command_ns);
                 out.emit(t, done(tag, DevStatus::Ok));
             }
             Input::ProgramDone { .. } | Input::GcStep { .. } => {
@@ -576,13 +557,13 @@ impl AuDevice {
         let end = cmd.lba + cmd.sectors as u64;
         let dataless = cmd.op == DevOp::Flush;
         if end > self.capacity_sectors || (cmd.sectors == 0 && !dataless) {
-            let (_, t) = self.ctrl.book(now, self.c.fw_per_command_ns);
+            let (_, t) = self.ctrl.book(now, self.c.nand.fw_per_command_ns);
             out.emit(t, done(cmd.tag, DevStatus::OutOfRange));
             return;
         }
         let first = cmd.lba / SECTORS_PER_LPN;
         let last = end.div_ceil(SECTORS_PER_LPN);
-        let fw = fw_cmd + self.c.fw_per_4kib_ns * (last - first);
+        let fw = fw_cmd + self.c.nand.fw_per_4kib_ns * (last - first);
         let (_, t) = self.ctrl.book(now, fw);
         match cmd.op {
             DevOp::Read | DevOp::HpbRead => {
@@ -680,7 +661,7 @@ impl AuDevice {
     }
 
     fn xfer(&self, bytes: u64) -> u64 {
-        transfer_ns(bytes, self.c.channel_bytes_per_s)
+        transfer_ns(bytes, self.c.nand.channel_bytes_per_s)
     }
 
     // ------------------------------------------------------------------ reads
@@ -691,7 +672,7 @@ impl AuDevice {
         let first = lba / SECTORS_PER_LPN;
         let last = end.div_ceil(SECTORS_PER_LPN);
         self.stats.host_read_slots += last - first;
-        let page_x = self.xfer(self.c.page_bytes);
+        let page_x = self.xfer(self.c.nand.page_bytes);
         let mut t_issue = t;
         let mut lau_seen = NONE;
         let mut last_page = NONE;
@@ -722,7 +703,7 @@ impl AuDevice {
             } else {
                 last_row = row;
                 self.stats.nand_page_reads += 1;
-                self.die_res[die].book(t_issue, self.c.t_read_ns).1
+                self.die_res[die].book(t_issue, self.c.nand.t_read_ns).1
             };
             let e = self.page_out(die, ch, read_end, page_x);
             first_ready = first_ready.min(e);
@@ -750,8 +731,8 @@ impl AuDevice {
         self.stats.nand_map_reads += 1;
         let die = (lau % self.dies) as usize;
         let ch = die % self.channels.len();
-        let (_, r) = self.die_res[die].book(t, self.c.t_read_ns);
-        let x = self.xfer(self.c.page_bytes);
+        let (_, r) = self.die_res[die].book(t, self.c.nand.t_read_ns);
+        let x = self.xfer(self.c.nand.page_bytes);
         self.page_out(die, ch, r, x)
     }
 
@@ -1201,9 +1182,9 @@ impl AuDevice {
             let ch = die % self.channels.len();
             let start = t.max(self.die_res[die].free_at());
             let (s, e) = self.channels[ch].book(start, x);
-            let (_, p) = self.die_res[die].book(s, e - s + self.c.t_prog_ns);
+            let (_, p) = self.die_res[die].book(s, e - s + self.c.nand.t_prog_ns);
             end = end.max(p);
-            self.stats.nand_page_programs += self.c.planes_per_die as u64;
+            self.stats.nand_page_programs += self.c.nand.planes_per_die as u64;
         }
         end
     }
@@ -1225,7 +1206,7 @@ impl AuDevice {
             if units == 0 {
                 continue;
             }
-            let per = self.c.t_read_ns + self.c.t_prog_ns + x;
+            let per = self.c.nand.t_read_ns + self.c.nand.t_prog_ns + x;
             let (_, e) = self.die_res[d as usize].book(t, units as u64 * per);
             end = end.max(e);
             if x > 0 {
@@ -1233,7 +1214,7 @@ impl AuDevice {
                 end = end.max(e);
             }
             self.stats.nand_page_reads += units as u64;
-            self.stats.nand_page_programs += units as u64 * self.c.planes_per_die as u64;
+            self.stats.nand_page_programs += units as u64 * self.c.nand.planes_per_die as u64;
         }
         end
     }
@@ -1242,9 +1223,9 @@ impl AuDevice {
     fn read_old_page(&mut self, t: SimTime, old: u32, off: u32) -> SimTime {
         let die = self.die_of(self.phys(old, off));
         let ch = die % self.channels.len();
-        let (_, r) = self.die_res[die].book(t, self.c.t_read_ns);
+        let (_, r) = self.die_res[die].book(t, self.c.nand.t_read_ns);
         self.stats.nand_page_reads += 1;
-        let x = self.xfer(self.c.page_bytes);
+        let x = self.xfer(self.c.nand.page_bytes);
         self.page_out(die, ch, r, x)
     }
 
@@ -1259,7 +1240,7 @@ impl AuDevice {
         self.stats.erases += blocks;
         let mut end = t;
         for d in 0..self.dies as usize {
-            end = end.max(self.die_res[d].book(t, per_die * self.c.t_erase_ns).1);
+            end = end.max(self.die_res[d].book(t, per_die * self.c.nand.t_erase_ns).1);
         }
         end
     }

@@ -597,7 +597,7 @@ pub fn validate(raw: &RawDeviceConfig) -> Result<DeviceConfig, ConfigError> {
             }
         }
         "allocation-unit" => {
-            let common = super::allocation_unit::Common {
+            let nand = super::allocation_unit::AuNand {
                 channels,
                 dies_per_channel,
                 planes_per_die,
@@ -611,13 +611,7 @@ pub fn validate(raw: &RawDeviceConfig) -> Result<DeviceConfig, ConfigError> {
                 fw_per_command_ns,
                 fw_per_4kib_ns,
             };
-            let model = super::allocation_unit::validate(raw, common, capacity_bytes)?;
-            if raw.ext_csd.is_some() && interface != Interface::Emmc {
-                return Err(ConfigError::new(
-                    "ext_csd",
-                    "is an eMMC register section; this device is not an eMMC",
-                ));
-            }
+            let model = super::allocation_unit::validate(raw, nand, capacity_bytes)?;
             for (present, field) in [
                 (raw.block_limits.is_some(), "block_limits"),
                 (raw.hpb.is_some(), "hpb"),
@@ -629,10 +623,7 @@ pub fn validate(raw: &RawDeviceConfig) -> Result<DeviceConfig, ConfigError> {
                     ));
                 }
             }
-            let ext_csd = match &raw.ext_csd {
-                Some(e) => Some(validate_ext_csd(e)?),
-                None => None,
-            };
+            let ext_csd = ext_csd_of(raw, interface)?;
             return Ok(DeviceConfig {
                 name: req(&raw.name, "name")?.clone(),
                 description: req(&raw.description, "description")?.clone(),
@@ -789,16 +780,7 @@ pub fn validate(raw: &RawDeviceConfig) -> Result<DeviceConfig, ConfigError> {
             ),
         ));
     }
-    let ext_csd = match &raw.ext_csd {
-        None => None,
-        Some(_) if interface != Interface::Emmc => {
-            return Err(ConfigError::new(
-                "ext_csd",
-                "is an eMMC register section; this device is not an eMMC",
-            ))
-        }
-        Some(e) => Some(validate_ext_csd(e)?),
-    };
+    let ext_csd = ext_csd_of(raw, interface)?;
     let block_limits = match &raw.block_limits {
         None => None,
         Some(_) if interface != Interface::Ufs => {
@@ -846,6 +828,21 @@ pub fn validate(raw: &RawDeviceConfig) -> Result<DeviceConfig, ConfigError> {
         block_limits,
         hpb,
     })
+}
+
+/// The `[ext_csd]` section, if any: eMMC devices only.
+fn ext_csd_of(
+    raw: &RawDeviceConfig,
+    interface: Interface,
+) -> Result<Option<ExtCsdErase>, ConfigError> {
+    match &raw.ext_csd {
+        None => Ok(None),
+        Some(_) if interface != Interface::Emmc => Err(ConfigError::new(
+            "ext_csd",
+            "is an eMMC register section; this device is not an eMMC",
+        )),
+        Some(e) => Ok(Some(validate_ext_csd(e)?)),
+    }
 }
 
 fn validate_ext_csd(e: &RawExtCsd) -> Result<ExtCsdErase, ConfigError> {
