@@ -1,0 +1,193 @@
+//! flashbench's tests on the allocation-unit presets, read as flashbench's README teaches.
+//! Each reading must find exactly what the preset configures:
+//! - `-a`: the AU size is the smallest alignment from which `diff` stays at its top
+//!   level; the page size is the smallest alignment with a step above noise.
+//! - `-O`: the open-AU count is the largest `--open-au-nr` at which the smallest chunks
+//!   keep at least half the rate of the largest.
+//! - `-f --random`: the FAT area is the leading AUs that stay fast where a later one
+//!   collapses.
+mod common;
+
+use common::{flashpath, ok};
+
+const MIB: u64 = 1 << 20;
+
+struct Card {
+    device: &'static str,
+    host: &'static str,
+    au: u64,
+    page: u64,
+    open: u32,
+    fat: usize,
+    /// Chunk size for -O: above the device's small-write unit.
+    blocksize: u64,
+}
+
+const CARDS: [Card; 3] = [
+    Card {
+        device: "emmc441-2011-au-8g",
+        host: "sprd-sc9863a",
+        au: 4 * MIB,
+        page: 8192,
+        open: 7,
+        fat: 0,
+        blocksize: 64 << 10,
+    },
+    Card {
+        device: "sd-flashbench-readme-4g",
+        host: "x86-laptop-rtsx",
+        au: 4 * MIB,
+        page: 8192,
+        open: 2,
+        fat: 2,
+        blocksize: 256 << 10,
+    },
+    Card {
+        device: "microsd-lexar-633x-32g",
+        host: "x86-laptop-rtsx",
+        au: 4 * MIB,
+        page: 4096,
+        open: 5,
+        fat: 0,
+        blocksize: 256 << 10,
+    },
+];
+
+fn bench(card: &Card, args: &[&str]) -> String {
+    let mut a = vec!["flashbench", "--device", card.device, "--host", card.host];
+    a.extend_from_slice(args);
+    a.push("/dev/mmcblk0");
+    ok(&flashpath(&a))
+}
+
+/// flashbench's time field ("741µs", "1.08ms", "5.85µs", "0ns", "-12345n") in ns.
+fn time_ns(s: &str) -> f64 {
+    let (num, scale) = if let Some(v) = s.strip_suffix("µs") {
+        (v, 1e3)
+    } else if let Some(v) = s.strip_suffix("ms") {
+        (v, 1e6)
+    } else if let Some(v) = s.strip_suffix("ns") {
+        (v, 1.0)
+    } else if let Some(v) = s.strip_suffix('n') {
+        (v, 1.0)
+    } else if let Some(v) = s.strip_suffix('s') {
+        (v, 1e9)
+    } else {
+        panic!("time field {s:?}")
+    };
+    num.parse::<f64>().unwrap() * scale
+}
+
+/// flashbench's rate field ("8.79M/s", "912K/s", "1.2G/s", "512B/s") in bytes/s.
+fn rate(s: &str) -> f64 {
+    let v = s.strip_suffix("/s").unwrap_or_else(|| panic!("rate {s:?}"));
+    let (num, scale) = match v.chars().last() {
+        Some('K') => (&v[..v.len() - 1], 1e3),
+        Some('M') => (&v[..v.len() - 1], 1e6),
+        Some('G') => (&v[..v.len() - 1], 1e9),
+        Some('B') => (&v[..v.len() - 1], 1.0),
+        _ => panic!("rate {s:?}"),
+    };
+    num.parse::<f64>().unwrap() * scale
+}
+
+/// (alignment, diff ns) of each `-a` line, largest alignment first.
+fn align_lines(out: &str) -> Vec<(u64, f64)> {
+    out.lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            assert_eq!(f.len(), 5, "{l:?}");
+            let align = f[0].strip_prefix("align ").unwrap().parse().unwrap();
+            let diff = time_ns(f[4].strip_prefix("diff ").unwrap());
+            (align, diff)
+        })
+        .collect()
+}
+
+/// The README's reading of `-a`: the AU is the smallest alignment whose diff is still
+/// at the top level (within 15 % of the lines above it, the wrapped largest ones
+/// aside); the page is the smallest alignment with a step above 20 us.
+fn read_align(lines: &[(u64, f64)]) -> (u64, u64) {
+    let top = lines[lines.len() / 3].1;
+    let au = lines
+        .iter()
+        .take_while(|(_, d)| (d - top).abs() <= 0.15 * top)
+        .last()
+        .unwrap()
+        .0;
+    let page = lines.iter().rev().find(|(_, d)| *d > 20_000.0).unwrap().0;
+    (au, page)
+}
+
+#[test]
+fn align_finds_the_au_and_page_size() {
+    for card in &CARDS {
+        let out = bench(card, &["-a", "-b", "1024", "-c", "2"]);
+        let (au, page) = read_align(&align_lines(&out));
+        assert_eq!((au, page), (card.au, card.page), "{}:\n{out}", card.device);
+    }
+}
+
+/// The rates of each `-O`/`-f` line: (length field, rates).
+fn rate_lines(out: &str) -> Vec<(String, Vec<f64>)> {
+    out.lines()
+        .map(|l| {
+            let mut f = l.split_whitespace();
+            let len = f.next().unwrap().to_string();
+            (len, f.map(rate).collect())
+        })
+        .collect()
+}
+
+fn collapses(lines: &[(String, Vec<f64>)], col: usize) -> bool {
+    let first = lines.first().unwrap().1[col];
+    let last = lines.last().unwrap().1[col];
+    last < 0.5 * first
+}
+
+#[test]
+fn open_au_finds_the_open_au_count() {
+    for card in &CARDS {
+        let mut found = 0;
+        for n in 1..=card.open + 1 {
+            let nr = format!("--open-au-nr={n}");
+            let bs = card.blocksize.to_string();
+            let out = bench(card, &["-O", "--erasesize=4194304", "-b", &bs, &nr]);
+            let lines = rate_lines(&out);
+            assert_eq!(lines[0].0, "4MiB", "{out}");
+            if collapses(&lines, 0) {
+                break;
+            }
+            found = n;
+        }
+        assert_eq!(found, card.open, "{}", card.device);
+    }
+}
+
+#[test]
+fn random_open_au_finds_the_same_count_on_the_any_order_card_and_none_on_linear_ones() {
+    for card in &CARDS {
+        let nr = format!("--open-au-nr={}", card.open);
+        let bs = card.blocksize.to_string();
+        let out = bench(card, &["-O", "-r", "--erasesize=4194304", "-b", &bs, &nr]);
+        let any = card.device.starts_with("microsd-lexar");
+        assert_eq!(collapses(&rate_lines(&out), 0), !any, "{}:\n{out}", card.device);
+    }
+}
+
+#[test]
+fn find_fat_random_finds_the_fat_area() {
+    for card in &CARDS {
+        let bs = card.blocksize.to_string();
+        let out = bench(card, &["-f", "-r", "--erasesize=4194304", "-b", &bs]);
+        let lines = rate_lines(&out);
+        assert_eq!(lines[0].1.len(), 6, "{out}");
+        let fast: Vec<bool> = (0..6).map(|c| !collapses(&lines, c)).collect();
+        let fat = if fast.iter().all(|&f| f) {
+            0
+        } else {
+            fast.iter().take_while(|&&f| f).count()
+        };
+        assert_eq!(fat, card.fat, "{}:\n{out}", card.device);
+    }
+}
