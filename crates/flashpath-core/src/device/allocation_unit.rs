@@ -55,7 +55,8 @@
 //!   AU. When the log is full it is cleaned: every AU with data in it is merged, then
 //!   the log AUs are erased.
 //! - The AU table: the controller holds the physical AU of the last `table_cache`
-//!   logical AUs it used; another costs tR + one page out on die (AU mod dies).
+//!   logical AUs it used; another costs tR + one page out on die 0 (the table in the
+//!   controller's system area).
 //! - A discard that covers a whole AU erases it (booked on the dies, the command done
 //!   after the firmware time); partial discards only drop small-write log entries.
 //! - Every AU closed or merged counts as a GC (`gc_victims`), its copied slots as
@@ -729,8 +730,8 @@ impl AuDevice {
         self.table.push(lau);
         self.au.table_misses += 1;
         self.stats.nand_map_reads += 1;
-        let die = (lau % self.dies) as usize;
-        let ch = die % self.channels.len();
+        // The table lives in the controller's system area on die 0.
+        let (die, ch) = (0, 0);
         let (_, r) = self.die_res[die].book(t, self.c.nand.t_read_ns);
         let x = self.xfer(self.c.nand.page_bytes);
         self.page_out(die, ch, r, x)
