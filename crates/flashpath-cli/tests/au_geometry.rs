@@ -3,7 +3,7 @@
 //! - `-a`: the AU size is the smallest alignment from which `diff` stays at its top
 //!   level; the page size is the smallest alignment with a step above noise.
 //! - `-O`: the open-AU count is the largest `--open-au-nr` at which the smallest chunks
-//!   keep at least half the rate of the largest.
+//!   keep at least a quarter of the rate of the largest.
 //! - `-f --random`: the FAT area is the leading AUs whose smallest chunks stay several
 //!   times faster than the slowest AU's.
 mod common;
@@ -104,16 +104,19 @@ fn align_lines(out: &str) -> Vec<(u64, f64)> {
         .collect()
 }
 
-/// The README's reading of `-a`: the AU is the smallest alignment whose diff is still
-/// at the top level (within 15 % of the lines above it, the wrapped largest ones
-/// aside); the page is the smallest alignment with a step above 20 us.
+/// The README's reading of `-a`: the AU is the smallest alignment down to which diff
+/// stays at its top level (within 20 %); the page is the smallest alignment with a step
+/// above 20 us. The largest line is left out: its positions wrap around the end of the
+/// device, so its boundaries are not where it says.
 fn read_align(lines: &[(u64, f64)]) -> (u64, u64) {
-    let top = lines[lines.len() / 3].1;
-    let au = lines
+    let mut upper: Vec<f64> = lines[1..=lines.len() / 3].iter().map(|l| l.1).collect();
+    upper.sort_by(f64::total_cmp);
+    let top = upper[upper.len() / 2];
+    let au = lines[1..]
         .iter()
-        .take_while(|(_, d)| (d - top).abs() <= 0.15 * top)
+        .take_while(|(_, d)| (d - top).abs() <= 0.2 * top)
         .last()
-        .unwrap()
+        .expect("a top level")
         .0;
     let page = lines.iter().rev().find(|(_, d)| *d > 20_000.0).unwrap().0;
     (au, page)
@@ -139,10 +142,12 @@ fn rate_lines(out: &str) -> Vec<(String, Vec<f64>)> {
         .collect()
 }
 
+/// The smallest chunks run at under a quarter of the largest's rate (the README's
+/// collapse: 912K/s against 7.75M/s with one AU too many).
 fn collapses(lines: &[(String, Vec<f64>)], col: usize) -> bool {
     let first = lines.first().unwrap().1[col];
     let last = lines.last().unwrap().1[col];
-    last < 0.5 * first
+    last < 0.25 * first
 }
 
 #[test]
