@@ -176,7 +176,12 @@ fn random_open_au_finds_the_same_count_on_the_any_order_card_and_none_on_linear_
         let bs = card.blocksize.to_string();
         let out = bench(card, &["-O", "-r", "--erasesize=4194304", "-b", &bs, &nr]);
         let any = card.device.starts_with("microsd-lexar");
-        assert_eq!(collapses(&rate_lines(&out), 0), !any, "{}:\n{out}", card.device);
+        assert_eq!(
+            collapses(&rate_lines(&out), 0),
+            !any,
+            "{}:\n{out}",
+            card.device
+        );
     }
 }
 
