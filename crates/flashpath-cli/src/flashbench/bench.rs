@@ -48,9 +48,9 @@ pub const MAX_BUFSIZE: u64 = 64 * 1024 * 1024;
 
 const ENOMEM: i64 = 12;
 
-/// The most accesses one invocation may plan (flashpath runs them all in one
-/// simulation, and holds each one's time).
-pub const MAX_ACCESSES: usize = 20_000_000;
+/// The most accesses one invocation may plan: flashpath holds the plan, runs it in one
+/// simulation and keeps each access's time (about 100 bytes per access in all).
+pub const MAX_ACCESSES: usize = 4_000_000;
 
 /// The time the record pass hands out. The tests' control flow never depends on a time
 /// (checked: the replay must make the same accesses), except vm.c's `BPS`, which fails

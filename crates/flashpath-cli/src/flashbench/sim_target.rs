@@ -84,7 +84,7 @@ impl Target for SimTarget {
                 if io.offset % block != 0 || io.len % block != 0 {
                     let what = if a.write { "write" } else { "read" };
                     return Err(format!(
-                        "flashbench would {what} {} bytes at byte {}, not whole {block}-byte logical blocks of device '{}': O_DIRECT refuses that (EINVAL) and flashbench counts it as 0 ns; flashpath does not model it (use a block size that is a multiple of {})",
+                        "a {what} of {} bytes at byte {} is not in whole {block}-byte logical blocks of device '{}': O_DIRECT refuses it (EINVAL) and flashbench would time it as 0 ns; not modelled (use a block size that is a multiple of {})",
                         io.len,
                         io.offset,
                         self.device.name,
