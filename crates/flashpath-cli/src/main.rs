@@ -69,7 +69,21 @@ flashpath options (anywhere among the fio, iozone or flashbench arguments):
 ";
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    // std::env::args() panics on an argument that is not UTF-8: refuse it in one line.
+    let mut args: Vec<String> = Vec::new();
+    for (i, a) in std::env::args_os().skip(1).enumerate() {
+        match a.into_string() {
+            Ok(s) => args.push(s),
+            Err(a) => {
+                eprintln!(
+                    "flashpath: error: argument {} ({:?}) is not UTF-8",
+                    i + 1,
+                    a.to_string_lossy()
+                );
+                return ExitCode::from(1);
+            }
+        }
+    }
     let result = match args.first().map(String::as_str) {
         Some("fio") => run::fio_command(&args[1..]),
         Some("iozone") => iozone::command(&args[1..]),

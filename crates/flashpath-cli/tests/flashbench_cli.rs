@@ -429,3 +429,20 @@ fn listed_in_the_usage() {
     let out = ok(&flashpath(&["help"]));
     assert!(out.contains("flashpath flashbench"));
 }
+
+/// An argument that is not UTF-8 (a device name can be any bytes) is a one-line error,
+/// not std::env::args()'s panic.
+#[test]
+fn non_utf8_argument_is_one_line() {
+    use std::os::unix::ffi::OsStrExt;
+    let o = Command::new(env!("CARGO_BIN_EXE_flashpath"))
+        .arg("flashbench")
+        .arg("-a")
+        .arg(std::ffi::OsStr::from_bytes(b"/dev/\xff"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let e = text(&o.stderr);
+    assert_eq!(e.lines().count(), 1, "{e}");
+    assert!(e.contains("is not UTF-8"), "{e}");
+}
