@@ -819,6 +819,31 @@ mod tests {
         );
     }
 
+    /// -O -r: an AU's chunks in vm.c's LFSR order (of erasesize/len values), each chunk to
+    /// every AU (the AUs in the LFSR order of their count) before the next chunk.
+    #[test]
+    fn open_au_random_chunk_order() {
+        let (_, plan) = run_args("-O -r -e 1048576 -b 262144 dev", 1 << 30, |_, _| 1000);
+        let au = |k: u32| (16u64 << 20) + k as u64 * 12 * (1 << 20);
+        let aus = super::super::lfsr::off_rand_order(2).unwrap();
+        let mut want = Vec::new();
+        for len in [1u64 << 20, 1 << 19, 1 << 18] {
+            let chunks = super::super::lfsr::off_rand_order(((1 << 20) / len) as u32).unwrap();
+            for &c in &chunks {
+                for &k in &aus {
+                    want.push((au(k) + c as u64 * len, len));
+                }
+            }
+        }
+        let got: Vec<(u64, u64)> = plan.iter().map(|a| (a.offset, a.len)).collect();
+        assert_eq!(got, want);
+        // The chunk order is not linear at 4 chunks.
+        assert_ne!(
+            super::super::lfsr::off_rand_order(4).unwrap(),
+            vec![0, 1, 2, 3]
+        );
+    }
+
     /// -f: each of fat-nr AUs from offset 0 gets its chunks in turn; a column per AU,
     /// each followed by two spaces (PRINTF's "%s " and the array separator).
     #[test]
