@@ -9,8 +9,11 @@
 # flashbench.c and vm.c with fake_dev.c in place of dev.c (no device: each access is
 # logged and gets a time computed from its index and position), runs every line of
 # cases.txt, and writes cases/NAME.txt; and builds formats.c for formats.txt and
-# lfsr.txt. Needs gcc
-# on x86-64 (the float behaviour flashbench's -i output shows is x86-64's).
+# lfsr.txt. Needs gcc on x86-64 (the float behaviour flashbench's -i output shows is
+# x86-64's). The committed files were made with gcc 12.2 and glibc 2.36 (Debian 12),
+# whose getopt messages the parse cases hold. The flashbench sources are not part of
+# flashpath: fetch them (git clone https://github.com/bradfa/flashbench; git checkout
+# 2e30b19).
 set -eu
 src=$(cd "$1" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
