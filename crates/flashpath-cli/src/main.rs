@@ -1,10 +1,12 @@
 //! `flashpath`: run fio jobs on a simulated host and flash device.
 //!
 //! Errors in what the user gave (job files, presets, arguments) print one line and exit
-//! with status 1; nothing here panics on input.
+//! with status 1; nothing here panics on input. `flashpath flashbench` ends as flashbench
+//! does where flashbench itself refuses its arguments (its messages, its exit status).
 
 mod analyze;
 mod compare;
+mod flashbench;
 mod iozone;
 mod jobmap;
 mod measure;
@@ -37,6 +39,9 @@ usage:
       Runs an iozone throughput test (-t/-l/-u with -i 0, 1, 2, -r, -s, -F, -I, -e,
       -c, -w, -x, -C, -T, -+n) on the simulated system, one job thread per process,
       with iozone's stonewalling, and prints iozone 3.508's report.
+  flashpath flashbench [flashpath options] flashbench-args DEVICE
+      Runs flashbench's tests (-a, -O, -f, -s, -i, -p; -A: -a with writes) on the
+      simulated device, all accesses in one run, and prints flashbench 62's output.
   flashpath validate [--jobs DIR] [--only TEXT]
       Runs every shipped reproduction (jobs/*/reproductions.toml) and prints simulated
       against published figures; exits 1 if any leaves its tolerance.
@@ -44,7 +49,7 @@ usage:
       Lists the shipped presets: kind, name, description.
   flashpath help
 
-flashpath options (anywhere among the fio or iozone arguments):
+flashpath options (anywhere among the fio, iozone or flashbench arguments):
   --device NAME|FILE.toml   device preset (default: emmc51-hs400-32g)
   --host NAME|FILE.toml     host board preset (default: sprd-sc9863a)
   --driver NAME             host driver (default: the host preset's): mmc-legacy,
@@ -64,10 +69,25 @@ flashpath options (anywhere among the fio or iozone arguments):
 ";
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    // std::env::args() panics on an argument that is not UTF-8: refuse it in one line.
+    let mut args: Vec<String> = Vec::new();
+    for (i, a) in std::env::args_os().skip(1).enumerate() {
+        match a.into_string() {
+            Ok(s) => args.push(s),
+            Err(a) => {
+                eprintln!(
+                    "flashpath: error: argument {} ({:?}) is not UTF-8",
+                    i + 1,
+                    a.to_string_lossy()
+                );
+                return ExitCode::from(1);
+            }
+        }
+    }
     let result = match args.first().map(String::as_str) {
         Some("fio") => run::fio_command(&args[1..]),
         Some("iozone") => iozone::command(&args[1..]),
+        Some("flashbench") => flashbench::command(&args[1..]),
         Some("compare") => compare::command(&args[1..]),
         Some("analyze") => analyze::command(&args[1..]),
         Some("validate") => validate::command(&args[1..]),
@@ -80,12 +100,16 @@ fn main() -> ExitCode {
             Ok(())
         }
         Some(other) => Err(anyhow::anyhow!(
-            "unknown command '{other}' (commands: fio, iozone, analyze, compare, validate, presets, help)"
+            "unknown command '{other}' (commands: fio, iozone, flashbench, analyze, compare, validate, presets, help)"
         )),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
+            // flashbench's own failures have printed what flashbench prints.
+            if let Some(s) = e.downcast_ref::<flashbench::ExitStatus>() {
+                return ExitCode::from(s.0);
+            }
             // One line: the chain of causes, outermost first.
             let msg: Vec<String> = e.chain().map(|c| c.to_string()).collect();
             eprintln!("flashpath: error: {}", msg.join(": "));
