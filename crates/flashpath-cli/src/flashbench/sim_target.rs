@@ -10,8 +10,11 @@
 //! measures). Left out: the zero-length pread/pwrite that ends each of dev.c's loops
 //! (a system call that returns at once), and the instants between system calls.
 //!
-//! O_SYNC is left out: the core does not model O_SYNC with O_DIRECT (the REQ_FUA on each
-//! write); writes are timed as O_DIRECT writes without it, and the command says so.
+//! O_SYNC: on a device without a volatile write cache (cards, eMMC before 4.5, the
+//! allocation-unit presets) the block layer strips the REQ_FUA an O_SYNC write carries,
+//! so the job runs O_DIRECT|O_SYNC as flashbench's does. On a device with a cache the
+//! core does not model FUA writes: writes are timed without O_SYNC, and the command
+//! says so.
 //!
 //! O_DIRECT needs whole logical blocks: 512 bytes on eMMC and SD, 4 KiB on a UFS
 //! logical unit. An access that is not in whole blocks would fail with EINVAL, which
@@ -35,7 +38,8 @@ pub struct SimTarget {
     /// Record the run's event trace (for `--trace`/`--blktrace`).
     pub traced: bool,
     pub trace: Option<Trace>,
-    /// Set by `time`: the plan wrote, without the REQ_FUA of O_SYNC (not modelled).
+    /// Set by `time`: the plan wrote to a device with a volatile cache, without the
+    /// REQ_FUA of O_SYNC (not modelled).
     pub writes_without_fua: bool,
 }
 
@@ -95,18 +99,20 @@ impl Target for SimTarget {
                 owner.push(k as u32);
             }
         }
-        // dev.c opens the device O_DIRECT|O_SYNC, but the core does not model O_SYNC on
-        // O_DIRECT (the REQ_FUA each write would carry; it refuses the combination), so
-        // the job runs O_DIRECT alone: reads are the same, writes go without FUA.
-        let job = JobConfig::scripted("flashbench", ios.into());
-        self.writes_without_fua = plan.iter().any(|a| a.write);
-        let cfg = SimConfig {
+        let mut job = JobConfig::scripted("flashbench", ios.into());
+        let mut cfg = SimConfig {
             host: self.host.clone(),
             device: self.device.clone(),
             driver: self.driver,
-            jobs: vec![job],
+            jobs: Vec::new(),
             precondition: self.precondition,
         };
+        // dev.c opens the device O_DIRECT|O_SYNC. With a volatile cache that makes
+        // every write a FUA write, which the core does not model: then O_DIRECT alone.
+        let writes = plan.iter().any(|a| a.write);
+        job.o_sync = !flashpath_core::sim::device_write_cache(&cfg);
+        self.writes_without_fua = writes && !job.o_sync;
+        cfg.jobs.push(job);
         let (result, trace) =
             run::simulate_traced(cfg, true, self.traced).map_err(|e| format!("{e:#}"))?;
         self.trace = trace;

@@ -55,6 +55,13 @@ pub struct SimConfig {
     pub precondition: Precondition,
 }
 
+/// Whether the device keeps written data in a volatile cache (QUEUE_FLAG_WC): then an
+/// O_DIRECT|O_SYNC write is a REQ_FUA write (not modelled), otherwise the block layer
+/// strips the FUA and it is a plain write (modelled).
+pub fn device_write_cache(cfg: &SimConfig) -> bool {
+    buffered::device_cache_on(cfg)
+}
+
 /// The data layout the jobs find on the device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Precondition {
