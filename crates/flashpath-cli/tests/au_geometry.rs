@@ -201,3 +201,43 @@ fn find_fat_random_finds_the_fat_area() {
         assert_eq!(fat, card.fat, "{}:\n{out}", card.device);
     }
 }
+
+/// The command on the 2011 eMMC: flashbench's `write align` lines. 1 KiB writes
+/// are under the small-write unit: they go to the small-write buffer and stay fast,
+/// except the few samples that land on the buffer's cleaning (with `-c 1` nothing
+/// filters them: §5's "noisy run to run").
+#[test]
+fn write_align_on_the_2011_emmc() {
+    let card = &CARDS[0];
+    let out = bench(card, &["-A", "-c", "1", "-b", "1024"]);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 21, "{out}");
+    let mut fast = 0;
+    for l in &lines {
+        assert!(l.starts_with("write align "), "{l:?}");
+        let f: Vec<&str> = l.split('\t').collect();
+        for (k, v) in f[1..4].iter().enumerate() {
+            let name = ["pre ", "on ", "post "][k];
+            if time_ns(v.strip_prefix(name).unwrap()) < 2e6 {
+                fast += 1;
+            }
+        }
+    }
+    assert!(fast >= 3 * 21 - 3, "{out}");
+    // 32 KiB writes are not small: to 21 places per pass, more AUs than the 7 open, so
+    // nearly every sample includes an AU closed (tens to hundreds of ms).
+    let out = bench(card, &["-A", "-c", "1", "-b", "32768"]);
+    let samples = 3 * out.lines().count();
+    let slow = out
+        .lines()
+        .flat_map(|l| {
+            l.split('\t')
+                .skip(1)
+                .take(3)
+                .map(String::from)
+                .collect::<Vec<_>>()
+        })
+        .filter(|v| time_ns(v.split(' ').nth(1).unwrap()) > 50e6)
+        .count();
+    assert!(samples >= 3 * 16 && slow >= samples - 3, "{out}");
+}
