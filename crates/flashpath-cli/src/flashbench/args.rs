@@ -417,25 +417,25 @@ impl Getopt {
     }
 }
 
-/// glibc's `strtol(s, NULL, 10)`: leading white space, a sign, decimal digits; out of
-/// range clamps to the `long` limits. Returns the value and whether the whole text was a
-/// number.
-fn strtol10(s: &[u8]) -> (i64, bool) {
+/// glibc's strto* prefix: leading white space (isspace), then an optional sign. Returns
+/// the index after them and whether the sign was `-`.
+fn space_and_sign(s: &[u8]) -> (usize, bool) {
     let mut i = 0;
     while i < s.len() && matches!(s[i], b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r') {
         i += 1;
     }
-    let neg = match s.get(i) {
-        Some(b'-') => {
-            i += 1;
-            true
-        }
-        Some(b'+') => {
-            i += 1;
-            false
-        }
-        _ => false,
-    };
+    match s.get(i) {
+        Some(b'-') => (i + 1, true),
+        Some(b'+') => (i + 1, false),
+        _ => (i, false),
+    }
+}
+
+/// glibc's `strtol(s, NULL, 10)`: leading white space, a sign, decimal digits; out of
+/// range clamps to the `long` limits. Returns the value and whether the whole text was a
+/// number.
+fn strtol10(s: &[u8]) -> (i64, bool) {
+    let (mut i, neg) = space_and_sign(s);
     let start = i;
     let mut mag: u64 = 0;
     let mut over = false;
@@ -476,21 +476,7 @@ pub fn atoi(s: &[u8]) -> (i32, bool) {
 /// glibc's `strtoull(s, NULL, 0)`: base 16 after `0x`, 8 after a leading `0`, else 10; a
 /// `-` negates modulo 2^64; out of range gives `ULLONG_MAX`.
 pub fn strtoull0(s: &[u8]) -> (u64, bool) {
-    let mut i = 0;
-    while i < s.len() && matches!(s[i], b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r') {
-        i += 1;
-    }
-    let neg = match s.get(i) {
-        Some(b'-') => {
-            i += 1;
-            true
-        }
-        Some(b'+') => {
-            i += 1;
-            false
-        }
-        _ => false,
-    };
+    let (mut i, neg) = space_and_sign(s);
     let mut base = 10u64;
     if s.get(i) == Some(&b'0') {
         if matches!(s.get(i + 1), Some(b'x' | b'X'))

@@ -817,28 +817,27 @@ fn field(text: &str) -> Res {
 
 /// vm.c's R_BYTE text: `%lldB`, `%.3gKiB`, `%.3gMiB`, `%.4gGiB` (binary units).
 pub fn format_bytes(l: i64) -> Res {
-    field(&if l < 1024 {
-        format!("{l}B")
-    } else if l < 1024 * 1024 {
-        format!("{}KiB", g(l as f64 / 1024.0, 3))
-    } else if l < 1024 * 1024 * 1024 {
-        format!("{}MiB", g(l as f64 / (1024.0 * 1024.0), 3))
-    } else {
-        format!("{}GiB", g(l as f64 / (1024.0 * 1024.0 * 1024.0), 4))
-    })
+    field(&scaled(l, 1024.0, ["B", "KiB", "MiB", "GiB"]))
 }
 
 /// vm.c's R_BPS text: `%lldB/s`, `%.3gK/s`, `%.3gM/s`, `%.4gG/s` (decimal units).
 pub fn format_bps(l: i64) -> Res {
-    field(&if l < 1000 {
-        format!("{l}B/s")
-    } else if l < 1000 * 1000 {
-        format!("{}K/s", g(l as f64 / 1000.0, 3))
-    } else if l < 1000 * 1000 * 1000 {
-        format!("{}M/s", g(l as f64 / (1000.0 * 1000.0), 3))
+    field(&scaled(l, 1000.0, ["B/s", "K/s", "M/s", "G/s"]))
+}
+
+/// vm.c's unit ladder: the integer below `step`, then `%.3g` of step and step², then
+/// `%.4g` of step³, each with its unit.
+fn scaled(l: i64, step: f64, units: [&str; 4]) -> String {
+    let v = l as f64;
+    if v < step {
+        format!("{l}{}", units[0])
+    } else if v < step * step {
+        format!("{}{}", g(v / step, 3), units[1])
+    } else if v < step * step * step {
+        format!("{}{}", g(v / (step * step), 3), units[2])
     } else {
-        format!("{}G/s", g(l as f64 / (1000.0 * 1000.0 * 1000.0), 4))
-    })
+        format!("{}{}", g(v / (step * step * step), 4), units[3])
+    }
 }
 
 /// vm.c's R_NS text (flashbench.c's `format_ns`, padded).

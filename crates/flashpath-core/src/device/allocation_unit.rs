@@ -870,6 +870,17 @@ impl AuDevice {
         (k, t_end)
     }
 
+    /// Takes open AU `k` off the open list.
+    fn remove_open(&mut self, k: usize) -> OpenAu {
+        let a = self.open.swap_remove(k);
+        if k < self.open.len() {
+            let moved = self.open[k].lau;
+            self.open_of[moved as usize] = k as u16;
+        }
+        self.open_of[a.lau as usize] = NO_OPEN;
+        a
+    }
+
     fn alloc(&mut self) -> u32 {
         self.free
             .pop_front()
@@ -975,12 +986,7 @@ impl AuDevice {
             return self.merge(t, lau);
         }
         self.au.closes += 1;
-        let a = self.open.swap_remove(k);
-        if k < self.open.len() {
-            let moved = self.open[k].lau;
-            self.open_of[moved as usize] = k as u16;
-        }
-        self.open_of[a.lau as usize] = NO_OPEN;
+        let a = self.remove_open(k);
         let lau = a.lau;
         let old = self.data[lau as usize];
         let mut end = t;
@@ -1032,12 +1038,7 @@ impl AuDevice {
         let old = self.data[lau as usize];
         let i = self.open_of[lau as usize];
         if i != NO_OPEN {
-            let a = self.open.swap_remove(i as usize);
-            if (i as usize) < self.open.len() {
-                let moved = self.open[i as usize].lau;
-                self.open_of[moved as usize] = i;
-            }
-            self.open_of[lau as usize] = NO_OPEN;
+            let a = self.remove_open(i as usize);
             if a.pau != old {
                 end = end.max(self.erase(end, a.pau));
                 self.free.push_back(a.pau);
@@ -1153,12 +1154,7 @@ impl AuDevice {
             let i = self.open_of[lau as usize];
             let old = self.data[lau as usize];
             if i != NO_OPEN {
-                let op = self.open.swap_remove(i as usize);
-                if (i as usize) < self.open.len() {
-                    let moved = self.open[i as usize].lau;
-                    self.open_of[moved as usize] = i;
-                }
-                self.open_of[lau as usize] = NO_OPEN;
+                let op = self.remove_open(i as usize);
                 if op.pau != old {
                     self.erase(t, op.pau);
                     self.free.push_back(op.pau);
