@@ -72,13 +72,15 @@ fn write_align_is_a_with_writes() {
     // 2^33 down to 2 MiB.
     assert_eq!(aligns.len(), 13);
     assert_eq!((aligns[0], aligns[12]), (1 << 33, 2 << 20));
-    // The default eMMC 5.1 preset has a volatile cache: its O_SYNC writes would be FUA
-    // writes, not modelled, and the command says so.
+    // An eMMC behind a CMD23 host has a queue with a write cache flag: its O_SYNC writes
+    // would be FUA (reliable) writes, not modelled, and the command says so.
     assert!(text(&o.stderr).contains("REQ_FUA"));
-    // A device without a cache runs them O_DIRECT|O_SYNC: no note.
+    // An SD card's queue has none: the writes run O_DIRECT|O_SYNC, no note.
     let o = fb(&[
         "--device",
-        "emmc441-2011-au-8g",
+        "sd-flashbench-readme-4g",
+        "--host",
+        "x86-laptop-rtsx",
         "-A",
         "-c",
         "1",

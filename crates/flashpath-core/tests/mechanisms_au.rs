@@ -29,11 +29,12 @@ fn run_one(host: &str, dev: &str, driver: DriverKind, job: JobConfig) -> RunResu
     .unwrap()
 }
 
-/// `ios` as flashbench issues them: O_DIRECT|O_SYNC, one at a time.
+/// `ios` as flashbench issues them, O_DIRECT, one at a time. (flashbench adds O_SYNC:
+/// on this eMMC's queue a REQ_FUA, i.e. reliable, write, which the host side does not
+/// model for direct I/O; the AU device would only program a partial unit at once,
+/// and these writes are whole units.)
 fn scripted(host: &str, dev: &str, driver: DriverKind, ios: Vec<IoSpec>) -> RunResult {
-    let mut j = JobConfig::scripted("probe", ios.into());
-    j.o_sync = true;
-    run_one(host, dev, driver, j)
+    run_one(host, dev, driver, JobConfig::scripted("probe", ios.into()))
 }
 
 fn write(offset: u64, len: u64) -> IoSpec {
@@ -174,4 +175,46 @@ fn full_au_sequential_writes_run_at_the_program_rate_without_copies() {
         bw <= nand && bw > 0.9 * with_bus,
         "{bw:.0} vs {nand:.0}/{with_bus:.0}"
     );
+}
+
+#[test]
+fn trims_of_whole_aus_spare_the_copies_and_fsync_sends_no_flush() {
+    use flashpath_core::workload::{BlockSizes, Trim};
+    // 1 MiB written 2 MiB into an AU that holds data: its first 2 MiB are copied into
+    // the new AU first. After a trim of the whole AU there is nothing to copy.
+    let write = || {
+        let mut j = JobConfig::simple("write", Pattern::Sequential, 0, MIB, MIB);
+        j.offset = 16 * MIB + 2 * MIB;
+        j.stonewall = true;
+        j
+    };
+    let mut trim = JobConfig::simple("trim", Pattern::Sequential, 0, 4 * MIB, 4 * MIB);
+    trim.offset = 16 * MIB;
+    trim.trim = Trim::Only;
+    trim.bs_trim = BlockSizes::Fixed(4 * MIB);
+    let (host, device) = system(HOST, EMMC_2011);
+    let cfg = |jobs| SimConfig {
+        host: host.clone(),
+        device: device.clone(),
+        driver: DriverKind::MmcLegacy,
+        jobs,
+        precondition: Precondition::Sequential,
+    };
+    let plain = run(cfg(vec![write()])).unwrap();
+    assert_eq!(plain.system.device.gc_copies, 2 * MIB / 4096);
+    let trimmed = run(cfg(vec![trim, write()])).unwrap();
+    assert_eq!(trimmed.system.device.discarded_slots, 4 * MIB / 4096);
+    assert_eq!(trimmed.system.device.gc_copies, 0);
+
+    // fsync after every write on an SD card: its queue has no write cache flag, so the
+    // kernel sends no flush (the empty REQ_PREFLUSH bio ends at submission), and
+    // O_DIRECT|O_SYNC writes are plain writes.
+    let mut j = JobConfig::simple("fsync", Pattern::Sequential, 0, 64 << 10, 4 * MIB);
+    j.offset = 16 * MIB;
+    j.fsync_every = 1;
+    j.o_sync = true;
+    let sd = DriverKind::SdRtsx { multi_seq: false };
+    let r = run_one(RTSX_HOST, SD_README, sd, j);
+    assert_eq!(r.system.cache.flushes, 0);
+    assert_eq!(r.jobs[0].sync_lat_ns.len(), 64);
 }

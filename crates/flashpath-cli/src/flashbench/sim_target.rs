@@ -10,11 +10,11 @@
 //! measures). Left out: the zero-length pread/pwrite that ends each of dev.c's loops
 //! (a system call that returns at once), and the instants between system calls.
 //!
-//! O_SYNC: on a device without a volatile write cache (cards, eMMC before 4.5, the
-//! allocation-unit presets) the block layer strips the REQ_FUA an O_SYNC write carries,
-//! so the job runs O_DIRECT|O_SYNC as flashbench's does. On a device with a cache the
-//! core does not model FUA writes: writes are timed without O_SYNC, and the command
-//! says so.
+//! O_SYNC: where the kernel gives the queue no write cache flag (SD cards) the block
+//! layer strips the REQ_FUA an O_SYNC write carries, so the job runs O_DIRECT|O_SYNC as
+//! flashbench's does. Where it does (an eMMC behind a CMD23 host gets it for reliable
+//! write, cache or not; UFS with a cache) each write would be a FUA write, which the
+//! core does not model: writes are timed without O_SYNC, and the command says so.
 //!
 //! O_DIRECT needs whole logical blocks: 512 bytes on eMMC and SD, 4 KiB on a UFS
 //! logical unit. An access that is not in whole blocks would fail with EINVAL, which
@@ -38,7 +38,7 @@ pub struct SimTarget {
     /// Record the run's event trace (for `--trace`/`--blktrace`).
     pub traced: bool,
     pub trace: Option<Trace>,
-    /// Set by `time`: the plan wrote to a device with a volatile cache, without the
+    /// Set by `time`: the plan wrote to a queue with a write cache flag, without the
     /// REQ_FUA of O_SYNC (not modelled).
     pub writes_without_fua: bool,
 }
@@ -107,10 +107,10 @@ impl Target for SimTarget {
             jobs: Vec::new(),
             precondition: self.precondition,
         };
-        // dev.c opens the device O_DIRECT|O_SYNC. With a volatile cache that makes
-        // every write a FUA write, which the core does not model: then O_DIRECT alone.
+        // dev.c opens the device O_DIRECT|O_SYNC. On a queue with a write cache flag
+        // every write is then a FUA write, which the core does not model: O_DIRECT alone.
         let writes = plan.iter().any(|a| a.write);
-        job.o_sync = !flashpath_core::sim::device_write_cache(&cfg);
+        job.o_sync = !flashpath_core::sim::queue_write_cache(&cfg);
         self.writes_without_fua = writes && !job.o_sync;
         cfg.jobs.push(job);
         let (result, trace) =

@@ -347,11 +347,11 @@ pub(super) fn check(cfg: &super::SimConfig) -> Result<(), String> {
                 ));
             }
         }
-        // Without a volatile write cache (QUEUE_FLAG_WC clear) the block layer strips
-        // REQ_FUA and REQ_PREFLUSH at submission (submit_bio_checks, "Filter flush bio's
-        // early"), so an O_DIRECT|O_SYNC write is a plain write: modelled. With a cache
-        // it would be a FUA write, which is not.
-        if j.direct && j.o_sync && device_cache_on(cfg) {
+        // On a queue without QUEUE_FLAG_WC (SD cards) the block layer strips REQ_FUA and
+        // REQ_PREFLUSH at submission (submit_bio_checks, "Filter flush bio's early"),
+        // so an O_DIRECT|O_SYNC write is a plain write: modelled. With the flag (every
+        // eMMC behind a CMD23 host, UFS with a cache) it is a FUA write, which is not.
+        if j.direct && j.o_sync && queue_cache(cfg).write_cache {
             return Err(format!(
                 "job '{}': sync=1 with direct=1 (O_DIRECT|O_SYNC: REQ_FUA writes) is not modelled",
                 j.name

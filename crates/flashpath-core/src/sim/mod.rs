@@ -55,11 +55,12 @@ pub struct SimConfig {
     pub precondition: Precondition,
 }
 
-/// Whether the device keeps written data in a volatile cache (QUEUE_FLAG_WC): then an
-/// O_DIRECT|O_SYNC write is a REQ_FUA write (not modelled), otherwise the block layer
-/// strips the FUA and it is a plain write (modelled).
-pub fn device_write_cache(cfg: &SimConfig) -> bool {
-    buffered::device_cache_on(cfg)
+/// Whether the kernel gives the device's queue a write cache (QUEUE_FLAG_WC; see
+/// `buffered::queue_cache`): then an O_DIRECT|O_SYNC write is a REQ_FUA write (not
+/// modelled); without it the block layer strips the FUA and it is a plain write
+/// (modelled).
+pub fn queue_write_cache(cfg: &SimConfig) -> bool {
+    buffered::queue_cache(cfg).write_cache
 }
 
 /// The data layout the jobs find on the device.
