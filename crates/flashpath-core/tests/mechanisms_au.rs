@@ -218,3 +218,27 @@ fn trims_of_whole_aus_spare_the_copies_and_fsync_sends_no_flush() {
     assert_eq!(r.system.cache.flushes, 0);
     assert_eq!(r.jobs[0].sync_lat_ns.len(), 64);
 }
+
+#[test]
+fn a_card_slower_than_the_host_brings_the_bus_down_to_its_mode() {
+    let (mut host, device) = system(RTSX_HOST, SD_README);
+    let sdr104 = host.bus.data_bytes_per_s;
+    // High Speed: 50 MHz × 4 lines, 512 bytes per 1042 clocks.
+    host.bus.negotiate(device.bus_mode);
+    assert_eq!(host.bus.data_bytes_per_s, 50_000_000 * 512 / 1042);
+    assert_eq!(
+        (host.bus.clock_hz, host.bus.mode.as_str()),
+        (50_000_000, "high-speed")
+    );
+    // A UHS-I SDR104 card on the same host keeps the host's own (calibrated) rate.
+    let (mut host, lexar) = system(RTSX_HOST, LEXAR);
+    host.bus.negotiate(lexar.bus_mode);
+    assert_eq!(host.bus.data_bytes_per_s, sdr104);
+    // In a run: 4 MiB of sequential reads cannot beat the card's bus.
+    let sd = DriverKind::SdRtsx { multi_seq: false };
+    let mut j = JobConfig::simple("read", Pattern::Sequential, 100, MIB, 4 * MIB);
+    j.offset = 16 * MIB;
+    let r = run_one(RTSX_HOST, SD_README, sd, j);
+    let bw = r.jobs[0].dirs[0].bytes as f64 / (r.jobs[0].runtime_ns as f64 / 1e9);
+    assert!(bw < 24_570_000.0 && bw > 15e6, "{bw}");
+}

@@ -30,6 +30,11 @@ pub struct RawDeviceConfig {
     pub description: Option<String>,
     /// Host interface: "emmc" (later "ufs", "sd").
     pub interface: Option<String>,
+    /// The fastest bus speed mode the card or eMMC supports (optional; absent: any the
+    /// host offers). eMMC: "legacy", "hs52", "ddr52", "hs200", "hs400"; SD: "default-speed",
+    /// "high-speed", "sdr50", "ddr50", "sdr104". The host runs the slower of its own
+    /// mode and this one (`CardBusMode`).
+    pub bus_mode: Option<String>,
     pub geometry: Option<RawGeometry>,
     pub nand: Option<RawNand>,
     pub controller: Option<RawController>,
@@ -210,6 +215,53 @@ pub struct DeviceConfig {
     /// UFS HPB (`[hpb]`), if the device supports it. The simulation clears it when the
     /// driver does not use HPB, and sets its control mode from the driver.
     pub hpb: Option<super::hpb::HpbDeviceConfig>,
+    /// The fastest bus mode the device supports (`bus_mode`), if the preset limits it.
+    pub bus_mode: Option<CardBusMode>,
+}
+
+/// A bus speed mode of an eMMC or SD card: what its data lines move and the clock.
+/// The rates count the CRC16 and start/end bits of each 512-byte block: on SD's 4 lines
+/// a block is 1024 data clocks + 16 + 2 at SDR (1042 clocks; SD Physical Layer), 512 +
+/// 16 + 2 at DDR; on eMMC's 8 lines 512 + 16 + 2 at SDR and 256 + 16 + 2 at DDR (JEDEC
+/// JESD84: CRC16 per line, on both edges at DDR). HS400 keeps the host preset's own figure
+/// (no shipped host runs faster).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CardBusMode {
+    pub name: &'static str,
+    pub clock_hz: u64,
+    pub data_bytes_per_s: u64,
+}
+
+impl CardBusMode {
+    /// The mode named `name` on `interface`, if it exists there.
+    pub fn parse(interface: Interface, name: &str) -> Option<CardBusMode> {
+        // (name, clock, data clocks per 512-byte block incl. CRC and start/end bits)
+        let modes: &[(&'static str, u64, u64)] = match interface {
+            Interface::Sd => &[
+                ("default-speed", 25_000_000, 1042),
+                ("high-speed", 50_000_000, 1042),
+                ("sdr50", 100_000_000, 1042),
+                ("ddr50", 50_000_000, 530),
+                ("sdr104", 208_000_000, 1042),
+            ],
+            Interface::Emmc => &[
+                ("legacy", 26_000_000, 530),
+                ("hs52", 52_000_000, 530),
+                ("ddr52", 52_000_000, 274),
+                ("hs200", 200_000_000, 530),
+                ("hs400", 200_000_000, 274),
+            ],
+            Interface::Ufs => &[],
+        };
+        modes
+            .iter()
+            .find(|m| m.0 == name)
+            .map(|&(name, clock_hz, clocks)| CardBusMode {
+                name,
+                clock_hz,
+                data_bytes_per_s: clock_hz * 512 / clocks,
+            })
+    }
 }
 
 /// The eMMC's erase registers, validated (`[ext_csd]`; field docs on `RawExtCsd`).
@@ -348,6 +400,7 @@ impl DeviceConfig {
             ext_csd: None,
             block_limits: None,
             hpb: None,
+            bus_mode: None,
         }
     }
 
@@ -395,6 +448,7 @@ impl DeviceConfig {
             ext_csd: None,
             block_limits: None,
             hpb: None,
+            bus_mode: None,
         }
     }
 
@@ -633,6 +687,7 @@ pub fn validate(raw: &RawDeviceConfig) -> Result<DeviceConfig, ConfigError> {
                 ext_csd,
                 block_limits: None,
                 hpb: None,
+                bus_mode: bus_mode_of(raw, interface)?,
             });
         }
         other => {
@@ -827,7 +882,31 @@ pub fn validate(raw: &RawDeviceConfig) -> Result<DeviceConfig, ConfigError> {
         ext_csd,
         block_limits,
         hpb,
+        bus_mode: bus_mode_of(raw, interface)?,
     })
+}
+
+/// `bus_mode`, if given: a mode of the device's interface.
+fn bus_mode_of(
+    raw: &RawDeviceConfig,
+    interface: Interface,
+) -> Result<Option<CardBusMode>, ConfigError> {
+    let Some(name) = &raw.bus_mode else {
+        return Ok(None);
+    };
+    CardBusMode::parse(interface, name)
+        .map(Some)
+        .ok_or_else(|| {
+            let known = match interface {
+                Interface::Sd => "default-speed, high-speed, sdr50, ddr50, sdr104",
+                Interface::Emmc => "legacy, hs52, ddr52, hs200, hs400",
+                Interface::Ufs => "none: a UFS link's gear is the host's [ufs] setting",
+            };
+            ConfigError::new(
+                "bus_mode",
+                format!("'{name}' is not a bus mode of this interface ({known})"),
+            )
+        })
 }
 
 /// The `[ext_csd]` section, if any: eMMC devices only.

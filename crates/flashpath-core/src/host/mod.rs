@@ -317,6 +317,19 @@ impl BusConfig {
     pub fn data_ns(&self, bytes: u64) -> u64 {
         crate::engine::transfer_ns(bytes, self.data_bytes_per_s)
     }
+
+    /// Bus mode selection at card init (mmc_select_timing, mmc_sd_init_uhs_card): the
+    /// host runs the fastest mode both sides support, so a card whose best mode is
+    /// slower than the host's brings the bus down to that mode (its clock and data rate).
+    pub fn negotiate(&mut self, card: Option<crate::device::config::CardBusMode>) {
+        if let Some(m) = card {
+            if m.data_bytes_per_s < self.data_bytes_per_s {
+                self.mode = m.name.to_string();
+                self.data_bytes_per_s = m.data_bytes_per_s;
+                self.clock_hz = self.clock_hz.min(m.clock_hz);
+            }
+        }
+    }
 }
 
 /// The Linux version a board runs (`kernel = "5.4"`), where the block layer's

@@ -366,6 +366,8 @@ impl Sim {
             }
         }
         check_driver(&cfg)?;
+        let card_mode = cfg.device.bus_mode;
+        cfg.host.bus.negotiate(card_mode);
         ufs_hpb::check(&cfg)?;
         ufs_hpb::configure_device(&mut cfg);
         buffered::check(&cfg)?;
