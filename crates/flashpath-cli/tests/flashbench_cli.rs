@@ -72,23 +72,8 @@ fn write_align_is_a_with_writes() {
     // 2^33 down to 2 MiB.
     assert_eq!(aligns.len(), 13);
     assert_eq!((aligns[0], aligns[12]), (1 << 33, 2 << 20));
-    // An eMMC behind a CMD23 host has a queue with a write cache flag: its O_SYNC writes
-    // would be FUA (reliable) writes, not modelled, and the command says so.
-    assert!(text(&o.stderr).contains("REQ_FUA"));
-    // An SD card's queue has none: the writes run O_DIRECT|O_SYNC, no note.
-    let o = fb(&[
-        "--device",
-        "sd-flashbench-readme-4g",
-        "--host",
-        "x86-laptop-rtsx",
-        "-A",
-        "-c",
-        "1",
-        "-b",
-        "1048576",
-        "dev",
-    ]);
-    ok(&o);
+    // O_DIRECT|O_SYNC writes are modelled (REQ_FUA where the queue has it, then the
+    // fsync's flush): no note.
     assert!(o.stderr.is_empty(), "{}", text(&o.stderr));
 }
 

@@ -90,14 +90,8 @@ pub fn command(argv: &[String]) -> Result<()> {
         precondition: opts.precondition.unwrap_or(Precondition::Sequential),
         traced: outputs.wanted(),
         trace: None,
-        writes_without_fua: false,
     };
     let o = bench::run(&a, &mut target).map_err(|e| anyhow!("flashbench: {e}"))?;
-    if target.writes_without_fua {
-        eprintln!(
-            "flashpath flashbench: note: the writes ran as O_DIRECT writes without O_SYNC's REQ_FUA, which flashpath does not model"
-        );
-    }
     if let Some(trace) = &target.trace {
         outputs.write(trace, driver)?;
     }

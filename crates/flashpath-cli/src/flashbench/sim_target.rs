@@ -10,12 +10,11 @@
 //! measures). Left out: the zero-length pread/pwrite that ends each of dev.c's loops
 //! (a system call that returns at once), and the instants between system calls.
 //!
-//! O_SYNC: where the kernel gives the queue no write cache flag (SD cards) the block
-//! layer strips the REQ_FUA an O_SYNC write carries, so the job runs O_DIRECT|O_SYNC as
-//! flashbench's does. Where it does (an eMMC behind a CMD23 host gets it for reliable
-//! write, cache or not; UFS with a cache) each write would be a FUA write, which the
-//! core does not model: writes are timed without O_SYNC, and the command says so.
-//!
+//! O_SYNC: each write is what the kernel makes of an O_DIRECT|O_SYNC pwrite (the core's
+//! `o_sync` on a direct job): a REQ_FUA write where the queue has a write cache and
+//! native FUA (a reliable write on eMMC), then blkdev_fsync's flush; on a queue without
+//! a write cache (SD cards) a plain write.
+
 //! O_DIRECT needs whole logical blocks: 512 bytes on eMMC and SD, 4 KiB on a UFS
 //! logical unit. An access that is not in whole blocks would fail with EINVAL, which
 //! flashbench prints and counts as 0 ns; flashpath refuses the run instead, before it
@@ -38,9 +37,6 @@ pub struct SimTarget {
     /// Record the run's event trace (for `--trace`/`--blktrace`).
     pub traced: bool,
     pub trace: Option<Trace>,
-    /// Set by `time`: the plan wrote to a queue with a write cache flag, without the
-    /// REQ_FUA of O_SYNC (not modelled).
-    pub writes_without_fua: bool,
 }
 
 impl SimTarget {
@@ -100,19 +96,15 @@ impl Target for SimTarget {
             }
         }
         let mut job = JobConfig::scripted("flashbench", ios.into());
-        let mut cfg = SimConfig {
+        // dev.c opens the device O_DIRECT|O_SYNC.
+        job.o_sync = true;
+        let cfg = SimConfig {
             host: self.host.clone(),
             device: self.device.clone(),
             driver: self.driver,
-            jobs: Vec::new(),
+            jobs: vec![job],
             precondition: self.precondition,
         };
-        // dev.c opens the device O_DIRECT|O_SYNC. On a queue with a write cache flag
-        // every write is then a FUA write, which the core does not model: O_DIRECT alone.
-        let writes = plan.iter().any(|a| a.write);
-        job.o_sync = !flashpath_core::sim::queue_write_cache(&cfg);
-        self.writes_without_fua = writes && !job.o_sync;
-        cfg.jobs.push(job);
         let (result, trace) =
             run::simulate_traced(cfg, true, self.traced).map_err(|e| format!("{e:#}"))?;
         self.trace = trace;

@@ -386,6 +386,15 @@ impl Kernel {
     pub fn simple_dio(self) -> bool {
         self >= Kernel::new(4, 10)
     }
+
+    /// A direct write with IOCB_DSYNC (O_SYNC, O_DSYNC) is REQ_FUA (dio_bio_write_op,
+    /// "avoid the need for a I/O completion work item"; fs/block_dev.c, block/fops.c from
+    /// 5.16; read in 5.x and 6.x sources). Taken from the same 4.10 rewrite as
+    /// `simple_dio` (an inference: the helper's first release was not checked); before
+    /// it the write carried no FUA and only the fsync after it made it durable.
+    pub fn dsync_dio_fua(self) -> bool {
+        self >= Kernel::new(4, 10)
+    }
 }
 
 impl std::fmt::Display for Kernel {

@@ -70,6 +70,7 @@ impl Sim {
         let x = &self.ios[io as usize];
         match x.cache {
             _ if x.trim => BlkOp::Discard,
+            _ if x.fua => BlkOp::Fua,
             CacheIo::JournalFua => BlkOp::Fua,
             CacheIo::Fill { ahead: true } => BlkOp::ReadAhead,
             CacheIo::Writeback { sync: false } => BlkOp::Background,

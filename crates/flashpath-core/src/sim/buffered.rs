@@ -347,15 +347,27 @@ pub(super) fn check(cfg: &super::SimConfig) -> Result<(), String> {
                 ));
             }
         }
-        // On a queue without QUEUE_FLAG_WC (SD cards) the block layer strips REQ_FUA and
-        // REQ_PREFLUSH at submission (submit_bio_checks, "Filter flush bio's early"),
-        // so an O_DIRECT|O_SYNC write is a plain write: modelled. With the flag (every
-        // eMMC behind a CMD23 host, UFS with a cache) it is a FUA write, which is not.
-        if j.direct && j.o_sync && queue_cache(cfg).write_cache {
-            return Err(format!(
-                "job '{}': sync=1 with direct=1 (O_DIRECT|O_SYNC: REQ_FUA writes) is not modelled",
-                j.name
-            ));
+        // O_DIRECT|O_SYNC (`Sim::o_sync_direct`): a FUA write where the queue has native
+        // FUA; the flush sequence's post-flush that emulates FUA on a queue without it
+        // is not modelled, nor the completion work item that ran an asynchronous
+        // O_SYNC direct write's fsync before the 4.10 rewrite.
+        if j.direct && j.o_sync {
+            let qc = queue_cache(cfg);
+            if qc.write_cache && !qc.fua {
+                return Err(format!(
+                    "job '{}': sync=1 with direct=1 on a queue with a write cache but no native FUA (the flush sequence's post-flush) is not modelled",
+                    j.name
+                ));
+            }
+            if qc.write_cache
+                && !matches!(j.submission, Submission::Sync)
+                && !cfg.host.kernel.dsync_dio_fua()
+            {
+                return Err(format!(
+                    "job '{}': sync=1 with direct=1 and an asynchronous engine on Linux {} (before 4.10 the fsync ran from the direct I/O's completion work item) is not modelled",
+                    j.name, cfg.host.kernel
+                ));
+            }
         }
         let syncs = j.fsync_every > 0 || j.end_fsync || j.o_sync;
         if syncs && queue_cache(cfg).write_cache {
@@ -932,6 +944,8 @@ impl Sim {
             t_irq: 0,
             cache: kind,
             trim: false,
+            fua: false,
+            sync_after: false,
         })
     }
 
@@ -1054,6 +1068,36 @@ impl Sim {
                 .record_io(pre, hw, end - irq);
         }
         self.q.push(end, Ev::ThreadRun(t));
+    }
+
+    /// O_SYNC/O_DSYNC on a direct write of job thread `t` (blkdev_write_iter): its bios
+    /// carry REQ_FUA where the kernel sets it (`Kernel::dsync_dio_fua`) and the queue
+    /// keeps it (a write cache and native FUA; without a write cache submit_bio_checks
+    /// strips it); a synchronous system call then runs generic_write_sync, i.e.
+    /// blkdev_fsync (nothing dirty to write, then blkdev_issue_flush: a flush request
+    /// where the queue has a write cache). An asynchronous one returns -EIOCBQUEUED and
+    /// skips it.
+    pub(super) fn o_sync_direct(&mut self, t: u32, io: u32) {
+        let job = &self.cfg.jobs[self.threads[t as usize].cfg];
+        if !job.o_sync {
+            return;
+        }
+        let qc = queue_cache(&self.cfg);
+        let fua = qc.write_cache && qc.fua && self.cfg.host.kernel.dsync_dio_fua();
+        let sync = matches!(job.submission, Submission::Sync);
+        let x = &mut self.ios[io as usize];
+        x.fua = fua;
+        x.sync_after = sync;
+    }
+
+    /// The O_SYNC direct write `io` is done: its system call goes on with blkdev_fsync
+    /// over the written range, and returns when that ends.
+    pub(super) fn o_sync_direct_fsync(&mut self, t: u32, io: u32) {
+        let x = &mut self.ios[io as usize];
+        x.sync_after = false;
+        let (lo, hi) = (x.offset / PAGE, (x.offset + x.len).div_ceil(PAGE));
+        let start = x.t_start;
+        self.fsync_start(t, start, lo, hi, After::Write(io), false);
     }
 
     /// Hook of `thread_run` after reaping: fio's fsync=N. True if the thread is busy with

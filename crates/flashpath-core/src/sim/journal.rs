@@ -191,9 +191,9 @@ pub(super) fn check(cfg: &super::SimConfig) -> Result<(), String> {
                 cfg.host.name
             ));
         }
-        if j.direct && (j.fsync_every > 0 || j.end_fsync) {
+        if j.direct && (j.fsync_every > 0 || j.end_fsync || j.o_sync) {
             return Err(format!(
-                "job '{}': fsync/fdatasync/end_fsync of direct I/O on an ext4 file (host '{}' has [fs]) is not modelled",
+                "job '{}': fsync/fdatasync/end_fsync/sync of direct I/O on an ext4 file (host '{}' has [fs]) is not modelled",
                 j.name, cfg.host.name
             ));
         }

@@ -241,6 +241,12 @@ struct Io {
     cache: buffered::CacheIo,
     /// A trim (BLKDISCARD): its bios are discards; `dir` is Write.
     trim: bool,
+    /// An O_SYNC/O_DSYNC direct write's bios carry REQ_FUA (`o_sync_direct`).
+    fua: bool,
+    /// An O_SYNC/O_DSYNC direct write by a synchronous system call: blkdev_write_iter
+    /// ends it with generic_write_sync (blkdev_fsync) once the write is done. Cleared
+    /// when that fsync starts.
+    sync_after: bool,
 }
 
 struct Thread {
@@ -296,6 +302,8 @@ struct MmcHsq {
 
 pub struct Sim {
     cfg: SimConfig,
+    /// Some job writes O_DIRECT|O_SYNC: its bios may carry REQ_FUA (`req_fua`).
+    any_fua_job: bool,
     hsq: MmcHsq,
     ufs: ufs::UfsState,
     cqe: cqe::MmcCqe,
@@ -423,6 +431,7 @@ impl Sim {
             .collect::<Vec<_>>();
         let n = threads.len();
         let mut sim = Sim {
+            any_fua_job: cfg.jobs.iter().any(|j| j.direct && j.o_sync),
             prefill,
             trace: None,
             blk_plug: blkev::PlugTrace::default(),
@@ -758,6 +767,15 @@ impl Sim {
             let b = batch_bucket(done.len() as u32);
             self.threads[t as usize].stats.complete_hist[b] += 1;
         }
+        // An O_SYNC direct write's system call goes on with its fsync (synchronous
+        // engines: one I/O at a time).
+        if let [io] = done[..] {
+            if self.ios[io as usize].sync_after {
+                done.clear();
+                self.threads[t as usize].completed = done;
+                return self.o_sync_direct_fsync(t, io);
+            }
+        }
         for &io in &done {
             self.record_io(t, io);
         }
@@ -879,7 +897,12 @@ impl Sim {
                 t_irq: 0,
                 cache: buffered::CacheIo::None,
                 trim: spec.trim,
+                fua: false,
+                sync_after: false,
             });
+            if direct && !spec.trim && spec.dir == Dir::Write {
+                self.o_sync_direct(t, io);
+            }
             picked.push(io);
         }
         self.account_outstanding(t);
@@ -953,7 +976,8 @@ impl Sim {
                     cpu: core,
                     queued_at: now,
                     discard,
-                    nomerge: false,
+                    // REQ_FUA is one of REQ_NOMERGE_FLAGS.
+                    nomerge: self.ios[io as usize].fua,
                 };
                 pieces += self.submit_kernel_bio(bio, max_sectors as u32);
                 sector += n as u64;
@@ -1591,16 +1615,17 @@ impl Sim {
     /// native FUA (sim/journal.rs). A REQ_FUA bio does not merge in the kernel
     /// (REQ_NOMERGE_FLAGS; blk-flush inserts its request past the scheduler), so it is
     /// its request's only bio.
-    /// Only the journal writes FUA, so without `[fs]` the bios are not looked at: this
-    /// runs for every write request on the bus.
+    /// Only the journal and O_SYNC direct writes are FUA, so without `[fs]` or such a
+    /// job the bios are not looked at: this runs for every write request on the bus.
     fn req_fua(&self, r: ReqId) -> bool {
         let q = self.block.req(r);
-        self.cfg.host.fs.is_some()
+        (self.cfg.host.fs.is_some() || self.any_fua_job)
             && q.dir == Some(Dir::Write)
             && !q.flush
-            && q.bios
-                .iter()
-                .any(|&io| self.ios[io as usize].cache == buffered::CacheIo::JournalFua)
+            && q.bios.iter().any(|&io| {
+                let x = &self.ios[io as usize];
+                x.fua || x.cache == buffered::CacheIo::JournalFua
+            })
     }
 
     /// CPU cost of ending a block request: one bio completion per I/O it carries.
