@@ -13,6 +13,7 @@
 use crate::report::JobMeta;
 use anyhow::{bail, Result};
 use flashpath_core::device::DeviceConfig;
+use flashpath_core::host::{HostConfig, Scheduler};
 use flashpath_core::workload::{self as wl, BlockSizes, Distribution, JobConfig, Pattern};
 use flashpath_fio::parse::{
     FadviseHint, Invocation, IoEngine, Job, OutputFormat, RandomDistribution, RwModifier, SizeSpec,
@@ -78,6 +79,63 @@ const MODELLED: &[&str] = &[
     // Whether fio prints the disk's statistics (report::disk_util): printed when any
     // job keeps the default disk_util=1.
     "disk_util",
+    // What the job measures (fio's str_gtod_reduce_cb and the disable_* switches): the
+    // report leaves those statistics out, as fio's does.
+    "gtod_reduce",
+    "disable_lat",
+    "disable_clat",
+    "disable_slat",
+    "disable_bw_measurement",
+    // exitall with exit_what=group (the default): the group's other jobs stop.
+    "exitall",
+    "exit_what",
+    // The device's I/O scheduler for the run (`Plan::ioscheduler`).
+    "ioscheduler",
+];
+
+/// Options fio accepts that cannot change a simulated run's result, with why. They are
+/// accepted and have no effect (the README lists them).
+pub const NO_EFFECT: &[(&str, &str)] = &[
+    (
+        "refill_buffers",
+        "buffer contents: the simulated device does not look at data",
+    ),
+    (
+        "scramble_buffers",
+        "buffer contents: the simulated device does not look at data",
+    ),
+    (
+        "buffer_compress_percentage",
+        "buffer contents: no modelled device compresses",
+    ),
+    (
+        "buffer_compress_chunk",
+        "buffer contents: no modelled device compresses",
+    ),
+    (
+        "buffer_pattern",
+        "buffer contents: the simulated device does not look at data",
+    ),
+    (
+        "zero_buffers",
+        "buffer contents: the simulated device does not look at data",
+    ),
+    (
+        "dedupe_percentage",
+        "buffer contents: no modelled device deduplicates",
+    ),
+    (
+        "allrandrepeat",
+        "seeds of fio's other random streams: flashpath's streams come from randseed and are repeatable either way",
+    ),
+    (
+        "overwrite",
+        "laying out a file before writing it: jobs run on the raw device or a preallocated file",
+    ),
+    (
+        "threads",
+        "a deprecated option fio 3.33 accepts and ignores",
+    ),
 ];
 
 /// fio's default `randseed` (FIO_RANDSEED).
@@ -90,6 +148,46 @@ pub struct Plan {
     pub global_options: Vec<(String, String)>,
     /// Print fio's "Disk stats" (some job has disk_util=1, fio's default).
     pub disk_util: bool,
+    /// The I/O scheduler the jobs ask for (`ioscheduler`), if any.
+    pub ioscheduler: Option<Scheduler>,
+}
+
+impl Plan {
+    /// What the jobs change in the host: the I/O scheduler fio sets before they run.
+    pub fn apply(&self, host: &mut HostConfig) {
+        if let Some(s) = self.ioscheduler {
+            host.block.scheduler = s;
+        }
+    }
+}
+
+/// fio's ioscheduler=NAME writes NAME to the device's queue/scheduler (fio fails the
+/// job if the kernel has no such scheduler). The modelled ones: none and mq-deadline
+/// (noop and deadline on the single-queue layer). Every job that names one must name
+/// the same: the device has one scheduler.
+fn ioscheduler(inv: &Invocation) -> Result<Option<Scheduler>> {
+    let mut chosen: Option<(Scheduler, String)> = None;
+    for job in &inv.jobs {
+        let Some(name) = job.options.ioscheduler.as_deref() else {
+            continue;
+        };
+        let s = match name {
+            "none" | "noop" => Scheduler::None,
+            "mq-deadline" | "deadline" => Scheduler::MqDeadline,
+            other => bail!(
+                "job '{}': ioscheduler={other} is not modelled by flashpath (none, mq-deadline; noop, deadline)",
+                job.name
+            ),
+        };
+        match &chosen {
+            Some((c, n)) if *c != s => bail!(
+                "job '{}': ioscheduler={name}, but another job asks for {n}: the device has one scheduler",
+                job.name
+            ),
+            _ => chosen = Some((s, name.to_string())),
+        }
+    }
+    Ok(chosen.map(|c| c.0))
 }
 
 fn size_bytes(spec: SizeSpec, capacity: u64, what: &str, job: &Job) -> Result<u64> {
@@ -125,7 +223,8 @@ fn block_sizes(job: &Job, d: usize) -> BlockSizes {
 
 fn check_modelled(job: &Job) -> Result<()> {
     for s in &job.set_options {
-        if !MODELLED.contains(&s.name.as_str()) {
+        let name = s.name.as_str();
+        if !MODELLED.contains(&name) && !NO_EFFECT.iter().any(|(n, _)| *n == name) {
             bail!(
                 "option '{}' ({}) is not modelled by flashpath",
                 s.name,
@@ -142,6 +241,20 @@ fn check_modelled(job: &Job) -> Result<()> {
             .map(|s| format!(" ({})", s.origin))
             .unwrap_or_default()
     };
+    if let Some(v) = job
+        .set_options
+        .iter()
+        .rev()
+        .find(|s| s.name == "exit_what")
+        .and_then(|s| s.value.as_deref())
+    {
+        if v != "group" {
+            bail!(
+                "exit_what={v}{} is not modelled by flashpath (group, the default, is)",
+                at("exit_what")
+            );
+        }
+    }
     match o.ioengine {
         IoEngine::Psync
         | IoEngine::Sync
@@ -315,6 +428,7 @@ fn job_config(job: &Job, dev: &DeviceConfig) -> Result<JobConfig> {
             FadviseHint::Type => wl::Fadvise::Sequential,
         },
         script: None,
+        exitall: o.exitall,
     };
     cfg.validate().map_err(|e| anyhow::anyhow!("{e}"))?;
     Ok(cfg)
@@ -356,6 +470,12 @@ fn meta(job: &Job) -> JobMeta {
         percentile_list: o.percentile_list.clone(),
         kb_base: o.kb_base,
         iodepth: o.iodepth,
+        disabled: crate::report::Disabled {
+            lat: o.disable_lat,
+            clat: o.disable_clat,
+            slat: o.disable_slat,
+            bw: o.disable_bw,
+        },
     }
 }
 
@@ -380,6 +500,7 @@ pub fn plan(inv: &Invocation, dev: &DeviceConfig) -> Result<Plan> {
         metas,
         global_options,
         disk_util: inv.jobs.iter().any(|j| j.options.disk_util),
+        ioscheduler: ioscheduler(inv)?,
     })
 }
 

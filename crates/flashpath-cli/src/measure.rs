@@ -91,8 +91,9 @@ pub const DIRS: [&str; 3] = ["read", "write", "trim"];
 pub fn run_fio_quiet(opts: &Options, fio_args: &[String]) -> Result<Vec<JobFigures>> {
     let env = Env::from_process();
     let inv = parse_command_line(fio_args, &env).map_err(|e| anyhow!("{e}"))?;
-    let (host, device, driver) = run::system(opts)?;
+    let (mut host, device, driver) = run::system(opts)?;
     let plan = jobmap::plan(&inv, &device)?;
+    plan.apply(&mut host);
     let result = run::simulate(
         SimConfig {
             host,

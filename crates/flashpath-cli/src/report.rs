@@ -25,6 +25,20 @@ pub struct JobMeta {
     pub percentile_list: Vec<f64>,
     pub kb_base: u32,
     pub iodepth: u32,
+    /// Statistics the job does not record (gtod_reduce, disable_*).
+    pub disabled: Disabled,
+}
+
+/// fio's disable_lat, disable_clat, disable_slat and disable_bw_measurement (all four
+/// with gtod_reduce): account_io_completion records no such samples, so fio's report
+/// shows none (its printers skip a statistic without samples; JSON has zeros), and the
+/// latency distribution, kept with the clat samples, is empty too.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Disabled {
+    pub lat: bool,
+    pub clat: bool,
+    pub slat: bool,
+    pub bw: bool,
 }
 
 /// The report's clock: simulated runs have no wall-clock time, and output must be the
@@ -67,14 +81,25 @@ fn job_report(meta: &JobMeta, s: &JobStats) -> JobReport {
         dst.io_bytes = src.bytes;
         dst.total_ios = src.ios;
         dst.runtime_ms = if src.ios > 0 { runtime_ms } else { 0 };
-        dst.slat = LatStat::from_hist(src.slat.clone());
-        dst.clat = LatStat::from_hist(src.clat.clone());
-        dst.lat = LatStat::from_hist(src.lat.clone());
+        let off = meta.disabled;
+        let hist = |h: &flashpath_hist::LatHist, disabled: bool| {
+            LatStat::from_hist(if disabled {
+                flashpath_hist::LatHist::default()
+            } else {
+                h.clone()
+            })
+        };
+        dst.slat = hist(&src.slat, off.slat);
+        dst.clat = hist(&src.clat, off.clat);
+        dst.lat = hist(&src.lat, off.lat);
         let kib_per_s = |bytes: u64| bytes * 1_000_000_000 / BW_INTERVAL_NS / 1024;
         let per_s = |ios: u64| ios * 1_000_000_000 / BW_INTERVAL_NS;
-        dst.bw = window_samples(&src.bytes_per_interval, full_windows, kib_per_s);
-        dst.iops = window_samples(&src.ios_per_interval, full_windows, per_s);
-        buckets.merge(&LatencyBuckets::from_hist(&src.clat));
+        let windows = if off.bw { 0 } else { full_windows };
+        dst.bw = window_samples(&src.bytes_per_interval, windows, kib_per_s);
+        dst.iops = window_samples(&src.ios_per_interval, windows, per_s);
+        if !off.clat {
+            buckets.merge(&LatencyBuckets::from_hist(&src.clat));
+        }
     }
     r.latency_buckets = buckets;
     for &l in &s.sync_lat_ns {

@@ -223,8 +223,9 @@ pub fn fio_command(args: &[String]) -> Result<()> {
     let (opts, fio_args) = split_options(args)?;
     let env = Env::from_process();
     let inv = parse_command_line(&fio_args, &env).map_err(|e| anyhow!("{e}"))?;
-    let (host, device, driver) = system(&opts)?;
+    let (mut host, device, driver) = system(&opts)?;
     let plan = jobmap::plan(&inv, &device)?;
+    plan.apply(&mut host);
     if inv.parse_only {
         return Ok(());
     }

@@ -390,12 +390,16 @@ fn unsupported_combinations_are_errors_naming_them() {
         .map(|_| ())
         .expect_err("an error");
     assert!(e.contains("asynchronous"), "{e}");
+    // O_DIRECT|O_SYNC on a queue with a write cache but no native FUA (a host without
+    // CMD23: no reliable write) needs the flush sequence's post-flush: refused.
     let mut j = JobConfig::simple("d", Pattern::Sequential, 0, 4096, MIB);
     j.o_sync = true;
-    let e = try_run(DriverKind::MmcLegacy, vec![j], system().0)
+    let mut host = system().0;
+    host.mmc.cmd23 = false;
+    let e = try_run(DriverKind::MmcLegacy, vec![j], host)
         .map(|_| ())
         .expect_err("an error");
-    assert!(e.contains("sync=1"), "{e}");
+    assert!(e.contains("sync=1") && e.contains("no native FUA"), "{e}");
     let (cqe, _) = common::system(
         &include_str!("../../../presets/hosts/sprd-sc9863a-cqe.toml")
             .replace("dcmd = true", "dcmd = false"),

@@ -267,6 +267,8 @@ struct Thread {
     measure_start: SimTime,
     end: SimTime,
     ios_since_think: u32,
+    /// exitall: another job of the group ended; issue nothing more.
+    terminated: bool,
     stats: JobStats,
     last_change: SimTime,
 }
@@ -406,6 +408,7 @@ impl Sim {
                     measure_start: 0,
                     end: 0,
                     ios_since_think: 0,
+                    terminated: false,
                     stats: JobStats {
                         job: i,
                         name: j.name.clone(),
@@ -732,6 +735,27 @@ impl Sim {
         }
     }
 
+    /// fio's exitall with exit_what=group (td_exitall → fio_terminate_threads of the
+    /// group): every other thread of `t`'s stonewall group stops issuing. A thread asleep
+    /// in think time or a rate limit ends when it wakes (fio's signal would end the
+    /// sleep at once: an approximation).
+    fn exit_group(&mut self, t: usize) {
+        let first = (0..=t)
+            .rev()
+            .find(|&i| i == 0 || self.cfg.jobs[i].stonewall)
+            .unwrap_or(0);
+        let end = (t + 1..self.threads.len())
+            .find(|&i| self.cfg.jobs[i].stonewall)
+            .unwrap_or(self.threads.len());
+        for i in first..end {
+            let th = &mut self.threads[i];
+            if i == t || th.state == ThreadState::Finished || th.terminated {
+                continue;
+            }
+            th.terminated = true;
+        }
+    }
+
     fn job_done_issuing(&self, t: u32) -> bool {
         let th = &self.threads[t as usize];
         let cfg = &self.cfg.jobs[th.cfg];
@@ -740,7 +764,7 @@ impl Sim {
                 return true;
             }
         }
-        !cfg.time_based && th.src.issued_bytes >= cfg.io_limit
+        th.terminated || (!cfg.time_based && th.src.issued_bytes >= cfg.io_limit)
     }
 
     fn account_outstanding(&mut self, t: u32) {
@@ -1158,6 +1182,9 @@ impl Sim {
         th.stats.runtime_ns = now.saturating_sub(th.measure_start);
         self.unfinished -= 1;
         self.disk_sample(t);
+        if self.cfg.jobs[t as usize].exitall {
+            self.exit_group(t as usize);
+        }
         // Stonewall: the next group starts when every earlier job has finished.
         let all_before_done = |sim: &Sim, upto: usize| {
             sim.threads[..upto]

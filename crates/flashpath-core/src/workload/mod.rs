@@ -193,6 +193,9 @@ pub struct JobConfig {
     /// front end that times a fixed sequence of accesses (flashbench) uses it. Only
     /// with synchronous submission, without trims; `size`/`io_limit` must be the total.
     pub script: Option<std::sync::Arc<[IoSpec]>>,
+    /// fio's exitall (exit_what=group): when this job's thread ends, every other thread
+    /// of its stonewall group stops issuing (its I/Os in flight complete).
+    pub exitall: bool,
 }
 
 /// posix_fadvise advice on a file (mm/fadvise.c), as it changes the file's readahead.
@@ -245,6 +248,7 @@ impl JobConfig {
             cpu: None,
             fadvise: Fadvise::Normal,
             script: None,
+            exitall: false,
         }
     }
 

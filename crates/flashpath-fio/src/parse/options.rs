@@ -114,6 +114,16 @@ pub struct JobOptions {
     pub unified_rw_reporting: UnifiedRw,
     pub disk_util: bool,
     pub stats: bool,
+    /// fio's disable_lat, disable_clat, disable_slat, disable_bw_measurement (each also
+    /// set by gtod_reduce=1, str_gtod_reduce_cb): the job records no such samples.
+    pub disable_lat: bool,
+    pub disable_clat: bool,
+    pub disable_slat: bool,
+    pub disable_bw: bool,
+    /// exitall: when this job ends, the other jobs of its group stop (exit_what=group).
+    pub exitall: bool,
+    /// ioscheduler=NAME: the device's I/O scheduler for the run.
+    pub ioscheduler: Option<String>,
     pub kb_base: u32,
     pub bwavgtime_ms: u32,
     pub iopsavgtime_ms: u32,
@@ -213,6 +223,12 @@ impl Default for JobOptions {
             slat_percentiles: false,
             unified_rw_reporting: UnifiedRw::None,
             disk_util: true,
+            disable_lat: false,
+            disable_clat: false,
+            disable_slat: false,
+            disable_bw: false,
+            exitall: false,
+            ioscheduler: None,
             stats: true,
             kb_base: 1024,
             bwavgtime_ms: 500,
@@ -532,6 +548,21 @@ pub fn apply(
         }
         "disk_util" => o.disk_util = b(conv).unwrap_or(true),
         "stats" => o.stats = b(conv).unwrap_or(true),
+        "gtod_reduce" => {
+            // str_gtod_reduce_cb: the four switches, and no clat percentiles.
+            let v = b(conv).unwrap_or(false);
+            o.disable_lat = v;
+            o.disable_clat = v;
+            o.disable_slat = v;
+            o.disable_bw = v;
+            o.clat_percentiles = !v;
+        }
+        "disable_lat" => o.disable_lat = b(conv).unwrap_or(false),
+        "disable_clat" => o.disable_clat = b(conv).unwrap_or(false),
+        "disable_slat" => o.disable_slat = b(conv).unwrap_or(false),
+        "disable_bw_measurement" => o.disable_bw = b(conv).unwrap_or(false),
+        "exitall" => o.exitall = true,
+        "ioscheduler" => o.ioscheduler = Some(text.to_string()),
         "kb_base" => o.kb_base = if text.starts_with("1000") { 1000 } else { 1024 },
         "bwavgtime" => o.bwavgtime_ms = num(conv, 0).unwrap_or(500) as u32,
         "iopsavgtime" => o.iopsavgtime_ms = num(conv, 0).unwrap_or(500) as u32,

@@ -1,0 +1,210 @@
+//! fio options of copy-pasted benchmark lines: the statistics switches (gtod_reduce and
+//! disable_*), exitall, ioscheduler, and the options that cannot change a simulated run
+//! (accepted with no effect, listed in the README). Real fio is the oracle where it is
+//! installed.
+mod common;
+
+use common::{flashpath, have, ok, scratch};
+use serde_json::Value;
+use std::process::Command;
+
+const BASE: &[&str] = &[
+    "fio",
+    "--name=t",
+    "--rw=randwrite",
+    "--bs=4k",
+    "--size=4m",
+    "--direct=1",
+    "--ioengine=psync",
+];
+
+fn run(extra: &[&str]) -> String {
+    let mut a = BASE.to_vec();
+    a.extend_from_slice(extra);
+    ok(&flashpath(&a))
+}
+
+fn json(extra: &[&str]) -> Value {
+    let mut a = extra.to_vec();
+    a.push("--output-format=json");
+    serde_json::from_str(&run(&a)).unwrap()
+}
+
+/// The lines of fio's per-job block that carry statistics (clat, lat, bw, iops, the
+/// percentiles and the latency distribution), by their first word.
+fn stat_lines(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|l| {
+            let w = l.split_whitespace().next()?;
+            ["slat", "clat", "lat", "bw", "iops", "|"]
+                .contains(&w)
+                .then(|| w.to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn gtod_reduce_leaves_the_statistics_out_as_fio_does() {
+    let full = run(&[]);
+    assert!(!stat_lines(&full).is_empty());
+    let reduced = run(&["--gtod_reduce=1"]);
+    assert_eq!(stat_lines(&reduced), Vec::<String>::new(), "{reduced}");
+    assert!(reduced.contains("IO depths"));
+    let j = json(&["--gtod_reduce=1"]);
+    let w = &j["jobs"][0]["write"];
+    for k in ["slat_ns", "clat_ns", "lat_ns"] {
+        assert_eq!(w[k]["N"], 0, "{k}");
+    }
+    assert_eq!(w["bw_samples"], 0);
+    assert_eq!(w["total_ios"], 1024);
+    if have("fio") {
+        // Real fio on a file: the same statistics lines are left out.
+        let d = scratch("gtod");
+        let f = d.join("file");
+        let o = Command::new("fio")
+            .args([
+                "--name=t",
+                "--rw=randwrite",
+                "--bs=4k",
+                "--size=4m",
+                "--ioengine=psync",
+                "--gtod_reduce=1",
+            ])
+            .arg(format!("--filename={}", f.display()))
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert_eq!(stat_lines(&text), Vec::<String>::new(), "{text}");
+    }
+}
+
+#[test]
+fn disable_clat_keeps_the_total_latency() {
+    let j = json(&["--disable_clat=1"]);
+    let w = &j["jobs"][0]["write"];
+    assert_eq!(w["clat_ns"]["N"], 0);
+    assert_eq!(w["lat_ns"]["N"], 1024);
+    // The latency distribution goes with the clat samples.
+    let buckets = &j["jobs"][0]["latency_us"];
+    assert!(buckets
+        .as_object()
+        .unwrap()
+        .values()
+        .all(|v| v.as_f64() == Some(0.0)));
+}
+
+#[test]
+fn exitall_stops_the_rest_of_the_group() {
+    // A short job and a long time-based one in the same group.
+    let args = |exitall: bool| {
+        let mut a = vec![
+            "fio",
+            "--direct=1",
+            "--ioengine=psync",
+            "--bs=4k",
+            "--name=short",
+            "--rw=randread",
+            "--size=1m",
+            "--name=long",
+            "--rw=randread",
+            "--offset=64m",
+            "--size=64m",
+            "--time_based",
+            "--runtime=2s",
+            "--output-format=json",
+        ];
+        if exitall {
+            a.insert(7, "--exitall");
+        }
+        let out = ok(&flashpath(&a));
+        let j: Value = serde_json::from_str(&out).unwrap();
+        let rt = |i: usize| j["jobs"][i]["read"]["runtime"].as_u64().unwrap();
+        (rt(0), rt(1))
+    };
+    let (short, long) = args(false);
+    assert!(long >= 2000 && short < 1000, "{short} {long}");
+    let (short, long) = args(true);
+    assert!(long <= short + 1, "{short} {long}");
+}
+
+#[test]
+fn ioscheduler_sets_the_hosts_scheduler_or_is_refused() {
+    // Random writes at QD32: mq-deadline dispatches in sector order with its FIFO
+    // expiry, none in arrival order: the same I/O, a different latency spread.
+    let qd32 = |sched: &str| {
+        let out = ok(&flashpath(&[
+            "fio",
+            "--name=t",
+            "--rw=randwrite",
+            "--bs=4k",
+            "--size=64m",
+            "--io_size=8m",
+            "--direct=1",
+            "--ioengine=libaio",
+            "--iodepth=32",
+            &format!("--ioscheduler={sched}"),
+            "--output-format=json",
+        ]));
+        let j: Value = serde_json::from_str(&out).unwrap();
+        j["jobs"][0]["write"]["clat_ns"]["stddev"].as_f64().unwrap()
+    };
+    let (none, dl) = (qd32("none"), qd32("mq-deadline"));
+    assert!(dl > 2.0 * none, "{none} {dl}");
+    // The single-queue names map onto the same.
+    assert_eq!(qd32("deadline"), dl);
+    let mut a = BASE.to_vec();
+    a.push("--ioscheduler=bfq");
+    let o = flashpath(&a);
+    assert!(!o.status.success());
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("ioscheduler=bfq is not modelled"), "{e}");
+    assert_eq!(e.lines().count(), 1, "{e}");
+    let o = flashpath(&[
+        "fio",
+        "--direct=1",
+        "--name=a",
+        "--size=1m",
+        "--ioscheduler=none",
+        "--name=b",
+        "--size=1m",
+        "--ioscheduler=mq-deadline",
+    ]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("one scheduler"));
+}
+
+#[test]
+fn options_with_no_effect_change_nothing_and_are_listed_in_the_readme() {
+    let base = json(&[]);
+    let readme = include_str!("../../../README.md");
+    for opt in [
+        "--refill_buffers",
+        "--scramble_buffers=1",
+        "--buffer_compress_percentage=50",
+        "--buffer_compress_chunk=4k",
+        "--buffer_pattern=0xdeadbeef",
+        "--zero_buffers",
+        "--dedupe_percentage=30",
+        "--allrandrepeat=1",
+        "--overwrite=1",
+        "--threads=4",
+    ] {
+        let j = json(&[opt]);
+        assert_eq!(j["jobs"][0]["write"], base["jobs"][0]["write"], "{opt}");
+        let name = opt.trim_start_matches("--").split('=').next().unwrap();
+        assert!(readme.contains(&format!("`{name}`")), "README lists {name}");
+    }
+}
+
+#[test]
+fn exit_what_other_than_group_is_refused() {
+    let mut a = BASE.to_vec();
+    a.extend_from_slice(&["--exitall", "--exit_what=stonewall"]);
+    let o = flashpath(&a);
+    assert!(!o.status.success());
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        e.contains("exit_what=stonewall") && e.lines().count() == 1,
+        "{e}"
+    );
+}
