@@ -91,6 +91,13 @@ const MODELLED: &[&str] = &[
     "exit_what",
     // The device's I/O scheduler for the run (`Plan::ioscheduler`).
     "ioscheduler",
+    // Threads pinned to host cores (`pin_cpus`).
+    "cpus_allowed",
+    "cpumask",
+    "cpus_allowed_policy",
+    // Repeats and an I/O count cap.
+    "loops",
+    "number_ios",
 ];
 
 /// Options fio accepts that cannot change a simulated run's result, with why. They are
@@ -159,6 +166,28 @@ impl Plan {
             host.block.scheduler = s;
         }
     }
+}
+
+/// The host core a job thread runs on under cpus_allowed/cpumask (fio's
+/// sched_setaffinity): with cpus_allowed_policy=split, fio_cpus_split's CPU: thread
+/// number n (0-based over the whole run, every job's clones in order) takes the set's
+/// n-th CPU, round the set; with shared (the
+/// default) the kernel may run it on any CPU of the set: flashpath places it on the
+/// allowed CPU with the fewest threads placed so far (`pinned`, per core) and keeps it
+/// there (no migration). The simulation checks the CPU exists on the host.
+fn pin_cpu(job: &Job, thread_number: usize, pinned: &mut Vec<u32>) -> Option<u32> {
+    let set = job.options.cpus_allowed.as_ref()?;
+    let cpu = if job.options.cpus_split {
+        set[thread_number % set.len()]
+    } else {
+        let load = |c: u32| pinned.get(c as usize).copied().unwrap_or(0);
+        *set.iter().min_by_key(|&&c| (load(c), c))?
+    };
+    if pinned.len() <= cpu as usize {
+        pinned.resize(cpu as usize + 1, 0);
+    }
+    pinned[cpu as usize] += 1;
+    Some(cpu)
 }
 
 /// fio's ioscheduler=NAME writes NAME to the device's queue/scheduler (fio fails the
@@ -318,6 +347,22 @@ fn job_config(job: &Job, dev: &DeviceConfig) -> Result<JobConfig> {
         Some(s) => size_bytes(s, cap, "io_size", job)?,
         None => size,
     };
+    // loops=N runs the job N times, each a full pass from the region's start, stats
+    // accumulated: N times the I/O of one pass, the offsets going round the region
+    // (a random job's map starts a new pass). A pass shorter than the region
+    // (io_size < size) would restart at the region's start each loop: not modelled.
+    if o.loops > 1 && io_limit < size && !o.time_based {
+        bail!(
+            "job '{}': loops={} with io_size below size (each loop restarting at the region's start) is not modelled by flashpath",
+            job.name,
+            o.loops
+        );
+    }
+    let io_limit = if o.time_based {
+        io_limit
+    } else {
+        io_limit.saturating_mul(o.loops.max(1) as u64)
+    };
     let pattern = if o.rw.mode.is_random() {
         Pattern::Random
     } else {
@@ -429,6 +474,7 @@ fn job_config(job: &Job, dev: &DeviceConfig) -> Result<JobConfig> {
         },
         script: None,
         exitall: o.exitall,
+        max_ios: o.number_ios,
     };
     cfg.validate().map_err(|e| anyhow::anyhow!("{e}"))?;
     Ok(cfg)
@@ -486,8 +532,11 @@ pub fn plan(inv: &Invocation, dev: &DeviceConfig) -> Result<Plan> {
     }
     let mut jobs = Vec::new();
     let mut metas = Vec::new();
-    for job in &inv.jobs {
-        jobs.push(job_config(job, dev)?);
+    let mut pinned: Vec<u32> = Vec::new();
+    for (thread_number, job) in inv.jobs.iter().enumerate() {
+        let mut cfg = job_config(job, dev)?;
+        cfg.cpu = pin_cpu(job, thread_number, &mut pinned);
+        jobs.push(cfg);
         metas.push(meta(job));
     }
     let global_options = inv
@@ -518,4 +567,70 @@ pub fn write_formats(inv: &Invocation, rep: &RunReport, out: &mut impl Write) ->
         .collect();
     fio_write_formats(rep, &formats, out)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use flashpath_fio::parse::{parse_command_line, Env};
+
+    fn cpus(args: &[&str]) -> Vec<Option<u32>> {
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        let inv = parse_command_line(&args, &Env::from_process()).unwrap();
+        let dev = DeviceConfig::ideal(1 << 30, 1000);
+        plan(&inv, &dev)
+            .unwrap()
+            .jobs
+            .iter()
+            .map(|j| j.cpu)
+            .collect()
+    }
+
+    #[test]
+    fn cpus_allowed_pins_threads() {
+        let base = ["--direct=1", "--size=1m", "--name=a"];
+        let with = |extra: &[&str]| {
+            let mut v = base.to_vec();
+            v.extend_from_slice(extra);
+            cpus(&v)
+        };
+        // No mask: the simulator spreads the threads.
+        assert_eq!(with(&[]), vec![None]);
+        // split: thread n takes the set's n-th CPU, round the set.
+        assert_eq!(
+            with(&[
+                "--numjobs=3",
+                "--cpus_allowed=4-5",
+                "--cpus_allowed_policy=split"
+            ]),
+            vec![Some(4), Some(5), Some(4)]
+        );
+        // shared: the least loaded allowed CPU so far, across jobs.
+        assert_eq!(
+            with(&["--numjobs=3", "--cpus_allowed=6,7"]),
+            vec![Some(6), Some(7), Some(6)]
+        );
+        // cpumask: bit i allows CPU i.
+        assert_eq!(with(&["--cpumask=0x30"]), vec![Some(4)]);
+    }
+
+    #[test]
+    fn loops_repeat_the_pass_and_number_ios_caps_it() {
+        let args = |extra: &[&str]| {
+            let mut v: Vec<String> = ["--direct=1", "--size=1m", "--name=a"]
+                .iter()
+                .chain(extra)
+                .map(|s| s.to_string())
+                .collect();
+            v.push("--rw=randread".into());
+            let inv = parse_command_line(&v, &Env::from_process()).unwrap();
+            plan(&inv, &DeviceConfig::ideal(1 << 30, 1000))
+        };
+        let p = args(&["--loops=3"]).unwrap();
+        assert_eq!(p.jobs[0].io_limit, 3 << 20);
+        let p = args(&["--number_ios=10"]).unwrap();
+        assert_eq!(p.jobs[0].max_ios, 10);
+        let e = args(&["--loops=2", "--io_size=512k"]).err().unwrap();
+        assert!(e.to_string().contains("loops=2"), "{e}");
+    }
 }

@@ -364,6 +364,14 @@ impl Sim {
         }
         for j in &cfg.jobs {
             j.validate()?;
+            if let Some(c) = j.cpu.filter(|&c| c >= cfg.host.cores) {
+                return Err(format!(
+                    "job '{}': CPU {c} is not one of host '{}''s cores (0..{})",
+                    j.name,
+                    cfg.host.name,
+                    cfg.host.cores - 1
+                ));
+            }
             let cap = cfg.device.capacity_bytes;
             if j.offset + j.size > cap {
                 return Err(format!(
@@ -764,7 +772,9 @@ impl Sim {
                 return true;
             }
         }
-        th.terminated || (!cfg.time_based && th.src.issued_bytes >= cfg.io_limit)
+        th.terminated
+            || (!cfg.time_based && th.src.issued_bytes >= cfg.io_limit)
+            || (cfg.max_ios > 0 && th.src.issued_ios >= cfg.max_ios)
     }
 
     fn account_outstanding(&mut self, t: u32) {
@@ -828,6 +838,7 @@ impl Sim {
         let cfg = &self.cfg.jobs[th.cfg];
         let submission = cfg.submission;
         let io_limit = cfg.io_limit;
+        let max_ios = cfg.max_ios;
         let time_based = cfg.time_based;
         // Think time every `thinktime_blocks` I/Os, and rate limits.
         let mut gate = now;
@@ -883,6 +894,7 @@ impl Sim {
             let th = &mut self.threads[t as usize];
             if th.inflight + picked.len() as u32 >= th.depth
                 || (!time_based && th.src.issued_bytes >= io_limit)
+                || (max_ios > 0 && th.src.issued_ios >= max_ios)
             {
                 break;
             }

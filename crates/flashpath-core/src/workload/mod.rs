@@ -196,6 +196,9 @@ pub struct JobConfig {
     /// fio's exitall (exit_what=group): when this job's thread ends, every other thread
     /// of its stonewall group stops issuing (its I/Os in flight complete).
     pub exitall: bool,
+    /// fio's number_ios: the job ends after this many I/Os if nothing ends it sooner
+    /// (0: no cap).
+    pub max_ios: u64,
 }
 
 /// posix_fadvise advice on a file (mm/fadvise.c), as it changes the file's readahead.
@@ -249,6 +252,7 @@ impl JobConfig {
             fadvise: Fadvise::Normal,
             script: None,
             exitall: false,
+            max_ios: 0,
         }
     }
 

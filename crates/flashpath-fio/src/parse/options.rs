@@ -49,6 +49,11 @@ pub struct JobOptions {
     pub nrfiles: u32,
     pub number_ios: u64,
     pub loops: u32,
+    /// The CPUs a job's threads may run on (cpus_allowed, or cpumask's bits), in
+    /// increasing order; `None`: any.
+    pub cpus_allowed: Option<Vec<u32>>,
+    /// cpus_allowed_policy=split: each thread of the job gets one CPU of the set.
+    pub cpus_split: bool,
     pub fill_device: bool,
     pub numjobs: u32,
     /// Configured `iodepth` (reported as is; see [`JobOptions::effective_iodepth`]).
@@ -169,6 +174,8 @@ impl Default for JobOptions {
             nrfiles: 1,
             number_ios: 0,
             loops: 1,
+            cpus_allowed: None,
+            cpus_split: false,
             fill_device: false,
             numjobs: 1,
             iodepth: 1,
@@ -310,6 +317,33 @@ impl JobOptions {
     }
 }
 
+/// fio's cpus_allowed list (set_cpus_allowed): CPU numbers and `a-b` ranges separated
+/// by commas.
+fn cpu_list(text: &str) -> Result<Vec<u32>, String> {
+    let bad = || {
+        format!("fio: invalid CPU list '{text}' (cpus_allowed: numbers and a-b ranges, comma-separated)")
+    };
+    let mut v = Vec::new();
+    for part in text.split(',').filter(|p| !p.is_empty()) {
+        let (a, b) = match part.split_once('-') {
+            Some((a, b)) => (a, b),
+            None => (part, part),
+        };
+        let a: u32 = a.trim().parse().map_err(|_| bad())?;
+        let b: u32 = b.trim().parse().map_err(|_| bad())?;
+        if a > b || b >= 1024 {
+            return Err(bad());
+        }
+        v.extend(a..=b);
+    }
+    if v.is_empty() {
+        return Err(bad());
+    }
+    v.sort_unstable();
+    v.dedup();
+    Ok(v)
+}
+
 fn num(c: &Converted, i: usize) -> Option<u64> {
     match &c.per_dir[i] {
         Some(Piece::Num(v)) => Some(*v),
@@ -433,6 +467,13 @@ pub fn apply(
         "nrfiles" => o.nrfiles = num(conv, 0).unwrap_or(1) as u32,
         "number_ios" => o.number_ios = num(conv, 0).unwrap_or(0),
         "loops" => o.loops = num(conv, 0).unwrap_or(1) as u32,
+        "cpus_allowed" => o.cpus_allowed = Some(cpu_list(text)?),
+        "cpumask" => {
+            // fio_cpuset from a number: bit i set allows CPU i.
+            let m = num(conv, 0).unwrap_or(0);
+            o.cpus_allowed = Some((0..64).filter(|i| m >> i & 1 == 1).collect());
+        }
+        "cpus_allowed_policy" => o.cpus_split = text == "split",
         "fill_device" => o.fill_device = b(conv).unwrap_or(false),
         "numjobs" => o.numjobs = num(conv, 0).unwrap_or(1) as u32,
         "iodepth" => o.iodepth = num(conv, 0).unwrap_or(1) as u32,
