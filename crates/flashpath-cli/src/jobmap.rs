@@ -219,15 +219,62 @@ fn ioscheduler(inv: &Invocation) -> Result<Option<Scheduler>> {
     Ok(chosen.map(|c| c.0))
 }
 
+/// The text option `name` was last set to in `job`, if it was.
+fn raw_value<'a>(job: &'a Job, name: &str) -> Option<&'a str> {
+    job.set_options
+        .iter()
+        .rev()
+        .find(|s| s.name == name)
+        .and_then(|s| s.value.as_deref())
+}
+
 fn size_bytes(spec: SizeSpec, capacity: u64, what: &str, job: &Job) -> Result<u64> {
     Ok(match spec {
         SizeSpec::Bytes(b) => b,
         SizeSpec::Percent(p) => capacity / 100 * p as u64,
-        SizeSpec::Zones(_) => bail!(
-            "job '{}': {what} in zones needs zonemode=zbd, which flashpath does not model",
-            job.name
-        ),
+        SizeSpec::Zones(_) => match raw_value(job, what) {
+            // fio reads a size modulo 2^64: a negative one lands among its zone counts.
+            Some(v) if v.trim_start().starts_with('-') => bail!(
+                "job '{}': {what}={v} is negative: fio reads it modulo 2^64, as a zone count (zonemode=zbd), which flashpath does not model",
+                job.name
+            ),
+            _ => bail!(
+                "job '{}': {what} in zones needs zonemode=zbd, which flashpath does not model",
+                job.name
+            ),
+        },
     })
+}
+
+/// A block size read from a negative number (fio reads sizes modulo 2^64, `bs=-4k`
+/// being 16 EiB less 4 KiB) is refused, saying so.
+fn check_wrapped_bs(job: &Job) -> Result<()> {
+    let huge = 1u64 << 60;
+    let o = &job.options;
+    for d in 0..3 {
+        let b = block_sizes(job, d).max();
+        if b >= huge {
+            let set = ["bs", "bsrange", "bssplit"]
+                .iter()
+                .find_map(|n| raw_value(job, n).map(|v| format!("{n}={v}")))
+                .unwrap_or_else(|| "bs".into());
+            bail!(
+                "job '{}': {set} was read as {b} bytes ({:.1}EiB): fio reads a negative size modulo 2^64",
+                job.name,
+                b as f64 / huge as f64
+            );
+        }
+    }
+    // runtime and the other times: a negative value wraps to an unbounded time, and
+    // fio then runs until it is stopped, which a simulation cannot.
+    if o.runtime_ns >= u64::MAX / 2 {
+        bail!(
+            "job '{}': runtime={} is read as an unbounded time (a negative value wraps): fio would run until stopped",
+            job.name,
+            raw_value(job, "runtime").unwrap_or("?")
+        );
+    }
+    Ok(())
 }
 
 fn block_sizes(job: &Job, d: usize) -> BlockSizes {
@@ -326,6 +373,7 @@ fn check_modelled(job: &Job) -> Result<()> {
 
 fn job_config(job: &Job, dev: &DeviceConfig) -> Result<JobConfig> {
     check_modelled(job)?;
+    check_wrapped_bs(job)?;
     let o = &job.options;
     let cap = dev.capacity_bytes;
     let base = size_bytes(o.offset, cap, "offset", job)?
@@ -527,6 +575,16 @@ fn meta(job: &Job) -> JobMeta {
 
 /// Checks and converts every job of the invocation.
 pub fn plan(inv: &Invocation, dev: &DeviceConfig) -> Result<Plan> {
+    if inv.jobs.is_empty() && !inv.sections.is_empty() {
+        bail!(
+            "no job section named {} in the jobs given (--section)",
+            inv.sections
+                .iter()
+                .map(|s| format!("'{s}'"))
+                .collect::<Vec<_>>()
+                .join(" or ")
+        );
+    }
     if inv.jobs.is_empty() {
         bail!("no jobs given (use a job file or --name=...)");
     }

@@ -68,6 +68,22 @@ flashpath options (anywhere among the fio, iozone or flashbench arguments):
                             channel, and each block request's spans
 ";
 
+/// A message as one line of plain text: control characters (a newline in a `--set`
+/// field, the raw bytes of a binary job file) are shown escaped, never sent to the
+/// terminal.
+pub fn one_line(msg: &str) -> String {
+    msg.chars()
+        .flat_map(|c| {
+            let escaped: Vec<char> = if c.is_control() {
+                c.escape_default().collect()
+            } else {
+                vec![c]
+            };
+            escaped
+        })
+        .collect()
+}
+
 fn main() -> ExitCode {
     // std::env::args() panics on an argument that is not UTF-8: refuse it in one line.
     let mut args: Vec<String> = Vec::new();
@@ -112,7 +128,7 @@ fn main() -> ExitCode {
             }
             // One line: the chain of causes, outermost first.
             let msg: Vec<String> = e.chain().map(|c| c.to_string()).collect();
-            eprintln!("flashpath: error: {}", msg.join(": "));
+            eprintln!("flashpath: error: {}", one_line(&msg.join(": ")));
             ExitCode::from(1)
         }
     }

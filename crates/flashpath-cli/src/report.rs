@@ -68,7 +68,8 @@ fn job_report(meta: &JobMeta, s: &JobStats) -> JobReport {
     r.percentile_list = meta.percentile_list.clone();
     r.kb_base = meta.kb_base;
     r.latency_depth = meta.iodepth;
-    let runtime_ms = s.runtime_ns / 1_000_000;
+    // fio (backend.c update_runtime): elapsed microseconds rounded up to milliseconds.
+    let runtime_ms = (s.runtime_ns / 1000).div_ceil(1000);
     let full_windows = (s.runtime_ns / BW_INTERVAL_NS) as usize;
     let mut buckets = LatencyBuckets::default();
     for d in [Ddir::Read, Ddir::Write, Ddir::Trim] {

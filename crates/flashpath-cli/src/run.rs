@@ -223,6 +223,10 @@ pub fn fio_command(args: &[String]) -> Result<()> {
     let (opts, fio_args) = split_options(args)?;
     let env = Env::from_process();
     let inv = parse_command_line(&fio_args, &env).map_err(|e| anyhow!("{e}"))?;
+    // What fio prints and goes on after (an option value out of range, ...).
+    for w in &inv.warnings {
+        eprintln!("flashpath fio: warning: {}", crate::one_line(w));
+    }
     let (mut host, device, driver) = system(&opts)?;
     let plan = jobmap::plan(&inv, &device)?;
     plan.apply(&mut host);

@@ -208,3 +208,77 @@ fn exit_what_other_than_group_is_refused() {
         "{e}"
     );
 }
+
+/// One line on stderr, a failure status, and the line contains `want`.
+fn refused(args: &[&str], want: &str) {
+    let o = flashpath(args);
+    assert!(!o.status.success(), "{args:?}");
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(e.lines().count(), 1, "{e}");
+    assert!(e.contains(want), "{e}");
+}
+
+#[test]
+fn bad_inputs_get_one_line_saying_what_was_read() {
+    // A job region under 4 KiB runs under the default (random) precondition.
+    let out = ok(&flashpath(&[
+        "fio",
+        "--rw=randwrite",
+        "--direct=1",
+        "--bs=512",
+        "--size=2k",
+        "--name=t",
+        "--output-format=json",
+    ]));
+    let j: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(j["jobs"][0]["write"]["total_ios"], 4);
+    // fio rounds a job's elapsed microseconds up to milliseconds.
+    assert_eq!(j["jobs"][0]["write"]["runtime"], 1);
+    // Control characters are shown escaped, on one line.
+    refused(
+        &[
+            "fio",
+            "--set",
+            "device.nand.t_read\nx=1",
+            "--name=t",
+            "--size=1m",
+        ],
+        "device.nand.t_read\\nx",
+    );
+    let d = scratch("binary-job");
+    let f = d.join("bin.fio");
+    std::fs::write(&f, b"abc\x1b[31m\x07\x01[t]\n").unwrap();
+    let o = flashpath(&["fio", f.to_str().unwrap()]);
+    assert!(!o.status.success());
+    assert!(
+        !o.stderr.iter().any(|&b| b < 0x20 && b != b'\n'),
+        "raw control bytes"
+    );
+    refused(
+        &[
+            "fio",
+            "--name=t",
+            "--size=1m",
+            "--time_based",
+            "--runtime=-5",
+        ],
+        "runtime=-5 is read as an unbounded time",
+    );
+    refused(&["fio", "--name=t", "--size=-1M"], "size=-1M is negative");
+    refused(
+        &["fio", "--name=t", "--size=1m", "--bs=-4k"],
+        "bs=-4k was read as 18446744073709547520 bytes (16.0EiB)",
+    );
+    refused(
+        &["fio", "--section=nope", "--name=t", "--size=1m"],
+        "no job section named 'nope'",
+    );
+    // fio warns about an out-of-range depth and goes on with its default.
+    let o = flashpath(&["fio", "--name=t", "--size=1m", "--iodepth=-1"]);
+    assert!(o.status.success());
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        e.contains("iodepth: min value out of range: -1 (1 min)"),
+        "{e}"
+    );
+}

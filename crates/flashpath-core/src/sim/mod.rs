@@ -131,8 +131,18 @@ pub fn instant_hardware(host: &mut crate::host::HostConfig, device: &mut DeviceC
 
 /// Jobs that write the union of the jobs' regions once, in random 4 KiB order (each
 /// block once: the random map), leaving the scattered layout of an aged device.
-fn precondition_jobs(jobs: &[JobConfig]) -> Vec<JobConfig> {
-    let mut regions: Vec<(u64, u64)> = jobs.iter().map(|j| (j.offset, j.offset + j.size)).collect();
+/// Each region is widened to whole 4 KiB blocks (within `capacity`): a job region of
+/// 512-byte sectors still finds its blocks written.
+fn precondition_jobs(jobs: &[JobConfig], capacity: u64) -> Vec<JobConfig> {
+    let mut regions: Vec<(u64, u64)> = jobs
+        .iter()
+        .map(|j| {
+            let a = j.offset / 4096 * 4096;
+            let b = (j.offset + j.size).div_ceil(4096) * 4096;
+            (a, b.min(capacity / 4096 * 4096))
+        })
+        .filter(|(a, b)| b > a)
+        .collect();
     regions.sort_unstable();
     let mut merged: Vec<(u64, u64)> = Vec::new();
     for (a, b) in regions {
@@ -356,7 +366,7 @@ impl Sim {
         };
         let instant_pre = layout == Precondition::Sequential;
         if layout == Precondition::Random {
-            let mut pre = precondition_jobs(&cfg.jobs);
+            let mut pre = precondition_jobs(&cfg.jobs, cfg.device.capacity_bytes);
             prefill = pre.len();
             cfg.jobs[0].stonewall = true;
             pre.append(&mut cfg.jobs);
@@ -478,7 +488,7 @@ impl Sim {
         discard::setup(&mut sim);
         sim.ufs_hpb_setup();
         if instant_pre {
-            for j in precondition_jobs(&sim.cfg.jobs) {
+            for j in precondition_jobs(&sim.cfg.jobs, sim.cfg.device.capacity_bytes) {
                 sim.dev.precondition(j.offset / 512, j.size / 512);
             }
         }
