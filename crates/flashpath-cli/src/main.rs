@@ -47,6 +47,7 @@ usage:
       against published figures; exits 1 if any leaves its tolerance.
   flashpath presets
       Lists the shipped presets: kind, name, description.
+  flashpath --version
   flashpath help
 
 flashpath options (anywhere among the fio, iozone or flashbench arguments):
@@ -109,6 +110,13 @@ fn main() -> ExitCode {
         Some("validate") => validate::command(&args[1..]),
         Some("presets") => {
             print!("{}", presets::list());
+            Ok(())
+        }
+        Some("--version") | Some("version") | Some("-V") => {
+            println!(
+                "flashpath {} (fio 3.33, iozone 3.508 and flashbench 62 front ends)",
+                env!("CARGO_PKG_VERSION")
+            );
             Ok(())
         }
         Some("help") | Some("--help") | Some("-h") | None => {

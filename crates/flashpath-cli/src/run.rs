@@ -219,10 +219,108 @@ impl TraceOutputs {
     }
 }
 
+/// fio's own switches that print something and exit: --version (fio's version string,
+/// which scripts parse), --help (flashpath's fio usage), --showcmd (each job file as
+/// one command line, as fio prints it). --cmdhelp and --enghelp are refused: the option
+/// names are fio 3.33's (`fio --cmdhelp`), and flashpath names any it does not model.
+fn info_request(req: &str, inv: &flashpath_fio::parse::Invocation) -> Result<()> {
+    match req.split('=').next().unwrap_or("") {
+        "version" => println!("fio-3.33"),
+        "help" => print!("{FIO_HELP}"),
+        "showcmd" => {
+            if !inv.job_files.is_empty() {
+                println!("{}", showcmd(inv));
+            }
+        }
+        other => bail!(
+            "--{other} is not provided by flashpath: its options are fio 3.33's (see `fio --{other}`), and a job that sets one flashpath does not model is refused naming it"
+        ),
+    }
+    Ok(())
+}
+
+const FIO_HELP: &str = "\
+usage: flashpath fio [flashpath options] [fio options] [job files]
+Runs fio 3.33's command line and job files on the simulated host and device and prints
+fio's output (--output-format=normal|json|json+|terse, --output=FILE). Job options are
+fio's: those flashpath models run, those with no effect on a simulated run are
+accepted (README, \"fio options with no effect\"), any other is an error naming it.
+fio switches: --output, --output-format, --minimal, --terse-version, --parse-only,
+--readonly, --section, --showcmd, --version, --eta*, --warnings-fatal.
+flashpath options (--device, --host, --driver, --set, --blktrace, --trace): `flashpath help`.
+";
+
+/// fio's --showcmd for job files (init.c, dump_cmdline): `fio`, then each option as
+/// `--name=value` in file order, a job section as `--name=SECTION`, [global]'s header
+/// left out; a trailing space, as fio prints it.
+fn showcmd(inv: &flashpath_fio::parse::Invocation) -> String {
+    let mut out = String::from("fio ");
+    let opt = |s: &flashpath_fio::parse::SetOption| match &s.value {
+        Some(v) => format!("--{}={} ", s.name, v),
+        None => format!("--{} ", s.name),
+    };
+    for g in &inv.global_options {
+        out.push_str(&opt(g));
+    }
+    let mut seen = std::collections::HashSet::new();
+    for j in &inv.jobs {
+        if !seen.insert(j.section.clone()) {
+            continue; // numjobs clones of the same section
+        }
+        out.push_str(&format!("--name={} ", j.section));
+        for s in j
+            .set_options
+            .iter()
+            .filter(|s| !s.inherited && s.name != "name")
+        {
+            out.push_str(&opt(s));
+        }
+    }
+    out
+}
+
+/// fio's other switches: accepted where they cannot change a simulated run (the ETA
+/// display, fio's memory pool, its aux file path, the job count limit), implemented
+/// (--warnings-fatal), or refused naming them.
+fn check_switches(inv: &flashpath_fio::parse::Invocation) -> Result<()> {
+    for (sw, val, index) in &inv.other_switches {
+        match sw.as_str() {
+            "eta" | "eta-interval" | "eta-newline" | "alloc-size" | "aux-path" | "max-jobs" => {}
+            "warnings-fatal" => {
+                if let Some(w) = inv.warnings.first() {
+                    bail!("{} (--warnings-fatal)", crate::one_line(w));
+                }
+            }
+            other => {
+                let what = match other {
+                    "status-interval" => "periodic reports",
+                    "bandwidth-log" | "latency-log" | "inflate-log" => "fio's logs",
+                    "client" | "server" | "daemonize" | "remote-config" | "trigger"
+                    | "trigger-file" | "trigger-timeout" | "trigger-remote" => {
+                        "fio's client/server and triggers"
+                    }
+                    "idle-prof" => "CPU idleness profiling",
+                    "debug" => "fio's debug output",
+                    "profile" => "fio's built-in profiles",
+                    "append-terse" => "--append-terse",
+                    _ => "fio's self-tests and blktrace merging",
+                };
+                let v = val.as_deref().map(|v| format!("={v}")).unwrap_or_default();
+                bail!("argument {index}: --{other}{v} is not modelled by flashpath ({what})");
+            }
+        }
+    }
+    Ok(())
+}
+
 pub fn fio_command(args: &[String]) -> Result<()> {
     let (opts, fio_args) = split_options(args)?;
     let env = Env::from_process();
     let inv = parse_command_line(&fio_args, &env).map_err(|e| anyhow!("{e}"))?;
+    if let Some(req) = &inv.info_request {
+        return info_request(req, &inv);
+    }
+    check_switches(&inv)?;
     // What fio prints and goes on after (an option value out of range, ...).
     for w in &inv.warnings {
         eprintln!("flashpath fio: warning: {}", crate::one_line(w));

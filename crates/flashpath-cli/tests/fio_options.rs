@@ -282,3 +282,55 @@ fn bad_inputs_get_one_line_saying_what_was_read() {
         "{e}"
     );
 }
+
+#[test]
+fn fio_switches_work_or_are_refused() {
+    assert_eq!(ok(&flashpath(&["fio", "--version"])), "fio-3.33\n");
+    assert!(ok(&flashpath(&["--version"])).starts_with("flashpath "));
+    assert!(ok(&flashpath(&["fio", "--help"])).starts_with("usage: flashpath fio"));
+    // --showcmd prints a job file as fio does (checked against real fio if present).
+    let d = scratch("showcmd");
+    let f = d.join("s.fio");
+    std::fs::write(&f, "[global]\nbs=8k\n[t]\nsize=1m\nrw=randread\n").unwrap();
+    let path = f.to_str().unwrap();
+    let ours = ok(&flashpath(&["fio", "--showcmd", path]));
+    assert_eq!(ours, "fio --bs=8k --name=t --size=1m --rw=randread \n");
+    if have("fio") {
+        let real = Command::new("fio")
+            .args(["--showcmd", path])
+            .output()
+            .unwrap();
+        assert_eq!(ours, String::from_utf8_lossy(&real.stdout));
+    }
+    // Refused, one line naming the switch, also under --parse-only.
+    for sw in [
+        "--status-interval=1",
+        "--bandwidth-log",
+        "--client=host",
+        "--idle-prof=system",
+        "--trigger=cmd",
+        "--debug=io",
+    ] {
+        for parse_only in [false, true] {
+            let mut a = vec!["fio", sw, "--name=t", "--size=1m"];
+            if parse_only {
+                a.push("--parse-only");
+            }
+            let name = sw.split('=').next().unwrap();
+            refused(&a, name);
+        }
+    }
+    // No effect on a simulated run: accepted.
+    ok(&flashpath(&["fio", "--eta=never", "--name=t", "--size=1m"]));
+    // --warnings-fatal makes fio's warnings errors.
+    refused(
+        &[
+            "fio",
+            "--warnings-fatal",
+            "--name=t",
+            "--size=1m",
+            "--iodepth=-1",
+        ],
+        "iodepth: min value out of range",
+    );
+}
