@@ -98,6 +98,8 @@ const MODELLED: &[&str] = &[
     // Repeats and an I/O count cap.
     "loops",
     "number_ios",
+    // The alignment of random offsets (`JobConfig::block_align`).
+    "ba",
 ];
 
 /// Options fio accepts that cannot change a simulated run's result, with why. They are
@@ -360,11 +362,20 @@ fn check_modelled(job: &Job) -> Result<()> {
             at("rate")
         );
     }
+    let mut aligns: Vec<u64> = o.blockalign_bytes.iter().flatten().copied().collect();
+    aligns.dedup();
+    if aligns.len() > 1 {
+        bail!(
+            "blockalign{} with a different alignment per direction is not modelled by flashpath",
+            at("ba")
+        );
+    }
     match o.random_distribution {
         RandomDistribution::Random => {}
         RandomDistribution::Zipf { center: None, .. } | RandomDistribution::Pareto { center: None, .. } => {}
+        RandomDistribution::Zoned(_) | RandomDistribution::ZonedAbs(_) => {}
         _ => bail!(
-            "random_distribution{} is not modelled by flashpath for this form (random, zipf:θ and pareto:h are)",
+            "random_distribution{} is not modelled by flashpath for this form (random, zipf:θ, pareto:h, zoned and zoned_abs are)",
             at("random_distribution")
         ),
     }
@@ -457,6 +468,21 @@ fn job_config(job: &Job, dev: &DeviceConfig) -> Result<JobConfig> {
     let distribution = match o.random_distribution {
         RandomDistribution::Zipf { theta, .. } => Distribution::Zipf(theta),
         RandomDistribution::Pareto { h, .. } => Distribution::Pareto(h),
+        RandomDistribution::Zoned(ref z) | RandomDistribution::ZonedAbs(ref z) => {
+            let abs = matches!(o.random_distribution, RandomDistribution::ZonedAbs(_));
+            Distribution::Zoned(
+                z.iter()
+                    .map(|z| wl::Zone {
+                        access_percent: z.access_percent,
+                        size: if abs {
+                            wl::ZoneSize::Bytes(z.size)
+                        } else {
+                            wl::ZoneSize::Percent(z.size)
+                        },
+                    })
+                    .collect(),
+            )
+        }
         _ => Distribution::Uniform,
     };
     let seed = if o.randrepeat || o.randseed_set {
@@ -523,6 +549,15 @@ fn job_config(job: &Job, dev: &DeviceConfig) -> Result<JobConfig> {
         script: None,
         exitall: o.exitall,
         max_ios: o.number_ios,
+        // fio's blockalign is per direction; the simulator's offsets share one
+        // (`check_modelled` refuses different values).
+        block_align: o
+            .blockalign_bytes
+            .iter()
+            .flatten()
+            .copied()
+            .max()
+            .unwrap_or(0),
     };
     cfg.validate().map_err(|e| anyhow::anyhow!("{e}"))?;
     Ok(cfg)

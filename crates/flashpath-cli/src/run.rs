@@ -328,10 +328,6 @@ pub fn fio_command(args: &[String]) -> Result<()> {
     let (mut host, device, driver) = system(&opts)?;
     let plan = jobmap::plan(&inv, &device)?;
     plan.apply(&mut host);
-    if inv.parse_only {
-        return Ok(());
-    }
-    let outputs = TraceOutputs::open(&opts)?;
     let cfg = SimConfig {
         host,
         device,
@@ -339,6 +335,13 @@ pub fn fio_command(args: &[String]) -> Result<()> {
         jobs: plan.jobs,
         precondition: opts.precondition.unwrap_or(Precondition::Auto),
     };
+    if inv.parse_only {
+        // What the simulator would refuse (driver, host and device checks) is refused
+        // here too: the simulation is set up, not run.
+        Sim::new(cfg).map_err(|e| anyhow!("{e}"))?;
+        return Ok(());
+    }
+    let outputs = TraceOutputs::open(&opts)?;
     let (result, trace) = simulate_traced(cfg, true, outputs.wanted())?;
     if let Some(trace) = &trace {
         outputs.write(trace, driver)?;

@@ -334,3 +334,28 @@ fn fio_switches_work_or_are_refused() {
         "iodepth: min value out of range",
     );
 }
+
+#[test]
+fn jesd219_parses_and_zoned_runs() {
+    // fio's JEDEC client workload example: zoned distribution, bssplit from 512 B,
+    // blockalign=4k, libaio at QD256.
+    let ex = "/usr/share/doc/fio/examples/jesd219.fio";
+    if std::path::Path::new(ex).exists() {
+        ok(&flashpath(&["fio", "--parse-only", ex]));
+    }
+    let j = json(&[
+        "--random_distribution=zoned_abs:60/1m:40/3m",
+        "--io_size=1m",
+    ]);
+    assert_eq!(j["jobs"][0]["write"]["total_ios"], 256);
+}
+
+#[test]
+fn parse_only_refuses_what_a_run_refuses() {
+    // A CPU the host lacks: refused by the simulation's set-up, with or without a run.
+    for extra in [&[][..], &["--parse-only"][..]] {
+        let mut a = vec!["fio", "--name=t", "--size=1m", "--cpus_allowed=9"];
+        a.extend_from_slice(extra);
+        refused(&a, "CPU 9 is not one of host");
+    }
+}

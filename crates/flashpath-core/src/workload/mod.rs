@@ -74,6 +74,25 @@ pub enum Distribution {
     /// benchmark's own shuffle, such as iozone's record order for its random tests.
     /// Shared, since every thread of a run may use the same order.
     Order(std::sync::Arc<[u64]>),
+    /// fio's zoned / zoned_abs (io_u.c __get_next_rand_offset_zoned): a uniform draw of
+    /// 1..=100 picks the zone whose cumulative access percentage covers it, then a
+    /// uniform block inside the zone. Zones follow each other from the region's start.
+    Zoned(std::sync::Arc<[Zone]>),
+}
+
+/// One zone of a zoned distribution: its share of the accesses and of the region.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Zone {
+    /// Percent of the I/Os (the zones' shares add up to 100).
+    pub access_percent: u32,
+    /// The zone's extent: percent of the region (`zoned`) or bytes (`zoned_abs`).
+    pub size: ZoneSize,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ZoneSize {
+    Percent(u64),
+    Bytes(u64),
 }
 
 /// Block sizes for one direction.
@@ -199,6 +218,9 @@ pub struct JobConfig {
     /// fio's number_ios: the job ends after this many I/Os if nothing ends it sooner
     /// (0: no cap).
     pub max_ios: u64,
+    /// fio's blockalign: random offsets are multiples of it (0: the smallest block
+    /// size, fio's default).
+    pub block_align: u64,
 }
 
 /// posix_fadvise advice on a file (mm/fadvise.c), as it changes the file's readahead.
@@ -253,6 +275,7 @@ impl JobConfig {
             script: None,
             exitall: false,
             max_ios: 0,
+            block_align: 0,
         }
     }
 
@@ -339,6 +362,12 @@ impl JobConfig {
                 ));
             }
         }
+        if !self.block_align.is_multiple_of(512) || self.block_align > self.size {
+            return Err(format!(
+                "job '{}': blockalign {} must be a multiple of 512 within the region",
+                self.name, self.block_align
+            ));
+        }
         if let Some(script) = &self.script {
             let total: u64 = script.iter().map(|io| io.len).sum();
             if self.submission != Submission::Sync || self.trim != Trim::None || self.time_based {
@@ -402,6 +431,9 @@ impl IoSource {
         let mut align = cfg.bs[0].min().min(cfg.bs[1].min());
         if cfg.trim == Trim::Only {
             align = cfg.bs_trim.min();
+        }
+        if cfg.block_align > 0 {
+            align = cfg.block_align;
         }
         IoSource {
             read_pct: cfg.read_pct,

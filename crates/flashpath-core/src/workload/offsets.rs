@@ -24,7 +24,36 @@ pub struct OffsetGen {
     map: Option<RandomMap>,
     /// Position in a `Distribution::Order`.
     order_pos: usize,
+    /// `Distribution::Zoned`: per zone (cumulative access percent, first block, blocks).
+    zones: Vec<(u32, u64, u64)>,
     rng: SimRng,
+}
+
+/// The zones of a zoned distribution in blocks of the region: fio's
+/// `stotal * lastb / 100` start and `lastb * (send - stotal) / 100` extent for percent
+/// zones; byte zones cut at the region's end.
+fn zone_blocks(zones: &[super::Zone], nblocks: u64, align: u64) -> Vec<(u32, u64, u64)> {
+    let mut out = Vec::new();
+    let (mut access, mut start_pct, mut start_bytes) = (0u32, 0u64, 0u64);
+    for z in zones {
+        access += z.access_percent;
+        let (start, blocks) = match z.size {
+            super::ZoneSize::Percent(p) => {
+                let s = start_pct * nblocks / 100;
+                let e = (start_pct + p) * nblocks / 100;
+                start_pct += p;
+                (s, e.saturating_sub(s))
+            }
+            super::ZoneSize::Bytes(b) => {
+                let s = (start_bytes / align).min(nblocks);
+                start_bytes += b;
+                let e = (start_bytes / align).min(nblocks);
+                (s, e - s)
+            }
+        };
+        out.push((access, start.min(nblocks.saturating_sub(1)), blocks));
+    }
+    out
 }
 
 impl OffsetGen {
@@ -51,6 +80,10 @@ impl OffsetGen {
             dist: cfg.distribution.clone(),
             map,
             order_pos: 0,
+            zones: match &cfg.distribution {
+                Distribution::Zoned(z) => zone_blocks(z, nblocks, align),
+                _ => Vec::new(),
+            },
             rng: SimRng::new(cfg.seed, 2),
         }
     }
@@ -125,6 +158,18 @@ impl OffsetGen {
                 let pow = h.ln() / (1.0 - h).ln();
                 let rank = ((n - 1) as f64 * u.powf(pow)) as u64;
                 self.rank_to_block(rank.min(n - 1))
+            }
+            Distribution::Zoned(_) => {
+                // fio: v = rand_between(1, 100); the zone; then a block below its size,
+                // from its start.
+                let v = 1 + self.rng.below(100) as u32;
+                let &(_, start, blocks) = self
+                    .zones
+                    .iter()
+                    .find(|z| v <= z.0)
+                    .or(self.zones.last())
+                    .expect("a zoned distribution has zones");
+                (start + self.rng.below(blocks.max(1))).min(n - 1)
             }
             Distribution::Order(ref order) => {
                 // JobConfig::validate keeps every entry inside the region.
@@ -259,5 +304,67 @@ mod tests {
         }
         seen.sort_unstable();
         assert!(seen[999] > 1000, "the hottest block takes a large share");
+    }
+}
+
+#[cfg(test)]
+mod zoned_tests {
+    use super::*;
+    use crate::workload::{Zone, ZoneSize};
+
+    fn gen(zones: Vec<Zone>) -> OffsetGen {
+        let mut cfg = JobConfig::simple("z", Pattern::Random, 100, 4096, 4096 * 10_000);
+        cfg.distribution = Distribution::Zoned(zones.into());
+        OffsetGen::new(&cfg, 4096)
+    }
+
+    /// Shares of `n` draws falling in each of the block ranges `cuts` (ends).
+    fn shares(g: &mut OffsetGen, cuts: &[u64], n: u32) -> Vec<f64> {
+        let mut c = vec![0u32; cuts.len()];
+        for _ in 0..n {
+            let b = g.next(4096) / 4096;
+            let i = cuts.iter().position(|&e| b < e).unwrap();
+            c[i] += 1;
+        }
+        c.iter().map(|&x| x as f64 / n as f64).collect()
+    }
+
+    #[test]
+    fn zoned_follows_the_access_shares() {
+        // jesd219.fio: 50 % of accesses to the first 5 %, 30 % to the next 15 %, 20 %
+        // to the last 80 %.
+        let pct = |a, s| Zone {
+            access_percent: a,
+            size: ZoneSize::Percent(s),
+        };
+        let mut g = gen(vec![pct(50, 5), pct(30, 15), pct(20, 80)]);
+        let s = shares(&mut g, &[500, 2000, 10_000], 200_000);
+        for (got, want) in s.iter().zip([0.5, 0.3, 0.2]) {
+            assert!((got - want).abs() < 0.01, "{s:?}");
+        }
+        // zoned_abs: byte extents.
+        let abs = |a, b| Zone {
+            access_percent: a,
+            size: ZoneSize::Bytes(b),
+        };
+        let mut g = gen(vec![abs(70, 4096 * 100), abs(30, 4096 * 9_900)]);
+        let s = shares(&mut g, &[100, 10_000], 100_000);
+        assert!((s[0] - 0.7).abs() < 0.01, "{s:?}");
+    }
+}
+
+#[cfg(test)]
+mod align_tests {
+    use crate::workload::{IoSource, JobConfig, Pattern};
+
+    #[test]
+    fn blockalign_aligns_random_offsets() {
+        let mut cfg = JobConfig::simple("a", Pattern::Random, 100, 512, 1 << 20);
+        cfg.norandommap = true;
+        let mut src = IoSource::new(&cfg);
+        assert!((0..1000).any(|_| src.next_io().offset % 4096 != 0));
+        cfg.block_align = 4096;
+        let mut src = IoSource::new(&cfg);
+        assert!((0..1000).all(|_| src.next_io().offset % 4096 == 0));
     }
 }
