@@ -362,9 +362,9 @@ mod align_tests {
         let mut cfg = JobConfig::simple("a", Pattern::Random, 100, 512, 1 << 20);
         cfg.norandommap = true;
         let mut src = IoSource::new(&cfg);
-        assert!((0..1000).any(|_| src.next_io().offset % 4096 != 0));
+        assert!((0..1000).any(|_| !src.next_io().offset.is_multiple_of(4096)));
         cfg.block_align = 4096;
         let mut src = IoSource::new(&cfg);
-        assert!((0..1000).all(|_| src.next_io().offset % 4096 == 0));
+        assert!((0..1000).all(|_| src.next_io().offset.is_multiple_of(4096)));
     }
 }
