@@ -727,3 +727,82 @@ mod tests {
         assert!(e.to_string().contains("loops=2"), "{e}");
     }
 }
+
+#[cfg(test)]
+mod option_walk {
+    use super::*;
+    use flashpath_fio::parse::table::{core_long_names, OptType};
+    use flashpath_fio::parse::{parse_command_line, Env};
+
+    /// Every core option of fio 3.33's table, set on a plain job, is modelled, accepted
+    /// as having no effect (NO_EFFECT, listed in the README), or refused: a parse error
+    /// or a plan error naming it. None is silently ignored.
+    #[test]
+    fn no_option_is_silently_ignored() {
+        let readme = include_str!("../../../README.md");
+        let dev = DeviceConfig::ideal(1 << 30, 1000);
+        let mut silent = Vec::new();
+        let mut unnamed = Vec::new();
+        let (mut accepted, mut refused) = (0, 0);
+        for (name, def) in core_long_names() {
+            let value = match (&def.default, def.ty) {
+                (Some(d), _) if !d.is_empty() => d.clone(),
+                (_, OptType::Bool) => "1".into(),
+                (_, OptType::Int) | (_, OptType::Ull) | (_, OptType::StrVal) => "1".into(),
+                _ => def.posvals.first().cloned().unwrap_or_else(|| "1".into()),
+            };
+            let args: Vec<String> = [
+                "--direct=1".to_string(),
+                "--size=1m".into(),
+                "--name=t".into(),
+                format!("--{name}={value}"),
+            ]
+            .into();
+            let Ok(inv) = parse_command_line(&args, &Env::from_process()) else {
+                continue; // refused by the parser
+            };
+            let set: Vec<&str> = inv
+                .jobs
+                .iter()
+                .flat_map(|j| j.set_options.iter())
+                .map(|s| s.name.as_str())
+                .collect();
+            if !set.contains(&def.name.as_str()) {
+                continue; // not recorded as set (a switch-like option, e.g. --name)
+            }
+            match plan(&inv, &dev) {
+                Err(e) => {
+                    refused += 1;
+                    let e = e.to_string();
+                    let named = e.contains(name)
+                        || e.contains(def.name.as_str())
+                        || def.alias.as_deref().is_some_and(|a| e.contains(a));
+                    if !named {
+                        unnamed.push(format!("{name}: {e}"));
+                    }
+                }
+                Ok(_) => {
+                    accepted += 1;
+                    let n = def.name.as_str();
+                    let listed = MODELLED.contains(&n)
+                        || NO_EFFECT.iter().any(|(x, _)| *x == n)
+                            && readme.contains(&format!("`{n}`"));
+                    if !listed {
+                        silent.push(n.to_string());
+                    }
+                }
+            }
+        }
+        assert!(
+            silent.is_empty(),
+            "accepted without being modelled or listed: {silent:?}"
+        );
+        assert!(
+            unnamed.is_empty(),
+            "refused without naming the option: {unnamed:#?}"
+        );
+        eprintln!("option walk: {accepted} accepted, {refused} refused by the plan");
+        // The walk reaches the plan for much of the table, both ways.
+        assert!(accepted >= 30 && refused >= 100, "{accepted} {refused}");
+    }
+}

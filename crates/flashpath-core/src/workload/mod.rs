@@ -328,7 +328,7 @@ impl JobConfig {
             || self.bs.iter().any(|b| !b.max().is_multiple_of(512))
         {
             return Err(format!(
-                "job '{}': block sizes must be non-zero multiples of 512 bytes",
+                "job '{}': block sizes (fio's bs, bsrange, bssplit) must be non-zero multiples of 512 bytes",
                 self.name
             ));
         }
