@@ -100,6 +100,8 @@ const MODELLED: &[&str] = &[
     "number_ios",
     // The alignment of random offsets (`JobConfig::block_align`).
     "ba",
+    // Start after the named earlier job has finished (`JobConfig::wait_for`).
+    "wait_for",
 ];
 
 /// Options fio accepts that cannot change a simulated run's result, with why. They are
@@ -558,6 +560,8 @@ fn job_config(job: &Job, dev: &DeviceConfig) -> Result<JobConfig> {
             .copied()
             .max()
             .unwrap_or(0),
+        // Resolved against the other jobs by `plan`.
+        wait_for: Vec::new(),
     };
     cfg.validate().map_err(|e| anyhow::anyhow!("{e}"))?;
     Ok(cfg)
@@ -629,6 +633,21 @@ pub fn plan(inv: &Invocation, dev: &DeviceConfig) -> Result<Plan> {
     for (thread_number, job) in inv.jobs.iter().enumerate() {
         let mut cfg = job_config(job, dev)?;
         cfg.cpu = pin_cpu(job, thread_number, &mut pinned);
+        if let Some(w) = &job.options.wait_for {
+            // fio's waitee: every earlier job of that name (all its clones).
+            cfg.wait_for = inv.jobs[..thread_number]
+                .iter()
+                .enumerate()
+                .filter(|(_, j)| &j.name == w)
+                .map(|(i, _)| i)
+                .collect();
+            if cfg.wait_for.is_empty() {
+                bail!(
+                    "job '{}': wait_for={w}: no earlier job is named '{w}'",
+                    job.name
+                );
+            }
+        }
         jobs.push(cfg);
         metas.push(meta(job));
     }

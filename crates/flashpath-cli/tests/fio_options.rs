@@ -359,3 +359,19 @@ fn parse_only_refuses_what_a_run_refuses() {
         refused(&a, "CPU 9 is not one of host");
     }
 }
+
+#[test]
+fn wait_for_names_an_earlier_job() {
+    ok(&flashpath(&[
+        "fio",
+        "--direct=1",
+        "--size=1m",
+        "--name=a",
+        "--name=b",
+        "--wait_for=a",
+    ]));
+    refused(
+        &["fio", "--direct=1", "--size=1m", "--name=b", "--wait_for=a"],
+        "wait_for=a: no earlier job is named 'a'",
+    );
+}

@@ -223,6 +223,8 @@ enum Ev {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum ThreadState {
     NotStarted,
+    /// Its turn came, but a job it waits for (wait_for) has not finished.
+    Waiting,
     /// Has CPU work booked or is runnable.
     Running,
     /// Asleep waiting for completions.
@@ -369,10 +371,21 @@ impl Sim {
             let mut pre = precondition_jobs(&cfg.jobs, cfg.device.capacity_bytes);
             prefill = pre.len();
             cfg.jobs[0].stonewall = true;
+            for j in &mut cfg.jobs {
+                for w in &mut j.wait_for {
+                    *w += prefill;
+                }
+            }
             pre.append(&mut cfg.jobs);
             cfg.jobs = pre;
         }
-        for j in &cfg.jobs {
+        for (i, j) in cfg.jobs.iter().enumerate() {
+            if let Some(&w) = j.wait_for.iter().find(|&&w| w >= i) {
+                return Err(format!(
+                    "job '{}': it waits for job {w}, which is not an earlier job",
+                    j.name
+                ));
+            }
             j.validate()?;
             if let Some(c) = j.cpu.filter(|&c| c >= cfg.host.cores) {
                 return Err(format!(
@@ -719,6 +732,15 @@ impl Sim {
 
     fn thread_start(&mut self, t: u32) {
         let now = self.now;
+        let waits = &self.cfg.jobs[self.threads[t as usize].cfg].wait_for;
+        if waits
+            .iter()
+            .any(|&w| self.threads[w].state != ThreadState::Finished)
+        {
+            // wait_for: started by the last of its waitees' ends (`thread_finish`).
+            self.threads[t as usize].state = ThreadState::Waiting;
+            return;
+        }
         let cfg = &self.cfg.jobs[self.threads[t as usize].cfg];
         let ramp = cfg.ramp_ns;
         let th = &mut self.threads[t as usize];
@@ -1206,6 +1228,18 @@ impl Sim {
         self.disk_sample(t);
         if self.cfg.jobs[t as usize].exitall {
             self.exit_group(t as usize);
+        }
+        // wait_for: a job whose turn came starts once all it waits for have finished.
+        for i in 0..self.threads.len() {
+            if self.threads[i].state == ThreadState::Waiting
+                && self.cfg.jobs[i]
+                    .wait_for
+                    .iter()
+                    .all(|&w| self.threads[w].state == ThreadState::Finished)
+            {
+                self.threads[i].state = ThreadState::Running;
+                self.q.push(now, Ev::ThreadStart(i as u32));
+            }
         }
         // Stonewall: the next group starts when every earlier job has finished.
         let all_before_done = |sim: &Sim, upto: usize| {

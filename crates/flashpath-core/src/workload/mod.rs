@@ -221,6 +221,9 @@ pub struct JobConfig {
     /// fio's blockalign: random offsets are multiples of it (0: the smallest block
     /// size, fio's default).
     pub block_align: u64,
+    /// fio's wait_for: the job starts only once these jobs (indices into the run's job
+    /// list, all earlier than this one) have finished, besides its stonewall turn.
+    pub wait_for: Vec<usize>,
 }
 
 /// posix_fadvise advice on a file (mm/fadvise.c), as it changes the file's readahead.
@@ -276,6 +279,7 @@ impl JobConfig {
             exitall: false,
             max_ios: 0,
             block_align: 0,
+            wait_for: Vec::new(),
         }
     }
 
