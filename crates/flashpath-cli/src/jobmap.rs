@@ -223,13 +223,14 @@ fn ioscheduler(inv: &Invocation) -> Result<Option<Scheduler>> {
     Ok(chosen.map(|c| c.0))
 }
 
+/// The last setting of option `name` in `job`, if it was set.
+fn last_set<'a>(job: &'a Job, name: &str) -> Option<&'a flashpath_fio::parse::SetOption> {
+    job.set_options.iter().rev().find(|s| s.name == name)
+}
+
 /// The text option `name` was last set to in `job`, if it was.
 fn raw_value<'a>(job: &'a Job, name: &str) -> Option<&'a str> {
-    job.set_options
-        .iter()
-        .rev()
-        .find(|s| s.name == name)
-        .and_then(|s| s.value.as_deref())
+    last_set(job, name).and_then(|s| s.value.as_deref())
 }
 
 fn size_bytes(spec: SizeSpec, capacity: u64, what: &str, job: &Job) -> Result<u64> {
@@ -250,9 +251,10 @@ fn size_bytes(spec: SizeSpec, capacity: u64, what: &str, job: &Job) -> Result<u6
     })
 }
 
-/// A block size read from a negative number (fio reads sizes modulo 2^64, `bs=-4k`
-/// being 16 EiB less 4 KiB) is refused, saying so.
-fn check_wrapped_bs(job: &Job) -> Result<()> {
+/// Values read from negative numbers are refused, saying how fio reads them: a block
+/// size (fio reads sizes modulo 2^64, `bs=-4k` being 16 EiB less 4 KiB) and the
+/// runtime (an unbounded time).
+fn check_wrapped_values(job: &Job) -> Result<()> {
     let huge = 1u64 << 60;
     let o = &job.options;
     for d in 0..3 {
@@ -314,20 +316,11 @@ fn check_modelled(job: &Job) -> Result<()> {
     }
     let o = &job.options;
     let at = |name: &str| {
-        job.set_options
-            .iter()
-            .rev()
-            .find(|s| s.name == name)
+        last_set(job, name)
             .map(|s| format!(" ({})", s.origin))
             .unwrap_or_default()
     };
-    if let Some(v) = job
-        .set_options
-        .iter()
-        .rev()
-        .find(|s| s.name == "exit_what")
-        .and_then(|s| s.value.as_deref())
-    {
+    if let Some(v) = raw_value(job, "exit_what") {
         if v != "group" {
             bail!(
                 "exit_what={v}{} is not modelled by flashpath (group, the default, is)",
@@ -386,7 +379,7 @@ fn check_modelled(job: &Job) -> Result<()> {
 
 fn job_config(job: &Job, dev: &DeviceConfig) -> Result<JobConfig> {
     check_modelled(job)?;
-    check_wrapped_bs(job)?;
+    check_wrapped_values(job)?;
     let o = &job.options;
     let cap = dev.capacity_bytes;
     let base = size_bytes(o.offset, cap, "offset", job)?
