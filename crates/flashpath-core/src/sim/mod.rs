@@ -36,10 +36,12 @@ mod buffered;
 mod cqe;
 mod discard;
 mod journal;
+mod observer;
 mod rtsx;
 mod ufs;
 mod ufs_hpb;
 pub use buffered::CacheStats;
+pub use observer::{IoDone, IoObserver, IoQueued};
 pub use rtsx::IDLE_STOP_NS as RTSX_IDLE_STOP_NS;
 
 /// Everything a run needs.
@@ -351,6 +353,8 @@ pub struct Sim {
     blk_plug: blkev::PlugTrace,
     /// A discard request waiting for the MMC host to be idle (`sim/discard.rs`).
     disc: discard::DiscardState,
+    /// Followers of the reported jobs' I/Os (`sim/observer.rs`).
+    observers: Vec<Box<dyn IoObserver>>,
 }
 
 impl Sim {
@@ -470,6 +474,7 @@ impl Sim {
             trace: None,
             blk_plug: blkev::PlugTrace::default(),
             disc: discard::DiscardState::default(),
+            observers: Vec::new(),
             rtsx: rtsx::Rtsx::default(),
             buf: buffered::Buffered::new(&cfg),
             jbd: journal::Journal::new(&cfg),
@@ -544,6 +549,21 @@ impl Sim {
         tr.cpu = self.cpu.take_slices();
         tr.nand = self.dev.take_nand_slices();
         Some(tr)
+    }
+
+    /// Adds a follower of the reported jobs' I/Os (see [`IoObserver`]).
+    pub fn add_observer(&mut self, o: Box<dyn IoObserver>) {
+        self.observers.push(o);
+    }
+
+    /// Ends the run's observers: each is closed at the end of the simulated run, and
+    /// handed back. The first error an observer reports is returned.
+    pub fn close_observers(&mut self) -> Result<Vec<Box<dyn IoObserver>>, String> {
+        let mut v = std::mem::take(&mut self.observers);
+        for o in &mut v {
+            o.close(self.now)?;
+        }
+        Ok(v)
     }
 
     /// The trace recorded so far, if enabled.
@@ -749,6 +769,12 @@ impl Sim {
         th.measure_start = now + ramp;
         th.last_change = now;
         th.stats.start_ns = now;
+        if t as usize >= self.prefill {
+            let job = t as usize - self.prefill;
+            for o in &mut self.observers {
+                o.job_started(job, now, now + ramp);
+            }
+        }
         if t as usize == self.prefill && self.trace.is_some() {
             if let Some(tr) = &mut self.trace {
                 tr.start = now;
@@ -971,6 +997,19 @@ impl Sim {
             if direct && !spec.trim && spec.dir == Dir::Write {
                 self.o_sync_direct(t, io);
             }
+            if !self.observers.is_empty() && t as usize >= self.prefill {
+                let q = IoQueued {
+                    job: t as usize - self.prefill,
+                    dir: spec.dir,
+                    trim: spec.trim,
+                    offset: spec.offset,
+                    len: spec.len,
+                    t: now,
+                };
+                for o in &mut self.observers {
+                    o.queued(&q);
+                }
+            }
             picked.push(io);
         }
         self.account_outstanding(t);
@@ -1179,7 +1218,7 @@ impl Sim {
         let now = self.now;
         let x = &self.ios[io as usize];
         let (dir, len, t_start, t_issued) = (x.dir, x.len, x.t_start, x.t_issued);
-        let (t_hw, t_irq, trim) = (x.t_hw, x.t_irq, x.trim);
+        let (t_hw, t_irq, trim, offset) = (x.t_hw, x.t_irq, x.trim, x.offset);
         debug_assert!(x.t_done <= now);
         self.free_ios.push(io);
         if !trim {
@@ -1192,15 +1231,36 @@ impl Sim {
         if self.cfg.jobs[th.cfg].script.is_some() {
             th.stats.script_lat_ns.push(now - t_start);
         }
-        if t_start < th.measure_start {
-            return;
-        }
-        let since = now.saturating_sub(th.measure_start);
         let (slat, clat) = if sync {
             (None, now - t_start)
         } else {
             (Some(t_issued - t_start), now - t_issued)
         };
+        let measured = t_start >= th.measure_start;
+        if !self.observers.is_empty() && t as usize >= self.prefill {
+            let d = IoDone {
+                job: t as usize - self.prefill,
+                dir,
+                trim,
+                offset,
+                len,
+                t_start,
+                t_issued: if sync { now } else { t_issued },
+                t_done: now,
+                slat,
+                clat,
+                lat: now - t_start,
+                measured,
+            };
+            for o in &mut self.observers {
+                o.done(&d);
+            }
+        }
+        let th = &mut self.threads[t as usize];
+        if !measured {
+            return;
+        }
+        let since = now.saturating_sub(th.measure_start);
         let stats = if trim {
             &mut th.stats.trim
         } else {
@@ -1225,6 +1285,11 @@ impl Sim {
         th.stats.end_ns = now;
         th.stats.runtime_ns = now.saturating_sub(th.measure_start);
         self.unfinished -= 1;
+        if t as usize >= self.prefill {
+            for o in &mut self.observers {
+                o.job_finished(t as usize - self.prefill, now);
+            }
+        }
         self.disk_sample(t);
         if self.cfg.jobs[t as usize].exitall {
             self.exit_group(t as usize);
