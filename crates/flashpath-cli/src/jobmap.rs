@@ -10,6 +10,7 @@
 //! time. trimwrite with an asynchronous engine mixes synchronous trims with queued
 //! writes, which is not modelled (an error).
 
+use crate::files;
 use crate::report::JobMeta;
 use anyhow::{bail, Result};
 use flashpath_core::device::DeviceConfig;
@@ -102,6 +103,13 @@ const MODELLED: &[&str] = &[
     "ba",
     // Start after the named earlier job has finished (`JobConfig::wait_for`).
     "wait_for",
+    // Files laid out on the device (files.rs).
+    "directory",
+    "nrfiles",
+    "filesize",
+    "filename_format",
+    "file_service_type",
+    "openfiles",
 ];
 
 /// Options fio accepts that cannot change a simulated run's result, with why. They are
@@ -146,6 +154,22 @@ pub const NO_EFFECT: &[(&str, &str)] = &[
     (
         "threads",
         "a deprecated option fio 3.33 accepts and ignores",
+    ),
+    (
+        "create_on_open",
+        "when fio opens (creates) its files: flashpath lays every file out before the run, as fio does by default; the open itself is not modelled",
+    ),
+    (
+        "fallocate",
+        "how fio preallocates its files before the run: flashpath lays each file out as one contiguous extent before the run either way",
+    ),
+    (
+        "unlink",
+        "removing the job's files after the run",
+    ),
+    (
+        "unlink_each_loop",
+        "removing the job's files after each loop: the next loop's layout is again one contiguous extent per file",
     ),
 ];
 
@@ -377,18 +401,32 @@ fn check_modelled(job: &Job) -> Result<()> {
     Ok(())
 }
 
-fn job_config(job: &Job, dev: &DeviceConfig) -> Result<JobConfig> {
+/// The job's thread before its files are placed (`plan` places them), and what its
+/// I/O goes to.
+fn job_config(job: &Job, dev: &DeviceConfig) -> Result<(JobConfig, files::Target)> {
     check_modelled(job)?;
     check_wrapped_values(job)?;
     let o = &job.options;
     let cap = dev.capacity_bytes;
     let base = size_bytes(o.offset, cap, "offset", job)?
         + job.clone_index as u64 * size_bytes(o.offset_increment, cap, "offset_increment", job)?;
-    let size = match o.size {
-        Some(s) => size_bytes(s, cap, "size", job)?,
-        None => cap.saturating_sub(base),
+    let size_set = match o.size {
+        Some(s) => Some(size_bytes(s, cap, "size", job)?),
+        None => None,
     };
-    if base + size > cap {
+    let target = files::target(job, size_set, base, seed_of(job))?;
+    let file_total = match &target {
+        files::Target::Files { files, .. } => {
+            Some(files.iter().map(|f| f.end - f.start).sum::<u64>())
+        }
+        files::Target::Device => None,
+    };
+    let size = match (file_total, size_set) {
+        (Some(t), _) => t,
+        (None, Some(s)) => s,
+        (None, None) => cap.saturating_sub(base),
+    };
+    if file_total.is_none() && base + size > cap {
         bail!(
             "job '{}': offset {} + size {} is beyond the device's {} bytes",
             job.name,
@@ -480,15 +518,7 @@ fn job_config(job: &Job, dev: &DeviceConfig) -> Result<JobConfig> {
         }
         _ => Distribution::Uniform,
     };
-    let seed = if o.randrepeat || o.randseed_set {
-        o.randseed
-            .wrapping_add(if o.randseed_set { 0 } else { FIO_RANDSEED })
-            .wrapping_add(job.thread_number as u64)
-    } else {
-        // randrepeat=0 without a seed: fio seeds from the clock; simulated runs stay
-        // reproducible, so the thread number still decides.
-        FIO_RANDSEED ^ 0x5555_5555 ^ job.thread_number as u64
-    };
+    let seed = seed_of(job);
     let cfg = JobConfig {
         name: job.name.clone(),
         pattern,
@@ -555,9 +585,24 @@ fn job_config(job: &Job, dev: &DeviceConfig) -> Result<JobConfig> {
             .unwrap_or(0),
         // Resolved against the other jobs by `plan`.
         wait_for: Vec::new(),
+        // Placed by `plan` (files.rs).
+        files: None,
     };
-    cfg.validate().map_err(|e| anyhow::anyhow!("{e}"))?;
-    Ok(cfg)
+    Ok((cfg, target))
+}
+
+/// The job's random seed: fio's randseed plus the thread number.
+fn seed_of(job: &Job) -> u64 {
+    let o = &job.options;
+    if o.randrepeat || o.randseed_set {
+        o.randseed
+            .wrapping_add(if o.randseed_set { 0 } else { FIO_RANDSEED })
+            .wrapping_add(job.thread_number as u64)
+    } else {
+        // randrepeat=0 without a seed: fio seeds from the clock; simulated runs stay
+        // reproducible, so the thread number still decides.
+        FIO_RANDSEED ^ 0x5555_5555 ^ job.thread_number as u64
+    }
 }
 
 fn meta(job: &Job) -> JobMeta {
@@ -605,8 +650,19 @@ fn meta(job: &Job) -> JobMeta {
     }
 }
 
-/// Checks and converts every job of the invocation.
-pub fn plan(inv: &Invocation, dev: &DeviceConfig) -> Result<Plan> {
+/// The device bytes of the host's ext4 journal, if it has one.
+pub fn journal(host: &HostConfig) -> Option<(u64, u64)> {
+    host.fs.as_ref().map(|fs| {
+        (
+            fs.journal_offset_bytes,
+            fs.journal_offset_bytes + fs.journal_bytes,
+        )
+    })
+}
+
+/// Checks and converts every job of the invocation, its files laid out on the device
+/// (`journal`: the device bytes of the host's ext4 journal, which files avoid).
+pub fn plan(inv: &Invocation, dev: &DeviceConfig, journal: Option<(u64, u64)>) -> Result<Plan> {
     if inv.jobs.is_empty() && !inv.sections.is_empty() {
         bail!(
             "no job section named {} in the jobs given (--section)",
@@ -623,8 +679,23 @@ pub fn plan(inv: &Invocation, dev: &DeviceConfig) -> Result<Plan> {
     let mut jobs = Vec::new();
     let mut metas = Vec::new();
     let mut pinned: Vec<u32> = Vec::new();
-    for (thread_number, job) in inv.jobs.iter().enumerate() {
-        let mut cfg = job_config(job, dev)?;
+    let converted = inv
+        .jobs
+        .iter()
+        .map(|job| job_config(job, dev))
+        .collect::<Result<Vec<_>>>()?;
+    let targets: Vec<&files::Target> = converted.iter().map(|c| &c.1).collect();
+    let layout = files::Layout::new(&targets, journal, dev.capacity_bytes)?;
+    for (thread_number, (job, (mut cfg, target))) in inv.jobs.iter().zip(converted).enumerate() {
+        if let files::Target::Files { service, .. } = &target {
+            let extents = layout.extents(&target);
+            cfg.offset = extents[0].offset;
+            cfg.files = Some(wl::Files {
+                extents,
+                service: *service,
+            });
+        }
+        cfg.validate().map_err(|e| anyhow::anyhow!("{e}"))?;
         cfg.cpu = pin_cpu(job, thread_number, &mut pinned);
         if let Some(w) = &job.options.wait_for {
             // fio's waitee: every earlier job of that name (all its clones).
@@ -683,12 +754,148 @@ mod tests {
         let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
         let inv = parse_command_line(&args, &Env::from_process()).unwrap();
         let dev = DeviceConfig::ideal(1 << 30, 1000);
-        plan(&inv, &dev)
+        plan(&inv, &dev, None)
             .unwrap()
             .jobs
             .iter()
             .map(|j| j.cpu)
             .collect()
+    }
+
+    fn plan_of(args: &[&str], journal: Option<(u64, u64)>) -> Result<Plan> {
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        let inv = parse_command_line(&args, &Env::from_process()).unwrap();
+        plan(&inv, &DeviceConfig::ideal(64 << 20, 1000), journal)
+    }
+
+    fn extents(p: &Plan) -> Vec<Vec<(u64, u64)>> {
+        p.jobs.iter().map(|j| j.regions()).collect()
+    }
+
+    #[test]
+    fn files_are_laid_out_one_after_another() {
+        const M: u64 = 1 << 20;
+        // nrfiles: size split over the files; clones have their own files.
+        let p = plan_of(
+            &[
+                "--directory=/data",
+                "--nrfiles=2",
+                "--size=4m",
+                "--numjobs=2",
+                "--name=a",
+            ],
+            None,
+        )
+        .unwrap();
+        assert_eq!(
+            extents(&p),
+            vec![
+                vec![(0, 2 * M), (2 * M, 2 * M)],
+                vec![(4 * M, 2 * M), (6 * M, 2 * M)]
+            ]
+        );
+        assert_eq!(p.jobs[0].size, 4 * M);
+        assert_eq!(p.jobs[0].io_limit, 4 * M);
+        // A file named by two jobs is one extent, as large as the larger use; offset
+        // applies within the file; a block device is the device.
+        let p = plan_of(
+            &[
+                "--filename=/data/f",
+                "--size=2m",
+                "--name=a",
+                "--name=b",
+                "--size=1m",
+                "--offset=1m",
+                "--filename=/data/g:/data/f",
+                "--name=c",
+                "--filename=/dev/mmcblk0",
+                "--offset=8m",
+                "--size=1m",
+            ],
+            None,
+        )
+        .unwrap();
+        // b's parts are 512 KiB past 1 MiB: /data/g is extended to 1.5 MiB.
+        assert_eq!(
+            extents(&p),
+            vec![
+                vec![(0, 2 * M)],
+                vec![(3 * M, M / 2), (M, M / 2)],
+                vec![(8 * M, M)]
+            ]
+        );
+        assert!(p.jobs[2].files.is_none());
+        // filesize: each file that size; size is capped at the files' total (fio 3.33
+        // moves 3 MiB here).
+        let p = plan_of(
+            &[
+                "--directory=/d",
+                "--nrfiles=3",
+                "--filesize=1m",
+                "--size=6m",
+                "--name=a",
+            ],
+            None,
+        )
+        .unwrap();
+        assert_eq!(extents(&p), vec![vec![(0, M), (M, M), (2 * M, M)]]);
+        assert_eq!((p.jobs[0].size, p.jobs[0].io_limit), (3 * M, 3 * M));
+        // size below the files' total: size / nrfiles of each, from the offset.
+        let p = plan_of(
+            &[
+                "--directory=/d",
+                "--nrfiles=2",
+                "--filesize=1m",
+                "--size=1m",
+                "--offset=256k",
+                "--name=a",
+            ],
+            None,
+        )
+        .unwrap();
+        assert_eq!(extents(&p), vec![vec![(M / 4, M / 2), (M + M / 4, M / 2)]]);
+        // The ext4 journal is skipped.
+        let p = plan_of(
+            &["--directory=/d", "--nrfiles=2", "--size=4m", "--name=a"],
+            Some((M, 3 * M)),
+        )
+        .unwrap();
+        assert_eq!(extents(&p), vec![vec![(3 * M, 2 * M), (5 * M, 2 * M)]]);
+    }
+
+    #[test]
+    fn file_layouts_flashpath_cannot_give_are_refused() {
+        let err = |args: &[&str]| match plan_of(args, None) {
+            Ok(_) => panic!("{args:?} accepted"),
+            Err(e) => e.to_string(),
+        };
+        let e = err(&[
+            "--directory=/d",
+            "--nrfiles=2",
+            "--filesize=40m",
+            "--name=a",
+        ]);
+        assert!(e.contains("ENOSPC") && e.contains("/d/a.0.1"), "{e}");
+        let e = err(&[
+            "--directory=/d",
+            "--nrfiles=4",
+            "--openfiles=2",
+            "--size=4m",
+            "--name=a",
+        ]);
+        assert!(e.contains("openfiles=2"), "{e}");
+        let e = err(&["--filename=/dev/sda:/data/x", "--size=4m", "--name=a"]);
+        assert!(e.contains("mixes a block device"), "{e}");
+        let e = err(&[
+            "--directory=/d",
+            "--nrfiles=2",
+            "--size=4m",
+            "--file_service_type=zipf:1.2",
+            "--name=a",
+        ]);
+        assert!(e.contains("file_service_type=zipf:1.2"), "{e}");
+        let e = err(&["--directory=/d", "--nrfiles=2", "--name=a"]);
+        assert!(e.contains("need a size"), "{e}");
     }
 
     #[test]
@@ -729,7 +936,7 @@ mod tests {
                 .collect();
             v.push("--rw=randread".into());
             let inv = parse_command_line(&v, &Env::from_process()).unwrap();
-            plan(&inv, &DeviceConfig::ideal(1 << 30, 1000))
+            plan(&inv, &DeviceConfig::ideal(1 << 30, 1000), None)
         };
         let p = args(&["--loops=3"]).unwrap();
         assert_eq!(p.jobs[0].io_limit, 3 << 20);
@@ -794,7 +1001,7 @@ mod option_walk {
             if !set.contains(&def.name.as_str()) {
                 continue; // not recorded as set (a switch-like option, e.g. --name)
             }
-            match plan(&inv, &dev) {
+            match plan(&inv, &dev, None) {
                 Err(e) => {
                     refused += 1;
                     let e = e.to_string();

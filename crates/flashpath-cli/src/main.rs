@@ -6,6 +6,7 @@
 
 mod analyze;
 mod compare;
+mod files;
 mod flashbench;
 mod iozone;
 mod jobmap;

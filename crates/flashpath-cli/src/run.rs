@@ -326,7 +326,7 @@ pub fn fio_command(args: &[String]) -> Result<()> {
         eprintln!("flashpath fio: warning: {}", crate::one_line(w));
     }
     let (mut host, device, driver) = system(&opts)?;
-    let plan = jobmap::plan(&inv, &device)?;
+    let plan = jobmap::plan(&inv, &device, jobmap::journal(&host))?;
     plan.apply(&mut host);
     let cfg = SimConfig {
         host,

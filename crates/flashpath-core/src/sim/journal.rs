@@ -129,14 +129,19 @@ impl Journal {
             let end = cfg
                 .jobs
                 .iter()
-                .map(|j| j.offset + j.size)
+                .flat_map(|j| j.regions())
+                .map(|(o, n)| o + n)
                 .max()
                 .unwrap_or(0);
             let blocks = end.div_ceil(FS_BLOCK);
             unwritten = vec![0u64; blocks.div_ceil(64) as usize];
             for written in [false, true] {
                 for j in cfg.jobs.iter().filter(|j| (j.read_pct > 0) == written) {
-                    for b in j.offset / FS_BLOCK..(j.offset + j.size).div_ceil(FS_BLOCK) {
+                    for b in j
+                        .regions()
+                        .into_iter()
+                        .flat_map(|(o, n)| o / FS_BLOCK..(o + n).div_ceil(FS_BLOCK))
+                    {
                         let (w, bit) = ((b / 64) as usize, 1u64 << (b % 64));
                         if written {
                             unwritten[w] &= !bit;
@@ -182,12 +187,16 @@ pub(super) fn check(cfg: &super::SimConfig) -> Result<(), String> {
         ));
     }
     for j in &cfg.jobs {
-        if j.offset < jhi && jlo < j.offset + j.size {
+        if let Some((o, n)) = j
+            .regions()
+            .into_iter()
+            .find(|&(o, n)| o < jhi && jlo < o + n)
+        {
             return Err(format!(
                 "job '{}': its file (bytes {}..{}) overlaps the ext4 journal of host '{}' (bytes {jlo}..{jhi})",
                 j.name,
-                j.offset,
-                j.offset + j.size,
+                o,
+                o + n,
                 cfg.host.name
             ));
         }

@@ -138,9 +138,10 @@ pub fn instant_hardware(host: &mut crate::host::HostConfig, device: &mut DeviceC
 fn precondition_jobs(jobs: &[JobConfig], capacity: u64) -> Vec<JobConfig> {
     let mut regions: Vec<(u64, u64)> = jobs
         .iter()
-        .map(|j| {
-            let a = j.offset / 4096 * 4096;
-            let b = (j.offset + j.size).div_ceil(4096) * 4096;
+        .flat_map(|j| j.regions())
+        .map(|(offset, size)| {
+            let a = offset / 4096 * 4096;
+            let b = (offset + size).div_ceil(4096) * 4096;
             (a, b.min(capacity / 4096 * 4096))
         })
         .filter(|(a, b)| b > a)
@@ -400,12 +401,12 @@ impl Sim {
                 ));
             }
             let cap = cfg.device.capacity_bytes;
-            if j.offset + j.size > cap {
+            if let Some((o, n)) = j.regions().into_iter().find(|&(o, n)| o + n > cap) {
                 return Err(format!(
                     "job '{}': region {}..{} is beyond the device's {} bytes",
                     j.name,
-                    j.offset,
-                    j.offset + j.size,
+                    o,
+                    o + n,
                     cap
                 ));
             }

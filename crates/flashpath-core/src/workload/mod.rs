@@ -21,8 +21,10 @@
 //! sequence differs from fio's while the distribution is the same).
 //! Units: bytes, nanoseconds.
 
+mod files;
 mod offsets;
 
+pub use files::{FileExtent, FileService, Files};
 pub use offsets::OffsetGen;
 
 use crate::engine::SimTime;
@@ -224,6 +226,10 @@ pub struct JobConfig {
     /// fio's wait_for: the job starts only once these jobs (indices into the run's job
     /// list, all earlier than this one) have finished, besides its stonewall turn.
     pub wait_for: Vec<usize>,
+    /// The job's files when it has several (fio's nrfiles, or a list of file names):
+    /// each its own extent of the device; `size` is then their total and `offset` the
+    /// first one's (`workload/files.rs`). `None`: the one region `offset..offset + size`.
+    pub files: Option<Files>,
 }
 
 /// posix_fadvise advice on a file (mm/fadvise.c), as it changes the file's readahead.
@@ -280,6 +286,16 @@ impl JobConfig {
             max_ios: 0,
             block_align: 0,
             wait_for: Vec::new(),
+            files: None,
+        }
+    }
+
+    /// The device regions the job's I/O covers (offset, size): its files' extents, or
+    /// its one region.
+    pub fn regions(&self) -> Vec<(u64, u64)> {
+        match &self.files {
+            Some(f) => f.extents.iter().map(|e| (e.offset, e.size)).collect(),
+            None => vec![(self.offset, self.size)],
         }
     }
 
@@ -372,6 +388,35 @@ impl JobConfig {
                 self.name, self.block_align
             ));
         }
+        if let Some(f) = &self.files {
+            let total: u64 = f.extents.iter().map(|e| e.size).sum();
+            let bs = self.bs[0]
+                .max()
+                .max(self.bs[1].max())
+                .max(self.bs_trim.max());
+            if f.extents.is_empty() || total != self.size {
+                return Err(format!(
+                    "job '{}': its files' sizes must add up to its size",
+                    self.name
+                ));
+            }
+            if let Some(e) = f
+                .extents
+                .iter()
+                .find(|e| e.size < bs || e.offset % 512 != 0)
+            {
+                return Err(format!(
+                    "job '{}': a file of {} bytes at {} is smaller than the block size or not 512-byte aligned",
+                    self.name, e.size, e.offset
+                ));
+            }
+            if matches!(self.distribution, Distribution::Order(_)) {
+                return Err(format!(
+                    "job '{}': a block order over several files is not modelled",
+                    self.name
+                ));
+            }
+        }
         if let Some(script) = &self.script {
             let total: u64 = script.iter().map(|io| io.len).sum();
             if self.submission != Submission::Sync || self.trim != Trim::None || self.time_based {
@@ -424,6 +469,8 @@ pub struct IoSource {
     /// trimwrite: the trim whose write comes next (offset, length).
     write_after_trim: Option<(u64, u64)>,
     gen: OffsetGen,
+    /// The job's files, when it has several: they give the offsets, not `gen`.
+    files: Option<Box<files::FileCursor>>,
     rng: crate::engine::SimRng,
     script: Option<std::sync::Arc<[IoSpec]>>,
     pub issued_bytes: u64,
@@ -446,6 +493,10 @@ impl IoSource {
             bs_trim: cfg.bs_trim.clone(),
             write_after_trim: None,
             gen: OffsetGen::new(cfg, align),
+            files: cfg
+                .files
+                .as_ref()
+                .map(|f| Box::new(files::FileCursor::new(cfg, f, align))),
             rng: crate::engine::SimRng::new(cfg.seed, 1),
             script: cfg.script.clone(),
             issued_bytes: 0,
@@ -484,6 +535,14 @@ impl IoSource {
         }
     }
 
+    #[inline]
+    fn next_offset(&mut self, len: u64) -> u64 {
+        match &mut self.files {
+            Some(f) => f.next(len),
+            None => self.gen.next(len),
+        }
+    }
+
     /// The next I/O.
     pub fn next_io(&mut self) -> IoSpec {
         if let Some(script) = &self.script {
@@ -504,7 +563,7 @@ impl IoSource {
         }
         if self.trim != Trim::None {
             let len = self.pick_bs(Dir::Write, true);
-            let offset = self.gen.next(len);
+            let offset = self.next_offset(len);
             self.issued_bytes += len;
             self.issued_ios += 1;
             if self.trim == Trim::ThenWrite {
@@ -529,7 +588,7 @@ impl IoSource {
             }
         };
         let len = self.pick_bs(dir, false);
-        let offset = self.gen.next(len);
+        let offset = self.next_offset(len);
         self.issued_bytes += len;
         self.issued_ios += 1;
         IoSpec {
