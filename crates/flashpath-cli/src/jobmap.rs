@@ -367,6 +367,22 @@ fn check_modelled(job: &Job) -> Result<()> {
             at("ioengine")
         ),
     }
+    // Buffered I/O through an asynchronous engine: libaio's io_submit runs each iocb
+    // to its end in the call (modelled, sim/buffered.rs); io_uring first tries it
+    // without blocking and punts what would block to its io-wq workers, and posixaio
+    // runs it on glibc's helper threads: neither is modelled.
+    if !o.direct && matches!(o.ioengine, IoEngine::IoUring | IoEngine::Posixaio) {
+        bail!(
+            "direct=0 (buffered I/O){} with ioengine={} is not modelled by flashpath: {} (libaio, psync and sync are)",
+            at("direct"),
+            o.ioengine.as_fio(),
+            if o.ioengine == IoEngine::IoUring {
+                "io_uring's non-blocking attempt and its io-wq workers"
+            } else {
+                "glibc's POSIX AIO helper threads"
+            }
+        );
+    }
     if o.rw.mode.trims() && o.rw.mode.writes() && !o.ioengine.is_sync() {
         bail!(
             "rw={}{} with ioengine={} is not modelled by flashpath (synchronous trims between queued writes); use a synchronous engine",

@@ -144,3 +144,76 @@ fn fadvise_hint_shapes_readahead_as_fio_advises_it() {
         "pre: random {random}, none {none}, default {default}"
     );
 }
+
+fn json_of(args: &[&str]) -> serde_json::Value {
+    let o = Command::new(env!("CARGO_BIN_EXE_flashpath"))
+        .args(["fio", "--host", "sprd-sc9863a", "--output-format=json"])
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("run flashpath");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_str(&String::from_utf8_lossy(&o.stdout)).expect("JSON")
+}
+
+/// Buffered libaio (fio's default direct=0 with an asynchronous engine): io_submit runs
+/// each buffered iocb to its end, so the whole I/O is submission latency, the
+/// completion is waiting when io_getevents is called (clat = the host's aio_reap cost,
+/// 1.5 us on this host), and the queue depth buys nothing over psync.
+#[test]
+fn buffered_libaio_runs_each_iocb_inside_io_submit() {
+    let common = [
+        "--name=r",
+        "--rw=randread",
+        "--bs=4k",
+        "--size=16m",
+        "--direct=0",
+    ];
+    let aio = json_of(&[&common[..], &["--ioengine=libaio", "--iodepth=16"]].concat());
+    let psync = json_of(&[&common[..], &["--ioengine=psync"]].concat());
+    let (a, p) = (&aio["jobs"][0]["read"], &psync["jobs"][0]["read"]);
+    assert_eq!(a["total_ios"], 4096);
+    assert_eq!(a["clat_ns"]["min"], 1500);
+    assert_eq!(a["clat_ns"]["max"], 1500);
+    // The read itself is the same page cache miss as psync's, now inside io_submit.
+    let (slat, clat_p) = (
+        a["slat_ns"]["mean"].as_f64().unwrap(),
+        p["clat_ns"]["mean"].as_f64().unwrap(),
+    );
+    assert!((slat - clat_p).abs() / clat_p < 0.02, "{slat} vs {clat_p}");
+    let (ia, ip) = (a["iops"].as_f64().unwrap(), p["iops"].as_f64().unwrap());
+    assert!((ia - ip).abs() / ip < 0.02, "libaio {ia} IOPS, psync {ip}");
+    // iodepth_batch=4: the four iocbs of one io_submit are issued when it returns.
+    let batch = json_of(
+        &[
+            &common[..],
+            &[
+                "--ioengine=libaio",
+                "--iodepth=16",
+                "--iodepth_batch=4",
+                "--rw=write",
+            ],
+        ]
+        .concat(),
+    );
+    let w = &batch["jobs"][0]["write"];
+    assert_eq!(w["total_ios"], 4096);
+    assert_eq!(w["clat_ns"]["max"], 1500);
+    assert_eq!(batch["jobs"][0]["iodepth_submit"]["4"], 100.0);
+}
+
+#[test]
+fn buffered_io_uring_and_posixaio_are_refused_naming_why() {
+    for (engine, why) in [("io_uring", "io-wq"), ("posixaio", "glibc")] {
+        let o = Command::new(env!("CARGO_BIN_EXE_flashpath"))
+            .args(["fio", "--host", "sprd-sc9863a", "--name=r", "--size=1m"])
+            .arg(format!("--ioengine={engine}"))
+            .current_dir(root())
+            .output()
+            .unwrap();
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success());
+        assert_eq!(e.lines().count(), 1, "{e}");
+        assert!(e.contains("direct=0") && e.contains(why), "{e}");
+    }
+}

@@ -2,8 +2,8 @@
 //! family (fsync=N, fdatasync=N, end_fsync, sync=1 / O_SYNC) with cache flushes.
 //!
 //! The jobs do I/O on the block device itself: one inode, its pages keyed by device page
-//! index (host/page_cache.rs). No filesystem is modelled. Buffered jobs need a sync ioengine
-//! (psync, sync, ...): buffered libaio/io_uring submissions are not modelled.
+//! index (host/page_cache.rs). No filesystem is modelled. An asynchronous submission runs
+//! as libaio's does (`buf_async`): each iocb to its end inside io_submit.
 //!
 //! **Reads** (generic_file_buffered_read, 5.x): page by page from the request's first page.
 //! A page found uptodate is copied to user memory (`memory.copy_rate` on the thread's core,
@@ -226,6 +226,9 @@ struct BufThread {
     /// hw, irq time): recorded when the call returns, so post runs to the thread having
     /// its result.
     awaited: Option<(usize, u64, u64, SimTime)>,
+    /// I/Os of the current io_submit (asynchronous engines), the rest of them waiting in
+    /// the thread's `submitting` list.
+    call_ios: u32,
 }
 
 /// Counters of the buffered path (in `SystemStats::cache`).
@@ -304,6 +307,7 @@ impl Buffered {
                     end_fsync_done: false,
                     waiting_page: None,
                     awaited: None,
+                    call_ios: 0,
                 })
                 .collect(),
             flusher_busy: false,
@@ -329,7 +333,7 @@ impl Buffered {
     }
 }
 
-/// What `Sim::new` refuses: buffered jobs without `[memory]` or with an async engine;
+/// What `Sim::new` refuses: buffered jobs without `[memory]`;
 /// the sync family on drivers whose flush is not modelled.
 pub(super) fn check(cfg: &super::SimConfig) -> Result<(), String> {
     for j in &cfg.jobs {
@@ -338,12 +342,6 @@ pub(super) fn check(cfg: &super::SimConfig) -> Result<(), String> {
                 return Err(format!(
                     "job '{}': buffered I/O (direct=0) needs a [memory] section in host preset '{}'",
                     j.name, cfg.host.name
-                ));
-            }
-            if !matches!(j.submission, Submission::Sync) {
-                return Err(format!(
-                    "job '{}': buffered I/O (direct=0) with an asynchronous ioengine is not modelled; use psync or sync",
-                    j.name
                 ));
             }
         }
@@ -590,13 +588,33 @@ impl Sim {
 
     /// Hook of `submitted` for a buffered job's read or write.
     pub(super) fn buf_submitted(&mut self, t: u32) {
-        let now = self.now;
         self.account_outstanding(t);
         let mut picked = std::mem::take(&mut self.threads[t as usize].submitting);
-        debug_assert_eq!(picked.len(), 1, "buffered jobs use a sync engine");
-        let io = picked[0];
-        picked.clear();
+        debug_assert!(
+            picked.len() == 1 || self.buf_async(t),
+            "a synchronous engine submits one I/O per call"
+        );
+        let io = picked.remove(0);
+        self.buf.threads[t as usize].call_ios = picked.len() as u32 + 1;
+        // The call's other iocbs, run one after another by this same call.
         self.threads[t as usize].submitting = picked;
+        self.buf_start(t, io);
+    }
+
+    /// The job submits with an asynchronous engine: libaio's io_submit, which runs a
+    /// buffered iocb to its end in the submitting call (aio_read/aio_write without
+    /// IOCB_NOWAIT: generic_file_read_iter and generic_perform_write block as a pread
+    /// would), then posts its completion; io_getevents finds it at once.
+    fn buf_async(&self, t: u32) -> bool {
+        !matches!(
+            self.cfg.jobs[self.threads[t as usize].cfg].submission,
+            Submission::Sync
+        )
+    }
+
+    /// The read or write `io` starts in the thread's system call.
+    fn buf_start(&mut self, t: u32, io: u32) {
+        let now = self.now;
         let (dir, offset, len) = self.note_issued(t, io);
         self.threads[t as usize].state = ThreadState::Running;
         if !self.buf.periodic_armed {
@@ -1059,6 +1077,9 @@ impl Sim {
             self.threads[t as usize].completed.push(io);
         }
         self.threads[t as usize].state = ThreadState::Running;
+        if io.is_some() && self.buf_async(t) {
+            return self.buf_call_next(t);
+        }
         let core = self.threads[t as usize].core;
         let end = self.cpu.run(core, now, ret);
         if let Some((d, pre, hw, irq)) = self.buf.threads[t as usize].awaited.take() {
@@ -1068,6 +1089,30 @@ impl Sim {
                 .record_io(pre, hw, end - irq);
         }
         self.q.push(end, Ev::ThreadRun(t));
+    }
+
+    /// An iocb of an asynchronous engine's io_submit is done (its completion posted):
+    /// the call goes on with its next iocb, or returns. fio takes the return as every
+    /// iocb's issue time (the end of its submission latency); their completions wait
+    /// to be reaped.
+    fn buf_call_next(&mut self, t: u32) {
+        let now = self.now;
+        if let Some((d, pre, hw, irq)) = self.buf.threads[t as usize].awaited.take() {
+            self.threads[t as usize]
+                .stats
+                .spans_of(d)
+                .record_io(pre, hw, now - irq);
+        }
+        if !self.threads[t as usize].submitting.is_empty() {
+            let io = self.threads[t as usize].submitting.remove(0);
+            return self.buf_start(t, io);
+        }
+        let n = self.buf.threads[t as usize].call_ios as usize;
+        let done = &self.threads[t as usize].completed;
+        for &io in &done[done.len() - n..] {
+            self.ios[io as usize].t_issued = now;
+        }
+        self.after_submit(t);
     }
 
     /// O_SYNC/O_DSYNC on a direct write of job thread `t` (blkdev_write_iter): its bios
