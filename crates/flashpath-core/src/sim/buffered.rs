@@ -337,13 +337,11 @@ impl Buffered {
 /// the sync family on drivers whose flush is not modelled.
 pub(super) fn check(cfg: &super::SimConfig) -> Result<(), String> {
     for j in &cfg.jobs {
-        if !j.direct {
-            if cfg.host.memory.is_none() {
-                return Err(format!(
-                    "job '{}': buffered I/O (direct=0) needs a [memory] section in host preset '{}'",
-                    j.name, cfg.host.name
-                ));
-            }
+        if !j.direct && cfg.host.memory.is_none() {
+            return Err(format!(
+                "job '{}': buffered I/O (direct=0) needs a [memory] section in host preset '{}'",
+                j.name, cfg.host.name
+            ));
         }
         // O_DIRECT|O_SYNC (`Sim::o_sync_direct`): a FUA write where the queue has native
         // FUA; the flush sequence's post-flush that emulates FUA on a queue without it
