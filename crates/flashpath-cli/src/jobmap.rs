@@ -360,9 +360,10 @@ fn check_modelled(job: &Job) -> Result<()> {
         | IoEngine::Pvsync2
         | IoEngine::Libaio
         | IoEngine::IoUring
-        | IoEngine::Posixaio => {}
+        | IoEngine::Posixaio
+        | IoEngine::Null => {}
         ref e => bail!(
-            "ioengine={}{} is not modelled by flashpath (psync, sync, vsync, pvsync, pvsync2, libaio, io_uring, posixaio are)",
+            "ioengine={}{} is not modelled by flashpath (psync, sync, vsync, pvsync, pvsync2, libaio, io_uring, posixaio, null are)",
             e.as_fio(),
             at("ioengine")
         ),
@@ -430,7 +431,13 @@ fn job_config(job: &Job, dev: &DeviceConfig) -> Result<(JobConfig, files::Target
         Some(s) => Some(size_bytes(s, cap, "size", job)?),
         None => None,
     };
-    let target = files::target(job, size_set, base, seed_of(job))?;
+    // The null engine does no I/O (FIO_DISKLESSIO): no files, any size.
+    let null = o.ioengine == IoEngine::Null;
+    let target = if null {
+        files::Target::Device
+    } else {
+        files::target(job, size_set, base, seed_of(job))?
+    };
     let file_total = match &target {
         files::Target::Files { files, .. } => {
             Some(files.iter().map(|f| f.end - f.start).sum::<u64>())
@@ -442,7 +449,7 @@ fn job_config(job: &Job, dev: &DeviceConfig) -> Result<(JobConfig, files::Target
         (None, Some(s)) => s,
         (None, None) => cap.saturating_sub(base),
     };
-    if file_total.is_none() && base + size > cap {
+    if !null && file_total.is_none() && base + size > cap {
         bail!(
             "job '{}': offset {} + size {} is beyond the device's {} bytes",
             job.name,
@@ -550,7 +557,8 @@ fn job_config(job: &Job, dev: &DeviceConfig) -> Result<(JobConfig, files::Target
         distribution,
         norandommap: o.norandommap,
         submission,
-        direct: o.direct,
+        // A null job touches neither page cache nor device.
+        direct: o.direct || null,
         // On a block device fdatasync is fsync (blkdev_fsync ignores datasync).
         fsync_every: if o.fsync_every > 0 {
             o.fsync_every
@@ -603,6 +611,7 @@ fn job_config(job: &Job, dev: &DeviceConfig) -> Result<(JobConfig, files::Target
         wait_for: Vec::new(),
         // Placed by `plan` (files.rs).
         files: None,
+        null_engine: null,
     };
     Ok((cfg, target))
 }
@@ -740,7 +749,11 @@ pub fn plan(inv: &Invocation, dev: &DeviceConfig, journal: Option<(u64, u64)>) -
         jobs,
         metas,
         global_options,
-        disk_util: inv.jobs.iter().any(|j| j.options.disk_util),
+        // A diskless engine's job (null) has no disk to report (fio's FIO_DISKLESSIO).
+        disk_util: inv
+            .jobs
+            .iter()
+            .any(|j| j.options.disk_util && j.options.ioengine != IoEngine::Null),
         ioscheduler: ioscheduler(inv)?,
     })
 }

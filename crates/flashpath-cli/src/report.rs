@@ -108,6 +108,7 @@ fn job_report(meta: &JobMeta, s: &JobStats) -> JobReport {
     }
     r.job_runtime_ms = runtime_ms;
     r.sys_time_ms = s.sys_ns / 1_000_000;
+    r.usr_time_ms = s.usr_ns / 1_000_000;
     r.ctx = s.ctx;
     r.iodepth_level = s.depth_hist;
     r.iodepth_submit = s.submit_hist;

@@ -36,6 +36,7 @@ mod buffered;
 mod cqe;
 mod discard;
 mod journal;
+mod null_engine;
 mod observer;
 mod rtsx;
 mod ufs;
@@ -138,6 +139,7 @@ pub fn instant_hardware(host: &mut crate::host::HostConfig, device: &mut DeviceC
 fn precondition_jobs(jobs: &[JobConfig], capacity: u64) -> Vec<JobConfig> {
     let mut regions: Vec<(u64, u64)> = jobs
         .iter()
+        .filter(|j| !j.null_engine)
         .flat_map(|j| j.regions())
         .map(|(offset, size)| {
             let a = offset / 4096 * 4096;
@@ -401,7 +403,8 @@ impl Sim {
                 ));
             }
             let cap = cfg.device.capacity_bytes;
-            if let Some((o, n)) = j.regions().into_iter().find(|&(o, n)| o + n > cap) {
+            let beyond = j.regions().into_iter().find(|&(o, n)| o + n > cap);
+            if let Some((o, n)) = beyond.filter(|_| !j.null_engine) {
                 return Err(format!(
                     "job '{}': region {}..{} is beyond the device's {} bytes",
                     j.name,
@@ -459,6 +462,7 @@ impl Sim {
                         submit_hist: [0; 7],
                         complete_hist: [0; 7],
                         sys_ns: 0,
+                        usr_ns: 0,
                         spans: Spans::default(),
                         dir_spans: Default::default(),
                         sync_lat_ns: Vec::new(),
@@ -940,7 +944,9 @@ impl Sim {
             costs.pin_per_4k_read_ns,
             costs.block_submit_ns,
         );
+        let null = cfg.null_engine;
         let mut cost = match submission {
+            _ if null => 0,
             Submission::Sync => c_syscall,
             Submission::Async { .. } => c_aio,
         };
@@ -965,10 +971,14 @@ impl Sim {
             } else {
                 rw_pieces(spec.len, max_bytes, splits)
             };
-            if let Submission::Async { .. } = submission {
+            if null {
+                cost += null_engine::per_io_cost(&self.cfg.host.costs);
+            } else if let Submission::Async { .. } = submission {
                 cost += c_syscall;
             }
-            if spec.trim {
+            if null {
+                // No kernel work.
+            } else if spec.trim {
                 // ioctl(BLKDISCARD): no pages to pin; the discard bios.
                 cost += c_block * nbios as u64;
             } else if direct {
@@ -995,7 +1005,7 @@ impl Sim {
                 fua: false,
                 sync_after: false,
             });
-            if direct && !spec.trim && spec.dir == Dir::Write {
+            if direct && !null && !spec.trim && spec.dir == Dir::Write {
                 self.o_sync_direct(t, io);
             }
             if !self.observers.is_empty() && t as usize >= self.prefill {
@@ -1019,7 +1029,11 @@ impl Sim {
         th.stats.submit_hist[batch_bucket(picked.len() as u32)] += 1;
         th.submitting = picked;
         th.state = ThreadState::Running;
-        th.stats.sys_ns += cost;
+        if null {
+            th.stats.usr_ns += cost;
+        } else {
+            th.stats.sys_ns += cost;
+        }
         let core = th.core;
         let end = self.cpu.run_l(core, now, cost, "syscall submit");
         self.q.push(end, Ev::Submitted(t));
@@ -1041,7 +1055,11 @@ impl Sim {
     /// The system call's work is done: the bios enter the block layer (one plug: they
     /// are inserted together and the queue is run once).
     fn submitted(&mut self, t: u32) {
-        if !self.cfg.jobs[self.threads[t as usize].cfg].direct {
+        let job = &self.cfg.jobs[self.threads[t as usize].cfg];
+        if job.null_engine {
+            return self.null_submitted(t);
+        }
+        if !job.direct {
             return self.buf_submitted(t);
         }
         let now = self.now;
@@ -1234,6 +1252,9 @@ impl Sim {
         }
         let (slat, clat) = if sync {
             (None, now - t_start)
+        } else if self.cfg.jobs[th.cfg].null_engine {
+            // fio's null commit never calls io_u_queued: no slat sample.
+            (None, now - t_issued)
         } else {
             (Some(t_issued - t_start), now - t_issued)
         };

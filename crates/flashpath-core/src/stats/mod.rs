@@ -80,6 +80,9 @@ pub struct JobStats {
     pub complete_hist: [u64; 7],
     /// CPU time spent by this thread (system side), ns.
     pub sys_ns: u64,
+    /// CPU time spent by this thread in user space, ns (fio's own work where it is
+    /// modelled apart: the null engine).
+    pub usr_ns: u64,
     /// Where the time of its requests went (see [`Span`]), over all its I/Os: the
     /// merge of `dir_spans`, made when the run ends.
     pub spans: Spans,

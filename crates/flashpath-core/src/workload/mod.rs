@@ -230,6 +230,8 @@ pub struct JobConfig {
     /// each its own extent of the device; `size` is then their total and `offset` the
     /// first one's (`workload/files.rs`). `None`: the one region `offset..offset + size`.
     pub files: Option<Files>,
+    /// fio's null engine (`sim/null_engine.rs`): no system call, no kernel, no device.
+    pub null_engine: bool,
 }
 
 /// posix_fadvise advice on a file (mm/fadvise.c), as it changes the file's readahead.
@@ -287,6 +289,7 @@ impl JobConfig {
             block_align: 0,
             wait_for: Vec::new(),
             files: None,
+            null_engine: false,
         }
     }
 
