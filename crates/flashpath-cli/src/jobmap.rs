@@ -87,7 +87,7 @@ const MODELLED: &[&str] = &[
     "disable_clat",
     "disable_slat",
     "disable_bw_measurement",
-    // exitall with exit_what=group (the default): the group's other jobs stop.
+    // exitall, with exit_what=group (the default), stonewall or all.
     "exitall",
     "exit_what",
     // The device's I/O scheduler for the run (`Plan::ioscheduler`).
@@ -328,30 +328,13 @@ fn block_sizes(job: &Job, d: usize) -> BlockSizes {
 }
 
 fn check_modelled(job: &Job) -> Result<()> {
-    for s in &job.set_options {
-        let name = s.name.as_str();
-        if !MODELLED.contains(&name) && !NO_EFFECT.iter().any(|(n, _)| *n == name) {
-            bail!(
-                "option '{}' ({}) is not modelled by flashpath",
-                s.name,
-                s.origin
-            );
-        }
-    }
     let o = &job.options;
     let at = |name: &str| {
         last_set(job, name)
             .map(|s| format!(" ({})", s.origin))
             .unwrap_or_default()
     };
-    if let Some(v) = raw_value(job, "exit_what") {
-        if v != "group" {
-            bail!(
-                "exit_what={v}{} is not modelled by flashpath (group, the default, is)",
-                at("exit_what")
-            );
-        }
-    }
+    // The engine first: another engine's own options are refused as its engine.
     match o.ioengine {
         IoEngine::Psync
         | IoEngine::Sync
@@ -367,6 +350,16 @@ fn check_modelled(job: &Job) -> Result<()> {
             e.as_fio(),
             at("ioengine")
         ),
+    }
+    for s in &job.set_options {
+        let name = s.name.as_str();
+        if !MODELLED.contains(&name) && !NO_EFFECT.iter().any(|(n, _)| *n == name) {
+            bail!(
+                "option '{}' ({}) is not modelled by flashpath",
+                s.name,
+                s.origin
+            );
+        }
     }
     // Buffered I/O through an asynchronous engine: libaio's io_submit runs each iocb
     // to its end in the call (modelled, sim/buffered.rs); io_uring first tries it
@@ -597,6 +590,12 @@ fn job_config(job: &Job, dev: &DeviceConfig) -> Result<(JobConfig, files::Target
         },
         script: None,
         exitall: o.exitall,
+        exit_what: match raw_value(job, "exit_what") {
+            Some("stonewall") => wl::ExitWhat::Stonewall,
+            Some("all") => wl::ExitWhat::All,
+            _ => wl::ExitWhat::Group,
+        },
+        group_id: job.group_id,
         max_ios: o.number_ios,
         // fio's blockalign is per direction; the simulator's offsets share one
         // (`check_modelled` refuses different values).

@@ -196,17 +196,54 @@ fn options_with_no_effect_change_nothing_and_are_listed_in_the_readme() {
     }
 }
 
+/// exit_what as fio_terminate_threads reads it: `group` stops the job's reporting
+/// group (a new_group job runs on), `stonewall` every running job whatever its group
+/// (the next stonewall turn still runs), `all` every job, those not started too.
 #[test]
-fn exit_what_other_than_group_is_refused() {
-    let mut a = BASE.to_vec();
-    a.extend_from_slice(&["--exitall", "--exit_what=stonewall"]);
-    let o = flashpath(&a);
-    assert!(!o.status.success());
-    let e = String::from_utf8_lossy(&o.stderr);
-    assert!(
-        e.contains("exit_what=stonewall") && e.lines().count() == 1,
-        "{e}"
-    );
+fn exit_what_names_the_jobs_exitall_stops() {
+    let run = |what: &str| -> Vec<(u64, u64)> {
+        let w = format!("--exit_what={what}");
+        let a = [
+            "fio",
+            "--direct=1",
+            "--ioengine=psync",
+            "--bs=4k",
+            "--rw=randread",
+            "--name=short",
+            "--size=1m",
+            "--exitall",
+            w.as_str(),
+            "--name=other",
+            "--new_group",
+            "--offset=64m",
+            "--size=64m",
+            "--time_based",
+            "--runtime=1s",
+            "--name=next",
+            "--stonewall",
+            "--offset=128m",
+            "--size=64m",
+            "--time_based",
+            "--runtime=1s",
+            "--output-format=json",
+        ];
+        let j: Value = serde_json::from_str(&ok(&flashpath(&a))).unwrap();
+        (0..3)
+            .map(|i| {
+                let r = &j["jobs"][i]["read"];
+                (
+                    r["runtime"].as_u64().unwrap(),
+                    r["total_ios"].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let g = run("group");
+    assert!(g[1].0 >= 1000 && g[2].0 >= 1000, "{g:?}");
+    let s = run("stonewall");
+    assert!(s[1].0 <= s[0].0 + 1 && s[2].0 >= 1000, "{s:?}");
+    let a = run("all");
+    assert!(a[1].0 <= a[0].0 + 1 && a[2].1 == 0, "{a:?}");
 }
 
 /// One line on stderr, a failure status, and the line contains `want`.

@@ -28,7 +28,7 @@ use crate::host::cpu::Cpu;
 use crate::host::{Cmd13Mode, DriverKind, HostConfig};
 use crate::stats::{ddir_index, DirStats, JobStats, RunResult, Span, Spans, SystemStats};
 use crate::trace::{self, BlkAction, Ctx, Trace, TraceKind};
-use crate::workload::{rate_gate, Dir, IoSource, JobConfig, Submission};
+use crate::workload::{rate_gate, Dir, ExitWhat, IoSource, JobConfig, Submission};
 use flashpath_hist::{batch_bucket, depth_level_bucket};
 
 mod blkev;
@@ -806,21 +806,23 @@ impl Sim {
         }
     }
 
-    /// fio's exitall with exit_what=group (td_exitall → fio_terminate_threads of the
-    /// group): every other thread of `t`'s stonewall group stops issuing. A thread asleep
-    /// in think time or a rate limit ends when it wakes (fio's signal would end the
-    /// sleep at once: an approximation).
+    /// fio's exitall (td_exitall → fio_terminate_threads): the threads `exit_what`
+    /// names stop issuing: `group`, those of `t`'s reporting group; `stonewall`, those
+    /// running now; `all`, every one, those not started yet too. A thread asleep in
+    /// think time or a rate limit ends when it wakes (fio's signal would end the sleep at
+    /// once: an approximation).
     fn exit_group(&mut self, t: usize) {
-        let first = (0..=t)
-            .rev()
-            .find(|&i| i == 0 || self.cfg.jobs[i].stonewall)
-            .unwrap_or(0);
-        let end = (t + 1..self.threads.len())
-            .find(|&i| self.cfg.jobs[i].stonewall)
-            .unwrap_or(self.threads.len());
-        for i in first..end {
+        let (what, group) = (self.cfg.jobs[t].exit_what, self.cfg.jobs[t].group_id);
+        for i in self.prefill..self.threads.len() {
             let th = &mut self.threads[i];
-            if i == t || th.state == ThreadState::Finished || th.terminated {
+            let named = match what {
+                ExitWhat::Group => self.cfg.jobs[i].group_id == group,
+                ExitWhat::Stonewall => {
+                    matches!(th.state, ThreadState::Running | ThreadState::Sleeping)
+                }
+                ExitWhat::All => true,
+            };
+            if i == t || !named || th.state == ThreadState::Finished {
                 continue;
             }
             th.terminated = true;

@@ -214,9 +214,13 @@ pub struct JobConfig {
     /// front end that times a fixed sequence of accesses (flashbench) uses it. Only
     /// with synchronous submission, without trims; `size`/`io_limit` must be the total.
     pub script: Option<std::sync::Arc<[IoSpec]>>,
-    /// fio's exitall (exit_what=group): when this job's thread ends, every other thread
-    /// of its stonewall group stops issuing (its I/Os in flight complete).
+    /// fio's exitall: when this job's thread ends, the threads `exit_what` names stop
+    /// issuing (their I/Os in flight complete).
     pub exitall: bool,
+    /// Which threads exitall stops.
+    pub exit_what: ExitWhat,
+    /// fio's reporting group (groupid: a stonewall or new_group starts the next).
+    pub group_id: u32,
     /// fio's number_ios: the job ends after this many I/Os if nothing ends it sooner
     /// (0: no cap).
     pub max_ios: u64,
@@ -285,6 +289,8 @@ impl JobConfig {
             fadvise: Fadvise::Normal,
             script: None,
             exitall: false,
+            exit_what: ExitWhat::Group,
+            group_id: 0,
             max_ios: 0,
             block_align: 0,
             wait_for: Vec::new(),
@@ -450,6 +456,19 @@ impl JobConfig {
         }
         Ok(())
     }
+}
+
+/// fio's exit_what (fio_terminate_threads): the threads an exitall job's end stops.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ExitWhat {
+    /// The threads of its reporting group.
+    #[default]
+    Group,
+    /// Every thread running now (TD_RUNNING or later), whatever its group; later
+    /// stonewall turns still run.
+    Stonewall,
+    /// Every thread, those not started yet too: they start and end at once.
+    All,
 }
 
 /// When and how big: the next I/O a job thread wants to issue.
