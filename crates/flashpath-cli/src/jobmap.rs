@@ -156,6 +156,42 @@ pub const NO_EFFECT: &[(&str, &str)] = &[
         "a deprecated option fio 3.33 accepts and ignores",
     ),
     (
+        "dedupe_mode",
+        "buffer contents: no modelled device deduplicates",
+    ),
+    (
+        "dedupe_working_set_percentage",
+        "buffer contents: no modelled device deduplicates",
+    ),
+    (
+        "dedupe_global",
+        "buffer contents: no modelled device deduplicates",
+    ),
+    (
+        "prio",
+        IOPRIO,
+    ),
+    (
+        "prioclass",
+        IOPRIO,
+    ),
+    (
+        "cmdprio_percentage",
+        IOPRIO,
+    ),
+    (
+        "cmdprio_class",
+        IOPRIO,
+    ),
+    (
+        "cmdprio",
+        IOPRIO,
+    ),
+    (
+        "cmdprio_bssplit",
+        IOPRIO,
+    ),
+    (
         "create_on_open",
         "when fio opens (creates) its files: flashpath lays every file out before the run, as fio does by default; the open itself is not modelled",
     ),
@@ -173,6 +209,19 @@ pub const NO_EFFECT: &[(&str, &str)] = &[
     ),
 ];
 
+/// Why I/O priorities change nothing (checked against the host by `Plan::apply`).
+const IOPRIO: &str = "I/O priorities: no modelled scheduler orders requests by priority (mq-deadline does from Linux 5.14, newer than every shipped host; CFQ and BFQ are not modelled)";
+
+/// The options that set I/O priorities.
+const IOPRIO_OPTIONS: &[&str] = &[
+    "prio",
+    "prioclass",
+    "cmdprio_percentage",
+    "cmdprio_class",
+    "cmdprio",
+    "cmdprio_bssplit",
+];
+
 /// fio's default `randseed` (FIO_RANDSEED).
 const FIO_RANDSEED: u64 = 0xb189_9bed;
 
@@ -185,14 +234,31 @@ pub struct Plan {
     pub disk_util: bool,
     /// The I/O scheduler the jobs ask for (`ioscheduler`), if any.
     pub ioscheduler: Option<Scheduler>,
+    /// A job sets I/O priorities (prio, prioclass, cmdprio*): the option named.
+    pub ioprio: Option<String>,
 }
 
 impl Plan {
     /// What the jobs change in the host: the I/O scheduler fio sets before they run.
-    pub fn apply(&self, host: &mut HostConfig) {
+    /// I/O priorities are refused where the host's scheduler would order by them
+    /// (mq-deadline from Linux 5.14), which is not modelled.
+    pub fn apply(&self, host: &mut HostConfig) -> Result<()> {
         if let Some(s) = self.ioscheduler {
             host.block.scheduler = s;
         }
+        if let Some(opt) = &self.ioprio {
+            if host.block.scheduler == Scheduler::MqDeadline
+                && host.kernel >= flashpath_core::host::Kernel::new(5, 14)
+            {
+                bail!(
+                    "{opt}: mq-deadline on Linux {}.{} (host '{}') orders requests by I/O priority, which flashpath does not model",
+                    host.kernel.major,
+                    host.kernel.minor,
+                    host.name
+                );
+            }
+        }
+        Ok(())
     }
 }
 
@@ -754,6 +820,12 @@ pub fn plan(inv: &Invocation, dev: &DeviceConfig, journal: Option<(u64, u64)>) -
             .iter()
             .any(|j| j.options.disk_util && j.options.ioengine != IoEngine::Null),
         ioscheduler: ioscheduler(inv)?,
+        ioprio: inv.jobs.iter().find_map(|j| {
+            j.set_options
+                .iter()
+                .find(|s| IOPRIO_OPTIONS.contains(&s.name.as_str()))
+                .map(|s| s.name.clone())
+        }),
     })
 }
 

@@ -93,7 +93,7 @@ pub fn run_fio_quiet(opts: &Options, fio_args: &[String]) -> Result<Vec<JobFigur
     let inv = parse_command_line(fio_args, &env).map_err(|e| anyhow!("{e}"))?;
     let (mut host, device, driver) = run::system(opts)?;
     let plan = jobmap::plan(&inv, &device, jobmap::journal(&host))?;
-    plan.apply(&mut host);
+    plan.apply(&mut host)?;
     let result = run::simulate(
         SimConfig {
             host,

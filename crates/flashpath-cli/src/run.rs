@@ -327,7 +327,7 @@ pub fn fio_command(args: &[String]) -> Result<()> {
     }
     let (mut host, device, driver) = system(&opts)?;
     let plan = jobmap::plan(&inv, &device, jobmap::journal(&host))?;
-    plan.apply(&mut host);
+    plan.apply(&mut host)?;
     let cfg = SimConfig {
         host,
         device,
