@@ -103,6 +103,11 @@ const MODELLED: &[&str] = &[
     "ba",
     // Start after the named earlier job has finished (`JobConfig::wait_for`).
     "wait_for",
+    // zonemode=strided (`JobConfig::zones`); zbd is refused.
+    "zonemode",
+    "zonesize",
+    "zonerange",
+    "zoneskip",
     // Files laid out on the device (files.rs).
     "directory",
     "nrfiles",
@@ -677,8 +682,38 @@ fn job_config(job: &Job, dev: &DeviceConfig) -> Result<(JobConfig, files::Target
         // Placed by `plan` (files.rs).
         files: None,
         null_engine: null,
+        zones: strided_zones(job)?,
     };
     Ok((cfg, target))
+}
+
+/// fio's zonemode: strided zones (`JobConfig::zones`); zbd (zoned block devices) is not
+/// modelled; zonesize without zonemode=strided is fio's own error.
+fn strided_zones(job: &Job) -> Result<Option<wl::StridedZones>> {
+    let size = |n: &str| -> Result<u64> {
+        let Some(v) = raw_value(job, n) else {
+            return Ok(0);
+        };
+        flashpath_fio::parse::value::parse_size(v, u64::from(job.options.kb_base))
+            .ok_or_else(|| anyhow::anyhow!("job '{}': {n}={v} is not a size", job.name))
+    };
+    let (zsize, range, skip) = (size("zonesize")?, size("zonerange")?, size("zoneskip")?);
+    match raw_value(job, "zonemode").unwrap_or("none") {
+        "strided" => Ok(Some(wl::StridedZones {
+            size: zsize,
+            range: if range == 0 { zsize } else { range },
+            skip,
+        })),
+        "zbd" => bail!(
+            "job '{}': zonemode=zbd needs a zoned block device, which flashpath does not model",
+            job.name
+        ),
+        _ if zsize > 0 => bail!(
+            "job '{}': --zonemode=none and --zonesize are not compatible (fio's error)",
+            job.name
+        ),
+        _ => Ok(None),
+    }
 }
 
 /// The job's random seed: fio's randseed plus the thread number.

@@ -23,9 +23,11 @@
 
 mod files;
 mod offsets;
+mod strided;
 
 pub use files::{FileExtent, FileService, Files};
 pub use offsets::OffsetGen;
+pub use strided::StridedZones;
 
 use crate::engine::SimTime;
 
@@ -236,6 +238,8 @@ pub struct JobConfig {
     pub files: Option<Files>,
     /// fio's null engine (`sim/null_engine.rs`): no system call, no kernel, no device.
     pub null_engine: bool,
+    /// fio's zonemode=strided (`workload/strided.rs`).
+    pub zones: Option<StridedZones>,
 }
 
 /// posix_fadvise advice on a file (mm/fadvise.c), as it changes the file's readahead.
@@ -296,6 +300,7 @@ impl JobConfig {
             wait_for: Vec::new(),
             files: None,
             null_engine: false,
+            zones: None,
         }
     }
 
@@ -397,6 +402,14 @@ impl JobConfig {
                 self.name, self.block_align
             ));
         }
+        if let Some(z) = &self.zones {
+            if z.size == 0 || z.range == 0 || z.range > self.size || self.files.is_some() {
+                return Err(format!(
+                    "job '{}': zonemode=strided needs zonesize and zonerange above 0, zonerange within the region, and one file",
+                    self.name
+                ));
+            }
+        }
         if let Some(f) = &self.files {
             let total: u64 = f.extents.iter().map(|e| e.size).sum();
             let bs = self.bs[0]
@@ -493,6 +506,8 @@ pub struct IoSource {
     gen: OffsetGen,
     /// The job's files, when it has several: they give the offsets, not `gen`.
     files: Option<Box<files::FileCursor>>,
+    /// zonemode=strided: the zones give the offsets, not `gen`.
+    zones: Option<Box<strided::ZoneCursor>>,
     rng: crate::engine::SimRng,
     script: Option<std::sync::Arc<[IoSpec]>>,
     pub issued_bytes: u64,
@@ -519,6 +534,9 @@ impl IoSource {
                 .files
                 .as_ref()
                 .map(|f| Box::new(files::FileCursor::new(cfg, f, align))),
+            zones: cfg
+                .zones
+                .map(|z| Box::new(strided::ZoneCursor::new(cfg, z, align))),
             rng: crate::engine::SimRng::new(cfg.seed, 1),
             script: cfg.script.clone(),
             issued_bytes: 0,
@@ -559,10 +577,13 @@ impl IoSource {
 
     #[inline]
     fn next_offset(&mut self, len: u64) -> u64 {
-        match &mut self.files {
-            Some(f) => f.next(len),
-            None => self.gen.next(len),
+        if let Some(f) = &mut self.files {
+            return f.next(len);
         }
+        if let Some(z) = &mut self.zones {
+            return z.next(len);
+        }
+        self.gen.next(len)
     }
 
     /// The next I/O.
