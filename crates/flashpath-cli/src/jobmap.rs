@@ -422,6 +422,13 @@ fn check_modelled(job: &Job) -> Result<()> {
             at("ioengine")
         ),
     }
+    // A zoned block device's own options are refused as what they need.
+    if raw_value(job, "zonemode") == Some("zbd") {
+        bail!(
+            "zonemode=zbd{} needs a zoned block device, which flashpath does not model",
+            at("zonemode")
+        );
+    }
     for s in &job.set_options {
         let name = s.name.as_str();
         if !MODELLED.contains(&name) && !NO_EFFECT.iter().any(|(n, _)| *n == name) {
