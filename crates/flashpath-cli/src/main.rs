@@ -6,6 +6,7 @@
 
 mod analyze;
 mod compare;
+mod fiologs;
 mod flashbench;
 mod iozone;
 mod jobmap;
@@ -14,6 +15,7 @@ mod presets;
 mod report;
 mod repro;
 mod run;
+mod trace_out;
 mod validate;
 
 use std::process::ExitCode;

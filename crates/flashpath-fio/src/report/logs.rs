@@ -227,9 +227,28 @@ impl LogWriter {
         }
     }
 
-    /// The file contents written so far.
+    /// The file contents written so far (and not yet drained).
     pub fn contents(&self) -> &str {
         &self.out
+    }
+
+    /// Moves the lines written so far into `w` (a file as the run goes), so the writer
+    /// keeps nothing that grows with the run.
+    pub fn drain_into(&mut self, w: &mut dyn io::Write) -> io::Result<()> {
+        w.write_all(self.out.as_bytes())?;
+        self.out.clear();
+        Ok(())
+    }
+
+    /// The log's options.
+    pub fn options(&self) -> &LogOptions {
+        &self.opts
+    }
+
+    /// Sets the offset added to every time stamp (`log_unix_epoch`), once the job's
+    /// epoch is known.
+    pub fn set_time_offset_ms(&mut self, ms: u64) {
+        self.opts.time_offset_ms = ms;
     }
 
     /// Writes the file into `dir`, returning its path.
@@ -313,6 +332,18 @@ impl HistLogWriter {
 
     pub fn contents(&self) -> &str {
         &self.out
+    }
+
+    /// See [`LogWriter::set_time_offset_ms`].
+    pub fn set_time_offset_ms(&mut self, ms: u64) {
+        self.opts.time_offset_ms = ms;
+    }
+
+    /// Moves the lines written so far into `w` (see [`LogWriter::drain_into`]).
+    pub fn drain_into(&mut self, w: &mut dyn io::Write) -> io::Result<()> {
+        w.write_all(self.out.as_bytes())?;
+        self.out.clear();
+        Ok(())
     }
 
     pub fn write_to(&self, dir: &Path) -> io::Result<PathBuf> {
