@@ -314,6 +314,33 @@ fn python_with(modules: &str) -> Option<&'static str> {
     })
 }
 
+/// The tools test's run: two libaio clones with every log, windowed.
+fn out_args() -> Vec<String> {
+    [
+        "fio",
+        "--name=t",
+        "--rw=randread",
+        "--bs=4k",
+        "--size=64m",
+        "--ioengine=libaio",
+        "--iodepth=8",
+        "--direct=1",
+        "--time_based",
+        "--runtime=2",
+        "--numjobs=2",
+        "--group_reporting",
+        "--write_bw_log=t",
+        "--write_iops_log=t",
+        "--write_lat_log=t",
+        "--write_hist_log=t",
+        "--log_avg_msec=100",
+        "--log_hist_msec=500",
+        "--output-format=json",
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
 /// fio's own tools read what flashpath writes: fiologparser.py's time-weighted average
 /// of the bw logs (trimmed to 4 columns, as fio 3.33's own logs must be for it) is the
 /// run's reported bandwidth; fiologparser_hist.py's percentiles lie within the run's
@@ -325,30 +352,9 @@ fn fios_tools_read_flashpaths_logs() {
         return;
     }
     let dir = scratch("logs-tools");
-    let out = run_in(
-        &dir,
-        &[
-            "fio",
-            "--name=t",
-            "--rw=randread",
-            "--bs=4k",
-            "--size=64m",
-            "--ioengine=libaio",
-            "--iodepth=8",
-            "--direct=1",
-            "--time_based",
-            "--runtime=2",
-            "--numjobs=2",
-            "--group_reporting",
-            "--write_bw_log=t",
-            "--write_iops_log=t",
-            "--write_lat_log=t",
-            "--write_hist_log=t",
-            "--log_avg_msec=100",
-            "--log_hist_msec=500",
-            "--output-format=json",
-        ],
-    );
+    let args = out_args();
+    let a: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = run_in(&dir, &a);
     let rep = json(&out);
     let tools = dir.join("tools");
     std::fs::create_dir_all(&tools).unwrap();
@@ -431,6 +437,27 @@ fn fios_tools_read_flashpaths_logs() {
         eprintln!("note: numpy/pandas missing; fiologparser_hist.py not run");
     }
 
+    // The same run's json+ and logs through check-fio-tools.sh (fio_jsonplus_clat2csv,
+    // fio2gnuplot, fio_generate_plots, fiologparser.py, the histogram tools).
+    let mut args: Vec<String> = out_args();
+    args.push("--output-format=json+".into());
+    args.push("--output=run.json".into());
+    let a: Vec<&str> = args.iter().map(String::as_str).collect();
+    ok(&run_in(&dir, &a));
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../flashpath-fio/tests/data/report/check-fio-tools.sh"
+    );
+    let mut c = Command::new("bash");
+    c.arg(script).arg(dir.join("run.json")).arg(&dir);
+    if let Some(py) = python_with("numpy, pandas") {
+        c.env("PYHIST", py);
+    }
+    let o = c.output().unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "check-fio-tools.sh:\n{text}");
+    assert!(!text.contains("FAIL"), "{text}");
+
     if have("gnuplot") || Path::new("/usr/bin/gnuplot").exists() {
         let g = dir.join("g2p");
         std::fs::create_dir_all(&g).unwrap();
@@ -474,5 +501,51 @@ fn fios_tools_read_flashpaths_logs() {
         }
     } else {
         eprintln!("note: gnuplot missing; fio2gnuplot -g and fio_generate_plots not run");
+    }
+}
+
+/// log_max_value=1 logs each window's largest sample where the default logs its
+/// rounded mean: the same run's lines, at the same times, never below the mean and
+/// above it somewhere; log_unix_epoch=1 adds the job's epoch (the simulated run starts
+/// at the Unix epoch): a job started 2 s into the run logs its lines 2000 ms later.
+#[test]
+fn log_max_value_and_unix_epoch() {
+    let dir = scratch("logs-max");
+    let run = |extra: &[&str]| {
+        let mut a = vec![
+            "fio",
+            "--name=m",
+            "--rw=randread",
+            "--bs=4k",
+            "--size=16m",
+            "--ioengine=libaio",
+            "--iodepth=4",
+            "--direct=1",
+            "--time_based",
+            "--runtime=500ms",
+            "--write_lat_log=m",
+            "--log_avg_msec=50",
+            // No preconditioning before the job: it starts at its startdelay.
+            "--precondition=off",
+        ];
+        a.extend_from_slice(extra);
+        ok(&run_in(&dir, &a));
+        lines(&dir.join("m_clat.1.log"), 5)
+    };
+    let mean = run(&[]);
+    let max = run(&["--log_max_value=1"]);
+    assert_eq!(mean.len(), max.len());
+    assert!(mean.len() >= 10);
+    let mut above = 0;
+    for (a, b) in mean.iter().zip(&max) {
+        assert_eq!((a[0], a[2]), (b[0], b[2]));
+        assert!(b[1] >= a[1], "max {b:?} below mean {a:?}");
+        above += usize::from(b[1] > a[1]);
+    }
+    assert!(above > 0);
+    let late = run(&["--startdelay=2", "--log_unix_epoch=1"]);
+    assert_eq!(late.len(), mean.len());
+    for (a, b) in mean.iter().zip(&late) {
+        assert_eq!(b[0], a[0] + 2000, "{a:?} {b:?}");
     }
 }
