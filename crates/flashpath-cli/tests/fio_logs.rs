@@ -218,7 +218,8 @@ fn windowed_logs_follow_fios_helper_thread() {
         rows += 1;
     }
     assert!(rows >= 6, "{rows} histogram lines");
-    let ios = job["read"]["total_ios"].as_u64().unwrap() + job["write"]["total_ios"].as_u64().unwrap();
+    let ios =
+        job["read"]["total_ios"].as_u64().unwrap() + job["write"]["total_ios"].as_u64().unwrap();
     assert!(total > 0 && total <= ios, "{total} of {ios}");
 }
 
@@ -273,7 +274,13 @@ fn bandwidth_log_writes_fios_empty_aggregate_logs() {
     let dir = scratch("logs-agg");
     let out = run_in(
         &dir,
-        &["fio", "--bandwidth-log", "--name=a", "--rw=read", "--size=1m"],
+        &[
+            "fio",
+            "--bandwidth-log",
+            "--name=a",
+            "--rw=read",
+            "--size=1m",
+        ],
     );
     ok(&out);
     for f in ["agg-read_bw.log", "agg-write_bw.log", "agg-trim_bw.log"] {
@@ -399,11 +406,18 @@ fn fios_tools_read_flashpaths_logs() {
     for n in 1..=2 {
         let h = std::fs::read_to_string(dir.join(format!("t_clat_hist.{n}.log"))).unwrap();
         for l in h.lines() {
-            binned += l.split(", ").skip(3).map(|x| x.parse::<u64>().unwrap()).sum::<u64>();
+            binned += l
+                .split(", ")
+                .skip(3)
+                .map(|x| x.parse::<u64>().unwrap())
+                .sum::<u64>();
         }
     }
     let ios = rep["jobs"][0]["read"]["total_ios"].as_u64().unwrap();
-    assert!(binned <= ios && binned * 100 >= ios * 95, "{binned} of {ios}");
+    assert!(
+        binned <= ios && binned * 100 >= ios * 95,
+        "{binned} of {ios}"
+    );
     if let Some(py) = python_with("numpy, pandas") {
         let o = Command::new(py)
             .arg(tools.join("fiologparser_hist.py"))
@@ -414,10 +428,7 @@ fn fios_tools_read_flashpaths_logs() {
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let text = String::from_utf8_lossy(&o.stdout);
         let clat = &rep["jobs"][0]["read"]["clat_ns"];
-        let (min_ns, max_ns) = (
-            clat["min"].as_f64().unwrap(),
-            clat["max"].as_f64().unwrap(),
-        );
+        let (min_ns, max_ns) = (clat["min"].as_f64().unwrap(), clat["max"].as_f64().unwrap());
         let mut rows = 0;
         let mut samples = 0.0;
         // end-time, samples, min, avg, median, 90%, 95%, 99%, max (ns, the bins')
@@ -428,7 +439,10 @@ fn fios_tools_read_flashpaths_logs() {
             samples += v[1];
             for &p in &v[2..] {
                 // Values are bin bounds: allow fio's bin width (1/64 of the value).
-                assert!(p >= min_ns * 0.95 && p <= max_ns * 1.05, "{l} vs {min_ns}..{max_ns}");
+                assert!(
+                    p >= min_ns * 0.95 && p <= max_ns * 1.05,
+                    "{l} vs {min_ns}..{max_ns}"
+                );
             }
             rows += 1;
         }
@@ -495,7 +509,12 @@ fn fios_tools_read_flashpaths_logs() {
             .output()
             .unwrap();
         assert!(o.status.success(), "fio_generate_plots: {o:?}");
-        for svg in ["check-bw.svg", "check-iops.svg", "check-lat.svg", "check-clat.svg"] {
+        for svg in [
+            "check-bw.svg",
+            "check-iops.svg",
+            "check-lat.svg",
+            "check-clat.svg",
+        ] {
             let len = std::fs::metadata(p.join(svg)).map(|m| m.len()).unwrap_or(0);
             assert!(len > 1000, "{svg}: {len} bytes");
         }
