@@ -166,6 +166,7 @@ pub struct JobLogSpec {
     /// disable_bw_measurement / gtod_reduce: no per-I/O bw (or iops) samples.
     per_io_bw: bool,
     per_io_iops: bool,
+    hist_samples: bool,
     /// log_unix_epoch.
     unix_epoch: bool,
 }
@@ -268,9 +269,11 @@ impl JobLogSpec {
             bw_prefix: prefix(&o.write_bw_log),
             iops_prefix: prefix(&o.write_iops_log),
             per_io_bw: !o.disable_bw,
-            // add_iops_sample needs the time of day (no gtod_reduce), which
-            // disable_clat/slat/lat together stand for here.
-            per_io_iops: !(o.disable_clat && o.disable_slat && o.disable_lat),
+            // add_iops_sample needs !gtod_reduce(td): not all of clat, slat and bw
+            // disabled (fio.h; gtod_reduce sets all three).
+            per_io_iops: !(o.disable_clat && o.disable_slat && o.disable_bw),
+            // The histogram is fed by add_clat_sample.
+            hist_samples: !o.disable_clat,
             unix_epoch: flag(job, "log_unix_epoch")?,
         }))
     }
@@ -447,7 +450,7 @@ impl JobLogs {
                 ..base
             })?;
         }
-        if let Some((h, out)) = self.hist.as_mut() {
+        if let (Some((h, out)), true) = (self.hist.as_mut(), self.spec.hist_samples) {
             h.add(t_ms, d, io.len, io.clat);
             h.drain_into(&mut out.file)?;
         }
