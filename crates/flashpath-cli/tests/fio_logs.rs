@@ -618,3 +618,88 @@ fn outputs_stream_in_bounded_memory() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Real fio as the oracle: the same per-I/O log job on a file gives the same files,
+/// each with as many lines, the same columns, directions and block sizes (times and
+/// latencies are the simulated device's, offsets follow each one's random map).
+#[test]
+fn per_io_logs_match_real_fios_files() {
+    if !have("fio") {
+        eprintln!("note: fio is not installed; skipping");
+        return;
+    }
+    let dir = scratch("logs-oracle");
+    let (f, s) = (dir.join("fio"), dir.join("flashpath"));
+    std::fs::create_dir_all(&f).unwrap();
+    std::fs::create_dir_all(&s).unwrap();
+    let file = format!("--filename={}", dir.join("data").display());
+    let args = [
+        "--name=o",
+        file.as_str(),
+        "--size=4m",
+        "--io_size=256k",
+        "--rw=randrw",
+        "--bs=4k",
+        "--ioengine=psync",
+        "--write_bw_log=o",
+        "--write_iops_log=o",
+        "--write_lat_log=o",
+        "--write_hist_log=o",
+        "--log_offset=1",
+        "--log_prio=1",
+        "--output=/dev/null",
+    ];
+    let real = Command::new("fio")
+        .current_dir(&f)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(real.status.success(), "{real:?}");
+    let mut a = vec!["fio"];
+    a.extend_from_slice(&args);
+    ok(&run_in(&s, &a));
+    let list = |d: &Path| {
+        let mut v: Vec<String> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".log"))
+            .collect();
+        v.sort();
+        v
+    };
+    let names = list(&f);
+    assert_eq!(names.len(), 6, "{names:?}");
+    assert_eq!(names, list(&s));
+    for n in &names {
+        let (a, b) = (
+            std::fs::read_to_string(f.join(n)).unwrap(),
+            std::fs::read_to_string(s.join(n)).unwrap(),
+        );
+        assert_eq!(a.lines().count(), b.lines().count(), "{n}");
+        let shape = |t: &str| -> Vec<(usize, String, String)> {
+            let mut v: Vec<_> = t
+                .lines()
+                .map(|l| {
+                    let c: Vec<&str> = l.split(", ").collect();
+                    (c.len(), c[2].to_string(), c[3].to_string())
+                })
+                .collect();
+            v.sort();
+            v
+        };
+        // Columns, and per line its direction and block size (as a multiset: the mix
+        // of reads and writes follows each one's random stream).
+        let (sa, sb) = (shape(&a), shape(&b));
+        assert_eq!(
+            sa.iter().map(|x| x.0).collect::<Vec<_>>(),
+            sb.iter().map(|x| x.0).collect::<Vec<_>>(),
+            "{n}: columns"
+        );
+        if !n.contains("hist") {
+            assert!(sa.iter().all(|x| x.2 == "4096") && sb.iter().all(|x| x.2 == "4096"));
+            for l in a.lines().chain(b.lines()) {
+                assert!(l.ends_with(", 0x0000"), "{n}: {l}");
+            }
+        }
+    }
+}

@@ -555,7 +555,10 @@ mod tests {
         assert_eq!(line(false, true, 0), "0, 10167, 0, 4096, 0x0000\n");
         // ioprio_value_is_class_rt: class 1 (RT) in bits 13..15 prints 1.
         assert_eq!(line(false, false, 1 << 13), "0, 10167, 0, 4096, 1\n");
-        assert_eq!(line(false, true, (1 << 13) | 4), "0, 10167, 0, 4096, 0x2004\n");
+        assert_eq!(
+            line(false, true, (1 << 13) | 4),
+            "0, 10167, 0, 4096, 0x2004\n"
+        );
     }
 
     /// log_avg_msec on an inline (latency) log: a line at the first sample at least a
