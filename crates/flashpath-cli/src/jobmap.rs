@@ -431,7 +431,10 @@ fn check_modelled(job: &Job) -> Result<()> {
     }
     for s in &job.set_options {
         let name = s.name.as_str();
-        if !MODELLED.contains(&name) && !NO_EFFECT.iter().any(|(n, _)| *n == name) {
+        if !MODELLED.contains(&name)
+            && !crate::fiologs::LOG_OPTIONS.contains(&name)
+            && !NO_EFFECT.iter().any(|(n, _)| *n == name)
+        {
             bail!(
                 "option '{}' ({}) is not modelled by flashpath",
                 s.name,
@@ -1158,6 +1161,7 @@ mod option_walk {
                     accepted += 1;
                     let n = def.name.as_str();
                     let listed = MODELLED.contains(&n)
+                        || crate::fiologs::LOG_OPTIONS.contains(&n)
                         || NO_EFFECT.iter().any(|(x, _)| *x == n)
                             && readme.contains(&format!("`{n}`"));
                     if !listed {

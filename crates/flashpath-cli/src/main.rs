@@ -7,6 +7,7 @@
 mod analyze;
 mod compare;
 mod files;
+mod fiologs;
 mod flashbench;
 mod iozone;
 mod jobmap;
@@ -15,6 +16,7 @@ mod presets;
 mod report;
 mod repro;
 mod run;
+mod trace_out;
 mod validate;
 
 use std::process::ExitCode;

@@ -1,16 +1,18 @@
 //! `flashpath fio`: fio arguments in, a simulated run, fio's output formats out.
 
+use crate::fiologs;
+pub(crate) use crate::trace_out::TraceOutputs;
+use crate::trace_out::TraceStreamer;
 use crate::{jobmap, presets, report};
 use anyhow::{anyhow, bail, Context, Result};
-use flashpath_core::blktrace::{self, BlkDevice};
+use flashpath_core::blktrace::BlkDevice;
 use flashpath_core::host::DriverKind;
 use flashpath_core::sim::{Precondition, Sim, SimConfig};
 use flashpath_core::stats::RunResult;
-use flashpath_core::timeline;
 use flashpath_core::trace::Trace;
 use flashpath_fio::parse::{parse_command_line, Env};
+use flashpath_fio::report::model::Ddir;
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 /// flashpath's own options, taken out of the fio arguments.
@@ -130,7 +132,8 @@ pub fn simulate(cfg: SimConfig, progress: bool) -> Result<RunResult> {
     Ok(simulate_traced(cfg, progress, false)?.0)
 }
 
-/// [`simulate`], with the event trace recorded if `traced`.
+/// [`simulate`], with the event trace recorded (and kept whole) if `traced`: for
+/// short runs (iozone, flashbench); `flashpath fio` streams it ([`drive`]).
 pub fn simulate_traced(
     cfg: SimConfig,
     progress: bool,
@@ -140,6 +143,18 @@ pub fn simulate_traced(
     if traced {
         sim.enable_trace();
     }
+    drive(&mut sim, progress, None)?;
+    let trace = sim.take_trace();
+    Ok((sim.finish(), trace))
+}
+
+/// Steps `sim` to its end, with a progress line on standard error for long runs when
+/// it is a terminal, handing what the trace recorded to `stream` between steps.
+pub(crate) fn drive(
+    sim: &mut Sim,
+    progress: bool,
+    mut stream: Option<&mut TraceStreamer>,
+) -> Result<()> {
     let show = progress && std::io::stderr().is_terminal();
     let wall = Instant::now();
     let mut last = wall;
@@ -148,6 +163,11 @@ pub fn simulate_traced(
     let mut shown = false;
     while sim.run_until(limit) {
         limit += step;
+        if let Some(s) = stream.as_deref_mut() {
+            if let Some(chunk) = sim.drain_trace() {
+                s.feed(chunk)?;
+            }
+        }
         if show
             && last.elapsed() > Duration::from_millis(500)
             && wall.elapsed() > Duration::from_secs(2)
@@ -166,57 +186,7 @@ pub fn simulate_traced(
     if shown {
         eprintln!();
     }
-    let trace = sim.take_trace();
-    Ok((sim.finish(), trace))
-}
-
-/// Where `--blktrace` and `--trace` write, checked (and created) before the run.
-pub(crate) struct TraceOutputs {
-    blktrace: Option<PathBuf>,
-    timeline: Option<(PathBuf, std::fs::File)>,
-}
-
-impl TraceOutputs {
-    pub(crate) fn open(o: &Options) -> Result<TraceOutputs> {
-        let blktrace = match &o.blktrace {
-            Some(d) => {
-                let p = PathBuf::from(d);
-                std::fs::create_dir_all(&p)
-                    .with_context(|| format!("--blktrace {d}: cannot create the directory"))?;
-                Some(p)
-            }
-            None => None,
-        };
-        let timeline = match &o.trace {
-            Some(f) => {
-                let file = std::fs::File::create(f)
-                    .with_context(|| format!("--trace {f}: cannot create the file"))?;
-                Some((PathBuf::from(f), file))
-            }
-            None => None,
-        };
-        Ok(TraceOutputs { blktrace, timeline })
-    }
-
-    pub(crate) fn wanted(&self) -> bool {
-        self.blktrace.is_some() || self.timeline.is_some()
-    }
-
-    pub(crate) fn write(self, trace: &Trace, driver: DriverKind) -> Result<()> {
-        if let Some(dir) = &self.blktrace {
-            let dev = BlkDevice::for_driver(driver);
-            for (cpu, bytes) in blktrace::encode(trace, &dev).iter().enumerate() {
-                let p = dir.join(dev.file_name(cpu as u32));
-                std::fs::write(&p, bytes)
-                    .with_context(|| format!("--blktrace: writing {}", p.display()))?;
-            }
-        }
-        if let Some((p, mut f)) = self.timeline {
-            f.write_all(timeline::chrome_json(trace).as_bytes())
-                .with_context(|| format!("--trace: writing {}", p.display()))?;
-        }
-        Ok(())
-    }
+    Ok(())
 }
 
 /// fio's own switches that print something and exit: --version (fio's version string,
@@ -286,6 +256,8 @@ fn check_switches(inv: &flashpath_fio::parse::Invocation) -> Result<()> {
     for (sw, val, index) in &inv.other_switches {
         match sw.as_str() {
             "eta" | "eta-interval" | "eta-newline" | "alloc-size" | "aux-path" | "max-jobs" => {}
+            // fio's aggregate bandwidth logs (fiologs.rs), written after the run.
+            "bandwidth-log" => {}
             "warnings-fatal" => {
                 if let Some(w) = inv.warnings.first() {
                     bail!("{} (--warnings-fatal)", crate::one_line(w));
@@ -294,7 +266,7 @@ fn check_switches(inv: &flashpath_fio::parse::Invocation) -> Result<()> {
             other => {
                 let what = match other {
                     "status-interval" => "periodic reports",
-                    "bandwidth-log" | "latency-log" | "inflate-log" => "fio's logs",
+                    "latency-log" | "inflate-log" => "fio's logs",
                     "client" | "server" | "daemonize" | "remote-config" | "trigger"
                     | "trigger-file" | "trigger-timeout" | "trigger-remote" => {
                         "fio's client/server and triggers"
@@ -326,6 +298,7 @@ pub fn fio_command(args: &[String]) -> Result<()> {
         eprintln!("flashpath fio: warning: {}", crate::one_line(w));
     }
     let (mut host, device, driver) = system(&opts)?;
+    let host_cores = host.cores;
     let plan = jobmap::plan(&inv, &device, jobmap::journal(&host))?;
     plan.apply(&mut host)?;
     let cfg = SimConfig {
@@ -339,14 +312,53 @@ pub fn fio_command(args: &[String]) -> Result<()> {
         // What the simulator would refuse (driver, host and device checks) is refused
         // here too: the simulation is set up, not run.
         Sim::new(cfg).map_err(|e| anyhow!("{e}"))?;
+        fiologs::check(&inv)?;
         return Ok(());
     }
+    let mut sim = Sim::new(cfg).map_err(|e| anyhow!("{e}"))?;
+    let logs = match fiologs::open(&inv)? {
+        Some((obs, handle)) => {
+            sim.add_observer(Box::new(obs));
+            Some(handle)
+        }
+        None => None,
+    };
     let outputs = TraceOutputs::open(&opts)?;
-    let (result, trace) = simulate_traced(cfg, true, outputs.wanted())?;
-    if let Some(trace) = &trace {
-        outputs.write(trace, driver)?;
+    let mut stream = if outputs.wanted() {
+        sim.enable_trace();
+        let tasks = sim.trace().map(|t| t.tasks.clone()).unwrap_or_default();
+        Some(outputs.stream(driver, host_cores, tasks)?)
+    } else {
+        None
+    };
+    drive(&mut sim, true, stream.as_mut())?;
+    sim.close_observers().map_err(|e| anyhow!("{e}"))?;
+    if let Some(s) = stream {
+        let rest = sim.take_trace().map(Trace::into_chunk).unwrap_or_default();
+        s.finish(rest)?;
+    }
+    let result = sim.finish();
+    if inv
+        .other_switches
+        .iter()
+        .any(|(sw, _, _)| sw == "bandwidth-log")
+    {
+        fiologs::write_bandwidth_logs()?;
     }
     let mut rep = report::build(&plan.metas, &result, plan.global_options);
+    if let Some(h) = &logs {
+        // fio's report takes bw/iops from the logs' samples when they are written.
+        for (jr, (bw, iops)) in rep.jobs.iter_mut().zip(h.report_overrides()) {
+            for d in [Ddir::Read, Ddir::Write, Ddir::Trim] {
+                if let Some(s) = bw {
+                    jr.dir_mut(d).bw = s[d.index()];
+                }
+                if let Some(s) = iops {
+                    jr.dir_mut(d).iops = s[d.index()];
+                }
+            }
+        }
+    }
     if plan.disk_util {
         let name = BlkDevice::for_driver(driver).name;
         rep.disk_util.push(report::disk_util(name, &result.system));

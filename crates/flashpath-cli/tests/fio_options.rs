@@ -342,7 +342,6 @@ fn fio_switches_work_or_are_refused() {
     // Refused, one line naming the switch, also under --parse-only.
     for sw in [
         "--status-interval=1",
-        "--bandwidth-log",
         "--client=host",
         "--idle-prof=system",
         "--trigger=cmd",

@@ -34,8 +34,9 @@
 //! Task names go in BLK_TN_PROCESS notes (pdu = the 16-byte comm).
 //! Times start at the first reported job's start.
 
+use crate::engine::SimTime;
 use crate::host::DriverKind;
-use crate::trace::{pid, BlkAction, BlkOp, Trace, TraceKind};
+use crate::trace::{pid, BlkAction, BlkOp, Trace, TraceChunk, TraceKind};
 use crate::workload::Dir;
 
 pub const BLK_IO_TRACE_MAGIC: u32 = 0x6561_7400;
@@ -228,87 +229,210 @@ fn task_name(trace: &Trace, dev: &BlkDevice, p: u32) -> String {
     format!("task{p}")
 }
 
+/// Writes one block event's records (its task's name note the first time the task
+/// appears on the CPU, then the event, then its payload) into `buf`.
+#[allow(clippy::too_many_arguments)]
+fn write_event(
+    buf: &mut Vec<u8>,
+    named: &mut Vec<(u32, usize)>,
+    tasks: &Trace,
+    dev: &BlkDevice,
+    cpu: usize,
+    sequence: u32,
+    time: u64,
+    kind: TraceKind,
+) {
+    let TraceKind::Block {
+        action,
+        sector,
+        sectors,
+        dir,
+        op,
+        pid: p,
+        ..
+    } = kind
+    else {
+        unreachable!("only block events are written");
+    };
+    let device = dev.dev_t();
+    // The kernel notes a task's name before its first event (trace_note_tsk);
+    // interrupt context runs on the CPU's idle task (pid 0, one per CPU).
+    let task = (p, if p == pid::IRQ { cpu } else { usize::MAX });
+    if !named.contains(&task) {
+        named.push(task);
+        let mut comm = [0u8; 16];
+        let name = if p == pid::IRQ {
+            format!("swapper/{cpu}")
+        } else {
+            task_name(tasks, dev, p)
+        };
+        let n = name.len().min(15);
+        comm[..n].copy_from_slice(&name.as_bytes()[..n]);
+        let note = Record {
+            time,
+            action: TN_PROCESS,
+            pid: p,
+            device,
+            cpu: cpu as u32,
+            pdu_len: 16,
+            ..Record::default()
+        };
+        buf.extend_from_slice(&note.encode());
+        buf.extend_from_slice(&comm);
+    }
+    let pdu: Option<[u8; 8]> = match action {
+        BlkAction::Unplug { depth } => Some((depth as u64).to_be_bytes()),
+        // blk_add_trace_split: the rest's first sector, big-endian.
+        BlkAction::Split { new_sector } => Some(new_sector.to_be_bytes()),
+        _ => None,
+    };
+    let r = Record {
+        sequence,
+        time,
+        sector,
+        bytes: sectors * 512,
+        action: action_word(action, dir, op),
+        pid: p,
+        device,
+        cpu: cpu as u32,
+        error: 0,
+        pdu_len: pdu.map_or(0, |p| p.len() as u16),
+    };
+    buf.extend_from_slice(&r.encode());
+    if let Some(p) = pdu {
+        buf.extend_from_slice(&p);
+    }
+}
+
 /// The blktrace stream of each CPU (index = CPU, all of the host's cores, empty where
-/// nothing happened), as blktrace would write `<dev>.blktrace.<cpu>`.
+/// nothing happened), as blktrace would write `<dev>.blktrace.<cpu>` (the whole trace
+/// in memory; a long run streams with [`BlktraceStream`], which writes the same bytes).
 pub fn encode(trace: &Trace, dev: &BlkDevice) -> Vec<Vec<u8>> {
     let cores = trace.cores.max(1) as usize;
-    let mut per_cpu: Vec<Vec<(u64, usize)>> = vec![Vec::new(); cores];
-    for (i, e) in trace.events.iter().enumerate() {
-        if let TraceKind::Block { cpu, .. } = e.kind {
-            per_cpu[cpu as usize % cores].push((e.t, i));
-        }
-    }
-    let device = dev.dev_t();
+    // Kernel buffers are in time order; records booked ahead are sorted in here. A
+    // task's name is noted before its first event in time, on that event's CPU
+    // (trace_note_tsk, when the task's btrace_seq is not the trace's).
+    let mut evs: Vec<(u64, usize)> = trace
+        .events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| matches!(e.kind, TraceKind::Block { .. }))
+        .map(|(i, e)| (e.t, i))
+        .collect();
+    evs.sort_by_key(|&(t, i)| (t, i));
     let mut named: Vec<(u32, usize)> = Vec::new();
+    let mut sequence = vec![0u32; cores];
     let mut out = vec![Vec::new(); cores];
-    for (cpu, evs) in per_cpu.iter_mut().enumerate() {
-        // Kernel buffers are in time order; records booked ahead are sorted in here.
-        evs.sort_by_key(|&(t, i)| (t, i));
-        let buf = &mut out[cpu];
-        for (n, &(t, i)) in evs.iter().enumerate() {
-            let TraceKind::Block {
-                action,
-                sector,
-                sectors,
-                dir,
-                op,
-                pid: p,
-                ..
-            } = trace.events[i].kind
-            else {
-                unreachable!("only block events were gathered");
-            };
-            let time = t.saturating_sub(trace.start);
-            // The kernel notes a task's name before its first event (trace_note_tsk);
-            // interrupt context runs on the CPU's idle task (pid 0, one per CPU).
-            let task = (p, if p == pid::IRQ { cpu } else { usize::MAX });
-            if !named.contains(&task) {
-                named.push(task);
-                let mut comm = [0u8; 16];
-                let name = if p == pid::IRQ {
-                    format!("swapper/{cpu}")
-                } else {
-                    task_name(trace, dev, p)
-                };
-                let n = name.len().min(15);
-                comm[..n].copy_from_slice(&name.as_bytes()[..n]);
-                let note = Record {
-                    time,
-                    action: TN_PROCESS,
-                    pid: p,
-                    device,
-                    cpu: cpu as u32,
-                    pdu_len: 16,
-                    ..Record::default()
-                };
-                buf.extend_from_slice(&note.encode());
-                buf.extend_from_slice(&comm);
-            }
-            let pdu: Option<[u8; 8]> = match action {
-                BlkAction::Unplug { depth } => Some((depth as u64).to_be_bytes()),
-                // blk_add_trace_split: the rest's first sector, big-endian.
-                BlkAction::Split { new_sector } => Some(new_sector.to_be_bytes()),
-                _ => None,
-            };
-            let r = Record {
-                sequence: n as u32 + 1,
-                time,
-                sector,
-                bytes: sectors * 512,
-                action: action_word(action, dir, op),
-                pid: p,
-                device,
-                cpu: cpu as u32,
-                error: 0,
-                pdu_len: pdu.map_or(0, |p| p.len() as u16),
-            };
-            buf.extend_from_slice(&r.encode());
-            if let Some(p) = pdu {
-                buf.extend_from_slice(&p);
-            }
-        }
+    for (t, i) in evs {
+        let TraceKind::Block { cpu, .. } = trace.events[i].kind else {
+            unreachable!("only block events were gathered");
+        };
+        let cpu = cpu as usize % cores;
+        sequence[cpu] += 1;
+        write_event(
+            &mut out[cpu],
+            &mut named,
+            trace,
+            dev,
+            cpu,
+            sequence[cpu],
+            t.saturating_sub(trace.start),
+            trace.events[i].kind,
+        );
     }
     out
+}
+
+/// [`encode`] as the run goes, in bounded memory: fed the chunks `Sim::drain_trace`
+/// hands over, it appends to [`BlktraceStream::out`] (per CPU; the caller moves the
+/// bytes to the files and clears them) every block event older than the chunk's `now`
+/// in time order, as the kernel's per-CPU buffers hold them, and keeps the events
+/// booked ahead, the per-CPU sequence numbers and the tasks already named. Before the
+/// reported jobs begin (times count from their start) it keeps the events.
+pub struct BlktraceStream {
+    dev: BlkDevice,
+    /// Task names and cores, for the name notes.
+    tasks: Trace,
+    start: Option<SimTime>,
+    ahead: Vec<(SimTime, u64, TraceKind)>,
+    seq: u64,
+    sequence: Vec<u32>,
+    named: Vec<(u32, usize)>,
+    /// Each CPU's bytes since the caller last took them.
+    pub out: Vec<Vec<u8>>,
+    /// The largest number of events kept between chunks (for tests).
+    pub max_kept: usize,
+}
+
+impl BlktraceStream {
+    pub fn new(dev: BlkDevice, cores: u32, tasks: Vec<(u32, String)>) -> Self {
+        let n = cores.max(1) as usize;
+        BlktraceStream {
+            dev,
+            tasks: Trace {
+                tasks,
+                cores,
+                ..Trace::default()
+            },
+            start: None,
+            ahead: Vec::new(),
+            seq: 0,
+            sequence: vec![0; n],
+            named: Vec::new(),
+            out: vec![Vec::new(); n],
+            max_kept: 0,
+        }
+    }
+
+    /// Takes one chunk (see the type's doc).
+    pub fn feed(&mut self, c: &TraceChunk) {
+        if self.start.is_none() {
+            self.start = c.start;
+        }
+        for e in &c.events {
+            if let TraceKind::Block { .. } = e.kind {
+                self.ahead.push((e.t, self.seq, e.kind));
+            }
+            self.seq += 1;
+        }
+        let Some(start) = self.start else {
+            self.max_kept = self.max_kept.max(self.ahead.len());
+            return;
+        };
+        self.ahead.sort_by_key(|&(t, s, _)| (t, s));
+        let k = self.ahead.partition_point(|&(t, _, _)| t < c.now);
+        let cores = self.out.len();
+        for (t, _, kind) in self.ahead.drain(..k) {
+            let TraceKind::Block { cpu, .. } = kind else {
+                unreachable!("only block events are kept");
+            };
+            let cpu = cpu as usize % cores;
+            self.sequence[cpu] += 1;
+            write_event(
+                &mut self.out[cpu],
+                &mut self.named,
+                &self.tasks,
+                &self.dev,
+                cpu,
+                self.sequence[cpu],
+                t.saturating_sub(start),
+                kind,
+            );
+        }
+        self.max_kept = self.max_kept.max(self.ahead.len());
+    }
+
+    /// The run is over: writes what is left (`rest`: the trace's remainder).
+    pub fn finish(&mut self, rest: &TraceChunk) {
+        let mut last = TraceChunk {
+            events: rest.events.clone(),
+            now: SimTime::MAX,
+            start: rest.start.or(self.start).or(Some(0)),
+            ..TraceChunk::default()
+        };
+        last.cores = rest.cores;
+        self.feed(&last);
+    }
 }
 
 #[cfg(test)]

@@ -180,6 +180,13 @@ pub struct TraceEvent {
 
 /// Recorded events in the order they were recorded (not necessarily time order: work is
 /// booked ahead on resources). `sorted()` gives time order.
+///
+/// Whatever is recorded is booked at or after the simulated time of its recording (the
+/// event loop only moves forward, and work starts once it is ready), so a writer that
+/// drains the trace while the run goes (`Sim::drain_trace`) can write everything older
+/// than the current time in time order and keep only what is booked ahead. `floor`
+/// holds the time of the last drain; a record earlier than it is a simulator bug
+/// (checked in debug builds).
 #[derive(Clone, Debug, Default)]
 pub struct Trace {
     pub events: Vec<TraceEvent>,
@@ -193,12 +200,50 @@ pub struct Trace {
     pub tasks: Vec<(u32, String)>,
     /// Host cores.
     pub cores: u32,
+    /// `start` is set: the reported jobs have begun.
+    pub started: bool,
+    /// No record may be earlier than this (the time of the last drain).
+    pub floor: SimTime,
+}
+
+/// What [`crate::sim::Sim::drain_trace`] hands over: the events recorded since the last
+/// drain, in recording order, the CPU slices that can no longer change (in booking
+/// order), and the NAND slices booked since the last drain. Nothing recorded later can
+/// be earlier than `now`.
+#[derive(Clone, Debug, Default)]
+pub struct TraceChunk {
+    pub events: Vec<TraceEvent>,
+    pub cpu: Vec<CpuSlice>,
+    pub nand: Vec<NandSlice>,
+    pub now: SimTime,
+    /// The reported jobs' start (`Trace::start`), once they have begun.
+    pub start: Option<SimTime>,
+    /// Host cores and task names (as in `Trace`).
+    pub cores: u32,
 }
 
 impl Trace {
     #[inline]
     pub fn push(&mut self, t: SimTime, req: Option<ReqId>, kind: TraceKind) {
+        debug_assert!(
+            t >= self.floor,
+            "a trace event at {t} ns is recorded after the trace was drained at {} ns",
+            self.floor
+        );
         self.events.push(TraceEvent { t, req, kind });
+    }
+
+    /// The trace as one last chunk for a streaming writer (what `Sim::take_trace`
+    /// leaves after the drains).
+    pub fn into_chunk(self) -> TraceChunk {
+        TraceChunk {
+            events: self.events,
+            cpu: self.cpu,
+            nand: self.nand,
+            now: SimTime::MAX,
+            start: self.started.then_some(self.start),
+            cores: self.cores,
+        }
     }
 
     /// The events in time order (stable: equal times keep recording order).

@@ -31,6 +31,8 @@ struct CpuRecord {
     /// `slices`.
     last_task: Vec<Option<usize>>,
     last_kernel: Vec<Option<usize>>,
+    /// The time of the last drain: no slice may start before it.
+    floor: SimTime,
 }
 
 impl Cpu {
@@ -49,6 +51,7 @@ impl Cpu {
             slices: Vec::new(),
             last_task: vec![None; self.cores.len()],
             last_kernel: vec![None; self.cores.len()],
+            floor: 0,
         });
     }
     /// The slices recorded so far (empty unless recording).
@@ -61,6 +64,31 @@ impl Cpu {
                 std::mem::take(&mut r.slices)
             })
             .unwrap_or_default()
+    }
+    /// Takes the recorded slices that can no longer change, in booking order: the
+    /// longest prefix of slices that ended by `now`. A slice is stretched only by work
+    /// of a higher lane starting before its end, and work is never booked to start
+    /// before the current time (`floor`, checked in debug builds), so a slice that
+    /// ended by `now` is final; the rest stay (bounded by the work booked ahead).
+    pub fn drain_final_slices(&mut self, now: SimTime) -> Vec<CpuSlice> {
+        let Some(r) = self.rec.as_mut() else {
+            return Vec::new();
+        };
+        r.floor = now;
+        let k = r
+            .slices
+            .iter()
+            .position(|s| s.end > now)
+            .unwrap_or(r.slices.len());
+        let fix = |l: &mut Option<usize>| {
+            *l = match *l {
+                Some(i) if i >= k => Some(i - k),
+                _ => None,
+            }
+        };
+        r.last_task.iter_mut().for_each(fix);
+        r.last_kernel.iter_mut().for_each(fix);
+        r.slices.drain(..k).collect()
     }
     /// Runs `cost` ns of work on `core` as soon as it is ready and the core is free;
     /// returns when the work ends.
@@ -135,6 +163,11 @@ impl Cpu {
         label: &'static str,
     ) {
         let r = self.rec.as_mut().expect("recording");
+        debug_assert!(
+            start >= r.floor,
+            "CPU work booked at {start} ns, before the last trace drain at {} ns",
+            r.floor
+        );
         let c = core as usize;
         let i = r.slices.len();
         r.slices.push(CpuSlice {

@@ -556,6 +556,26 @@ impl Sim {
         Some(tr)
     }
 
+    /// Hands over what the trace recorded since the last call (see
+    /// [`trace::TraceChunk`]) and keeps only what may still change, so a writer that
+    /// calls it between `run_until` steps streams the trace in bounded memory. `None`
+    /// when the trace is off. `Sim::take_trace` gives what is left at the end.
+    pub fn drain_trace(&mut self) -> Option<trace::TraceChunk> {
+        let now = self.now;
+        let tr = self.trace.as_mut()?;
+        tr.floor = now;
+        let events = std::mem::take(&mut tr.events);
+        let chunk = trace::TraceChunk {
+            events,
+            cpu: self.cpu.drain_final_slices(now),
+            nand: self.dev.take_nand_slices(),
+            now,
+            start: tr.started.then_some(tr.start),
+            cores: tr.cores,
+        };
+        Some(chunk)
+    }
+
     /// Adds a follower of the reported jobs' I/Os (see [`IoObserver`]).
     pub fn add_observer(&mut self, o: Box<dyn IoObserver>) {
         self.observers.push(o);
@@ -783,6 +803,7 @@ impl Sim {
         if t as usize == self.prefill && self.trace.is_some() {
             if let Some(tr) = &mut self.trace {
                 tr.start = now;
+                tr.started = true;
             }
             if self.prefill > 0 {
                 self.record_work();

@@ -227,9 +227,28 @@ impl LogWriter {
         }
     }
 
-    /// The file contents written so far.
+    /// The file contents written so far (and not yet drained).
     pub fn contents(&self) -> &str {
         &self.out
+    }
+
+    /// Moves the lines written so far into `w` (a file as the run goes), so the writer
+    /// keeps nothing that grows with the run.
+    pub fn drain_into(&mut self, w: &mut dyn io::Write) -> io::Result<()> {
+        w.write_all(self.out.as_bytes())?;
+        self.out.clear();
+        Ok(())
+    }
+
+    /// The log's options.
+    pub fn options(&self) -> &LogOptions {
+        &self.opts
+    }
+
+    /// Sets the offset added to every time stamp (`log_unix_epoch`), once the job's
+    /// epoch is known.
+    pub fn set_time_offset_ms(&mut self, ms: u64) {
+        self.opts.time_offset_ms = ms;
     }
 
     /// Writes the file into `dir`, returning its path.
@@ -313,6 +332,18 @@ impl HistLogWriter {
 
     pub fn contents(&self) -> &str {
         &self.out
+    }
+
+    /// See [`LogWriter::set_time_offset_ms`].
+    pub fn set_time_offset_ms(&mut self, ms: u64) {
+        self.opts.time_offset_ms = ms;
+    }
+
+    /// Moves the lines written so far into `w` (see [`LogWriter::drain_into`]).
+    pub fn drain_into(&mut self, w: &mut dyn io::Write) -> io::Result<()> {
+        w.write_all(self.out.as_bytes())?;
+        self.out.clear();
+        Ok(())
     }
 
     pub fn write_to(&self, dir: &Path) -> io::Result<PathBuf> {
@@ -485,4 +516,90 @@ pub fn per_io_bw(bytes: u64, clat_ns: u64) -> u64 {
         .wrapping_mul(1_000_000)
         .checked_div(clat_ns)
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(time_ms: u64, value: u64, ddir: Ddir) -> LogSample {
+        LogSample {
+            time_ms,
+            value,
+            ddir,
+            bs: 4096,
+            offset: 503_808,
+            prio: 0,
+        }
+    }
+
+    /// The four line layouts of fio 3.33's flush_samples, as real fio printed them
+    /// (`fio ... --write_bw_log --log_offset=1 --log_prio=1` gave
+    /// `0, 10167, 0, 4096, 503808, 0x0000`).
+    #[test]
+    fn lines_have_fios_four_layouts() {
+        let line = |offset: bool, prio: bool, p: u16| {
+            let mut o = LogOptions::new("x", 1);
+            o.log_offset = offset;
+            o.log_prio = prio;
+            let mut w = LogWriter::new(LogKind::Bw, o);
+            w.add(LogSample {
+                prio: p,
+                ..sample(0, 10167, Ddir::Read)
+            });
+            w.contents().to_string()
+        };
+        assert_eq!(line(false, false, 0), "0, 10167, 0, 4096, 0\n");
+        assert_eq!(line(true, false, 0), "0, 10167, 0, 4096, 503808, 0\n");
+        assert_eq!(line(true, true, 0), "0, 10167, 0, 4096, 503808, 0x0000\n");
+        assert_eq!(line(false, true, 0), "0, 10167, 0, 4096, 0x0000\n");
+        // ioprio_value_is_class_rt: class 1 (RT) in bits 13..15 prints 1.
+        assert_eq!(line(false, false, 1 << 13), "0, 10167, 0, 4096, 1\n");
+        assert_eq!(
+            line(false, true, (1 << 13) | 4),
+            "0, 10167, 0, 4096, 0x2004\n"
+        );
+    }
+
+    /// log_avg_msec on an inline (latency) log: a line at the first sample at least a
+    /// window after the window's start, with the rounded mean, bs and offset 0; the
+    /// window restarts at the boundary below; the rest at the job's end.
+    #[test]
+    fn averaged_latency_lines() {
+        let mut o = LogOptions::new("x", 1);
+        o.log_avg_msec = 100;
+        let mut w = LogWriter::new(LogKind::Clat, o);
+        for (t, v) in [(0, 10), (50, 21), (99, 30), (100, 40), (150, 7), (230, 9)] {
+            w.add(sample(t, v, Ddir::Write));
+        }
+        w.finish(260);
+        // (10 + 21 + 30 + 40) / 4 = 25.25 → 25; then (7 + 9) / 2 = 8 at 230 (230 - 100
+        // >= 100); nothing left at the end.
+        assert_eq!(w.contents(), "100, 25, 1, 0, 0\n230, 8, 1, 0, 0\n");
+        let mut d = Vec::new();
+        w.drain_into(&mut d).unwrap();
+        assert_eq!(w.contents(), "");
+        assert_eq!(d, b"100, 25, 1, 0, 0\n230, 8, 1, 0, 0\n");
+    }
+
+    /// A clat_hist line: time, ddir, bs, then the bins gained since the direction's
+    /// last line, 2^coarseness bins summed per column.
+    #[test]
+    fn histogram_line_layout() {
+        let mut o = LogOptions::new("x", 1);
+        o.log_hist_msec = 100;
+        o.log_hist_coarseness = 6;
+        let mut h = HistLogWriter::new(o);
+        h.add(1, Ddir::Read, 4096, 100);
+        h.add(50, Ddir::Read, 4096, 100);
+        h.add(101, Ddir::Read, 4096, 100);
+        let text = h.contents().to_string();
+        let cols: Vec<&str> = text.trim_end().split(", ").collect();
+        assert_eq!(&cols[..3], ["101", "0", "4096"]);
+        assert_eq!(cols.len(), 3 + PLAT_NR / 64);
+        // Below 128 ns fio's bin is the value itself: 100 ns is bin 100, in the second
+        // column of 64 bins, with all three I/Os.
+        assert_eq!(cols[4], "3");
+        assert_eq!(cols.iter().skip(3).filter(|c| **c != "0").count(), 1);
+    }
 }

@@ -158,6 +158,19 @@ impl RateSampler {
         }
     }
 
+    /// Ends the job after `runtime_ms` (ms since its start, rounded down): samples every
+    /// window that closed while the job was still running (its boundary at or before
+    /// the end, as a sampling thread that wakes exactly on each boundary would) and
+    /// drops the partial last one, as the run's report does for its 500 ms windows.
+    /// The log's averaging windows are flushed as fio's `finalize_logs` does.
+    pub fn end_job(&mut self, runtime_ms: u64) {
+        self.close_windows_until(runtime_ms.saturating_add(1));
+        self.pending = [0; 3];
+        if let Some(log) = self.log.as_mut() {
+            log.finish(runtime_ms);
+        }
+    }
+
     pub fn stat(&self, d: Ddir) -> IoStat {
         self.stats[d.index()]
     }
