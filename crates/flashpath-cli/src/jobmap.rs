@@ -555,6 +555,7 @@ fn job_config(job: &Job, dev: &DeviceConfig) -> Result<JobConfig> {
             .unwrap_or(0),
         // Resolved against the other jobs by `plan`.
         wait_for: Vec::new(),
+        replay: None,
     };
     cfg.validate().map_err(|e| anyhow::anyhow!("{e}"))?;
     Ok(cfg)

@@ -369,7 +369,10 @@ pub(super) fn check(cfg: &super::SimConfig) -> Result<(), String> {
                 ));
             }
         }
-        let syncs = j.fsync_every > 0 || j.end_fsync || j.o_sync;
+        let syncs = j.fsync_every > 0
+            || j.end_fsync
+            || j.o_sync
+            || j.replay.as_ref().is_some_and(|r| r.syncs);
         if syncs && queue_cache(cfg).write_cache {
             match cfg.driver {
                 DriverKind::MmcLegacy
@@ -1127,6 +1130,12 @@ impl Sim {
         let now = self.now;
         self.fsync_start(t, now, 0, u64::MAX, After::Resume { record: false }, true);
         true
+    }
+
+    /// A replayed sync (sim/replay.rs): fsync(2) from the thread now.
+    pub(super) fn buf_fsync_now(&mut self, t: u32) {
+        let now = self.now;
+        self.fsync_start(t, now, 0, u64::MAX, After::Resume { record: true }, true);
     }
 
     fn fsync_start(&mut self, t: u32, start: SimTime, lo: u64, hi: u64, after: After, entry: bool) {
