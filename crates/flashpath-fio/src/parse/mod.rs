@@ -40,6 +40,7 @@
 mod cmdline;
 mod expand;
 mod ini;
+pub mod blktrace;
 pub mod iolog;
 mod options;
 pub mod table;
