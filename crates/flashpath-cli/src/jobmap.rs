@@ -102,6 +102,16 @@ const MODELLED: &[&str] = &[
     "ba",
     // Start after the named earlier job has finished (`JobConfig::wait_for`).
     "wait_for",
+    // Trace replay and the I/O log (replay.rs, iolog_writer.rs; docs/replay.md).
+    "read_iolog",
+    "read_iolog_chunked",
+    "replay_no_stall",
+    "replay_time_scale",
+    "replay_redirect",
+    "replay_align",
+    "replay_scale",
+    "replay_skip",
+    "write_iolog",
 ];
 
 /// Options fio accepts that cannot change a simulated run's result, with why. They are
@@ -625,7 +635,7 @@ pub fn plan(inv: &Invocation, dev: &DeviceConfig) -> Result<Plan> {
     let mut metas = Vec::new();
     let mut pinned: Vec<u32> = Vec::new();
     for (thread_number, job) in inv.jobs.iter().enumerate() {
-        let mut cfg = job_config(job, dev)?;
+        let mut cfg = crate::replay::job(job, job_config(job, dev)?, dev, inv.readonly)?;
         cfg.cpu = pin_cpu(job, thread_number, &mut pinned);
         if let Some(w) = &job.options.wait_for {
             // fio's waitee: every earlier job of that name (all its clones).

@@ -7,10 +7,12 @@
 mod analyze;
 mod compare;
 mod flashbench;
+mod iolog_writer;
 mod iozone;
 mod jobmap;
 mod measure;
 mod presets;
+mod replay;
 mod report;
 mod repro;
 mod run;

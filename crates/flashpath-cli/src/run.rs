@@ -136,7 +136,20 @@ pub fn simulate_traced(
     progress: bool,
     traced: bool,
 ) -> Result<(RunResult, Option<Trace>)> {
+    simulate_observed(cfg, progress, traced, Vec::new())
+}
+
+/// [`simulate_traced`], with per-I/O observers (closed at the end of the run).
+pub fn simulate_observed(
+    cfg: SimConfig,
+    progress: bool,
+    traced: bool,
+    observers: Vec<Box<dyn flashpath_core::sim::IoObserver>>,
+) -> Result<(RunResult, Option<Trace>)> {
     let mut sim = Sim::new(cfg).map_err(|e| anyhow!("{e}"))?;
+    for o in observers {
+        sim.add_observer(o);
+    }
     if traced {
         sim.enable_trace();
     }
@@ -165,6 +178,10 @@ pub fn simulate_traced(
     }
     if shown {
         eprintln!();
+    }
+    sim.close_observers().map_err(|e| anyhow!("{e}"))?;
+    if let Some(e) = crate::replay::take_stream_error() {
+        bail!("{e}");
     }
     let trace = sim.take_trace();
     Ok((sim.finish(), trace))
@@ -313,6 +330,46 @@ fn check_switches(inv: &flashpath_fio::parse::Invocation) -> Result<()> {
     Ok(())
 }
 
+/// Each job's write_iolog, if it writes one (fio's init.c: a job with read_iolog does
+/// not: "read iolog overrides write_iolog"). Several jobs writing one file would
+/// interleave their lines into a log nothing can replay: refused.
+fn iolog_targets(
+    inv: &flashpath_fio::parse::Invocation,
+) -> Result<Vec<Option<crate::iolog_writer::IologTarget>>> {
+    let mut seen: Vec<(&str, &str)> = Vec::new();
+    let mut v = Vec::new();
+    for j in &inv.jobs {
+        let Some(p) = j.options.write_iolog.as_deref() else {
+            v.push(None);
+            continue;
+        };
+        if j.options.read_iolog.is_some() {
+            eprintln!(
+                "flashpath fio: warning: fio: read iolog overrides write_iolog (job '{}')",
+                j.name
+            );
+            v.push(None);
+            continue;
+        }
+        if let Some((_, other)) = seen.iter().find(|(q, _)| *q == p) {
+            bail!(
+                "write_iolog={p}: jobs '{other}' and '{}' both write it (fio appends both into one file, interleaved, which no replay reads); give each job its own",
+                j.name
+            );
+        }
+        seen.push((p, &j.name));
+        let file = match j.options.filename.as_deref() {
+            Some(f) => f.split(':').next().unwrap_or(f).to_string(),
+            None => format!("{}.{}.0", j.name, j.clone_index),
+        };
+        v.push(Some(crate::iolog_writer::IologTarget {
+            path: PathBuf::from(p),
+            file,
+        }));
+    }
+    Ok(v)
+}
+
 pub fn fio_command(args: &[String]) -> Result<()> {
     let (opts, fio_args) = split_options(args)?;
     let env = Env::from_process();
@@ -342,7 +399,11 @@ pub fn fio_command(args: &[String]) -> Result<()> {
         return Ok(());
     }
     let outputs = TraceOutputs::open(&opts)?;
-    let (result, trace) = simulate_traced(cfg, true, outputs.wanted())?;
+    let mut observers: Vec<Box<dyn flashpath_core::sim::IoObserver>> = Vec::new();
+    if let Some(w) = crate::iolog_writer::IologWriter::open(iolog_targets(&inv)?)? {
+        observers.push(Box::new(w));
+    }
+    let (result, trace) = simulate_observed(cfg, true, outputs.wanted(), observers)?;
     if let Some(trace) = &trace {
         outputs.write(trace, driver)?;
     }

@@ -299,7 +299,10 @@ mod tests {
         let mut rd = BlktraceReader::new(&f[..], Path::new("t.bin"), false);
         rd.next_record().unwrap();
         let e = rd.next_record().unwrap_err().to_string();
-        assert!(e.starts_with("t.bin: record 1 (byte 48): truncated: 30 of the 48"), "{e}");
+        assert!(
+            e.starts_with("t.bin: record 1 (byte 48): truncated: 30 of the 48"),
+            "{e}"
+        );
         let mut f = record(TA_QUEUE | TC_READ, 0, 4096, 0, &[]);
         f.extend(vec![0x55u8; 48]);
         let mut rd = BlktraceReader::new(&f[..], Path::new("t.bin"), false);
@@ -318,7 +321,10 @@ mod tests {
             .next_record()
             .unwrap_err()
             .to_string();
-        assert!(e.contains("truncated: 4 of the record's 10 payload bytes"), "{e}");
+        assert!(
+            e.contains("truncated: 4 of the record's 10 payload bytes"),
+            "{e}"
+        );
         assert_eq!(sniff(b"fio version 2 iolog\n"), None);
     }
 }

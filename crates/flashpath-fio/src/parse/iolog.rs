@@ -47,7 +47,10 @@ pub enum IologAction {
 impl IologAction {
     /// An action on a file rather than an I/O (fio's DDIR_INVAL ipo).
     pub fn is_file_action(self) -> bool {
-        matches!(self, IologAction::Add | IologAction::Open | IologAction::Close)
+        matches!(
+            self,
+            IologAction::Add | IologAction::Open | IologAction::Close
+        )
     }
 }
 
@@ -69,7 +72,10 @@ pub enum IologItem {
     Entry(IologEntry),
     /// A line fio 3.33 skips with a message ("path:line: message"). A v3 line's
     /// timestamp still counts (fio sets `io_log_last_ttime` before skipping it).
-    Warning { message: String, time_us: Option<u64> },
+    Warning {
+        message: String,
+        time_us: Option<u64>,
+    },
 }
 
 /// The longest line fio reads in one go (`fgets(str, 4096, ...)`).
@@ -346,18 +352,38 @@ mod tests {
     #[test]
     fn bad_lines_are_errors_naming_file_and_line() {
         let cases = [
-            ("fio version 2 iolog\n/f add\n/f read 0\n", "x.log:3: bad iolog2"),
+            (
+                "fio version 2 iolog\n/f add\n/f read 0\n",
+                "x.log:3: bad iolog2",
+            ),
             ("fio version 2 iolog\n/f add\n\n", "x.log:3: bad iolog2"),
-            ("fio version 2 iolog\n/f frob 0 4096\n", "x.log:2: fio: bad iolog file action: frob"),
-            ("fio version 2 iolog\n/f reopen\n", "x.log:2: fio: bad iolog file action: reopen"),
+            (
+                "fio version 2 iolog\n/f frob 0 4096\n",
+                "x.log:2: fio: bad iolog file action: frob",
+            ),
+            (
+                "fio version 2 iolog\n/f reopen\n",
+                "x.log:2: fio: bad iolog file action: reopen",
+            ),
             ("fio version 3 iolog\n/f add\n", "x.log:2: bad iolog3"),
-            ("fio version 3 iolog\n1 /f read x 4096\n", "x.log:2: bad iolog3"),
-            ("fio version 2 iolog\n/f read 0 4294967296\n", "x.log:2: length 4294967296"),
-            ("fio version 2 iolog\n/f read \u{0}\u{ff}", "x.log:2: bad iolog2"),
+            (
+                "fio version 3 iolog\n1 /f read x 4096\n",
+                "x.log:2: bad iolog3",
+            ),
+            (
+                "fio version 2 iolog\n/f read 0 4294967296\n",
+                "x.log:2: length 4294967296",
+            ),
+            (
+                "fio version 2 iolog\n/f read \u{0}\u{ff}",
+                "x.log:2: bad iolog2",
+            ),
             ("", "x.log:1: fio: unable to read iolog"),
         ];
         for (text, want) in cases {
-            let e = parse_iolog(text, Path::new("x.log")).unwrap_err().to_string();
+            let e = parse_iolog(text, Path::new("x.log"))
+                .unwrap_err()
+                .to_string();
             assert!(e.starts_with(want), "{text:?}: {e}");
             assert!(!e.contains('\n'), "{e}");
         }
@@ -367,7 +393,9 @@ mod tests {
         let e = rd.next_item().unwrap_err().to_string();
         assert_eq!(e, "b.log:2: not text (bytes that are not UTF-8)");
         let long = format!("fio version 2 iolog\n{}\n", "a".repeat(5000));
-        let e = parse_iolog(&long, Path::new("l.log")).unwrap_err().to_string();
+        let e = parse_iolog(&long, Path::new("l.log"))
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("l.log:2: a line longer"), "{e}");
     }
 

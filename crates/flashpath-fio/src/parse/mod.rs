@@ -37,10 +37,10 @@
 //! assert_eq!(msgs, ["option 'zonemode' (jobs/x.fio:3) is not modelled by flashpath"]);
 //! ```
 
+pub mod blktrace;
 mod cmdline;
 mod expand;
 mod ini;
-pub mod blktrace;
 pub mod iolog;
 mod options;
 pub mod table;
