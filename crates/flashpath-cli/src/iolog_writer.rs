@@ -25,6 +25,8 @@ struct JobLog {
     path: PathBuf,
     file: String,
     start: SimTime,
+    /// The last I/O's offset: a sync line carries it (the reused io_u's), length 0.
+    last_offset: u64,
 }
 
 /// Writes each job's iolog that asks for one (indexed by reported job).
@@ -65,6 +67,7 @@ impl IologWriter {
                         path: t.path,
                         file: t.file,
                         start: 0,
+                        last_offset: 0,
                     })
                 }
             });
@@ -112,7 +115,20 @@ impl IoObserver for IologWriter {
             (false, Dir::Read) => "read",
             (false, Dir::Write) => "write",
         };
+        l.last_offset = io.offset;
         if let Err(e) = writeln!(l.w, "{us} {} {act} {} {}", l.file, io.offset, io.len) {
+            self.error
+                .get_or_insert_with(|| format!("write_iolog={}: {e}", l.path.display()));
+        }
+    }
+
+    fn sync_queued(&mut self, job: usize, t: SimTime, datasync: bool) {
+        let Some(Some(l)) = self.jobs.get_mut(job) else {
+            return;
+        };
+        let us = t.saturating_sub(l.start) / 1000;
+        let act = if datasync { "datasync" } else { "sync" };
+        if let Err(e) = writeln!(l.w, "{us} {} {act} {} 0", l.file, l.last_offset) {
             self.error
                 .get_or_insert_with(|| format!("write_iolog={}: {e}", l.path.display()));
         }
