@@ -414,6 +414,12 @@ fn check(path: &Path, o: &Opts) -> Result<Summary> {
         }
     }
     s.probed_depth = d.probed_depth();
+    if o.skip.iter().any(|&x| x) && matches!(d, Decoder::Iolog { .. }) {
+        eprintln!(
+            "flashpath fio: warning: replay_skip: fio 3.33 applies it to blktrace replays only; {} is an iolog, replayed whole",
+            path.display()
+        );
+    }
     if s.ios == 0 && !(s.syncs && matches!(d, Decoder::Blktrace { .. })) {
         bail!(
             "read_iolog={}: {}",
@@ -594,4 +600,57 @@ pub fn job(job: &Job, cfg: JobConfig, dev: &DeviceConfig, read_only: bool) -> Re
     r.exitall = cfg.exitall;
     r.validate().map_err(|e| anyhow!("{e}"))?;
     Ok(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts() -> Opts {
+        Opts {
+            no_stall: false,
+            time_scale: 100,
+            redirect: false,
+            align: 0,
+            scale: 0,
+            skip: [false; 4],
+            read_only: false,
+            direct: true,
+            capacity: 1 << 30,
+        }
+    }
+
+    #[test]
+    fn delay_since_ttime_as_fio_computes_it() {
+        let o = opts();
+        // No reference yet (or a reference of 0), time going back: no delay.
+        assert_eq!(o.delay_since(0, 500), 0);
+        assert_eq!(o.delay_since(600, 500), 0);
+        assert_eq!(o.delay_since(100, 350), 250);
+        // replay_time_scale=200 halves it, 50 doubles it; fio truncates the double.
+        let o2 = Opts { time_scale: 200, ..opts() };
+        assert_eq!(o2.delay_since(100, 351), 125);
+        let o3 = Opts { time_scale: 50, ..opts() };
+        assert_eq!(o3.delay_since(100, 350), 500);
+        let o4 = Opts { time_scale: 300, ..opts() };
+        assert_eq!(o4.delay_since(1, 101), 33);
+        let ns = Opts { no_stall: true, ..opts() };
+        assert_eq!(ns.delay_since(100, 350), 0);
+    }
+
+    #[test]
+    fn replay_scale_divides_then_replay_align_rounds_down() {
+        let o = Opts { scale: 4, align: 4096, ..opts() };
+        assert_eq!(o.place(65536 + 8192), 16384);
+        assert_eq!(o.place(3 * 4096 * 4 + 4), 12288);
+        assert_eq!(Opts { align: 512, ..opts() }.place(1000), 512);
+        assert_eq!(opts().place(1000), 1000);
+    }
+
+    #[test]
+    fn replay_skip_names_fios_directions() {
+        assert_eq!(replay_skip("read,trim").unwrap(), [true, false, true, false]);
+        assert_eq!(replay_skip("sync").unwrap(), [false, false, false, true]);
+        assert!(replay_skip("reads").unwrap_err().to_string().contains("'reads'"));
+    }
 }

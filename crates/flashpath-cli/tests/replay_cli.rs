@@ -581,3 +581,56 @@ fn a_blktrace_with_flushes_and_discards_replays_them() {
     let (skipped, _) = flashpath_q_events(&d, "skipped", &av2);
     assert_eq!(skipped, writes);
 }
+
+/// Peak resident memory (KiB) of a flashpath run, by /usr/bin/time.
+fn peak_rss_kib(args: &[String]) -> u64 {
+    let o = Command::new("/usr/bin/time")
+        .arg("-f")
+        .arg("peak %M")
+        .arg(env!("CARGO_BIN_EXE_flashpath"))
+        .args(args)
+        .output()
+        .expect("/usr/bin/time (Debian package time) runs flashpath");
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{e}");
+    e.lines()
+        .find_map(|l| l.strip_prefix("peak "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no peak in {e}"))
+}
+
+#[test]
+fn a_trace_streams_its_memory_does_not_grow_with_its_length() {
+    let d = scratch("replay-memory");
+    let write_log = |name: &str, n: u64| {
+        use std::io::Write;
+        let p = d.join(name);
+        let mut f = std::io::BufWriter::new(std::fs::File::create(&p).unwrap());
+        writeln!(f, "fio version 2 iolog\n/f add\n/f open").unwrap();
+        let mut x: u64 = 12345;
+        for i in 0..n {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let act = if i % 3 == 0 { "write" } else { "read" };
+            writeln!(f, "/f {act} {} 4096", (x >> 40) % 16384 * 4096).unwrap();
+        }
+        writeln!(f, "/f close").unwrap();
+        p
+    };
+    let small = write_log("small.log", 50_000);
+    let big = write_log("big.log", 1_000_000);
+    let rss = |log: &Path| {
+        peak_rss_kib(&[
+            "fio".into(),
+            "--name=r".into(),
+            format!("--read_iolog={}", log.display()),
+            "--direct=1".into(),
+            "--output-format=terse".into(),
+            "--set".into(),
+            "device.ideal=true".into(),
+        ])
+    };
+    let (a, b) = (rss(&small), rss(&big));
+    // The big log is about 22 MB: held in memory, even as 24-byte operations, it
+    // would add more than 20 MB.
+    assert!(b < a + 4096, "peak {a} KiB for 50 k lines, {b} KiB for 1 M");
+}
