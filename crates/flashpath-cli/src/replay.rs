@@ -65,10 +65,7 @@ impl Opts {
 
     /// replay_scale, then replay_align (`ipo_bytes_align`: offset rounded down).
     fn place(&self, offset: u64) -> u64 {
-        let mut o = offset;
-        if self.scale > 0 {
-            o /= self.scale;
-        }
+        let mut o = offset.checked_div(self.scale).unwrap_or(offset);
         if self.align > 0 {
             o &= !(self.align - 1);
         }
@@ -383,7 +380,7 @@ fn check(path: &Path, o: &Opts) -> Result<Summary> {
                         op.offset
                     );
                 }
-                let end = op.offset.checked_add(op.len).unwrap_or(u64::MAX);
+                let end = op.offset.saturating_add(op.len);
                 if end > o.capacity {
                     bail!(
                         "{}: {what} of {} bytes at offset {} ends beyond the simulated device's {} bytes",
@@ -499,7 +496,9 @@ pub fn job(job: &Job, cfg: JobConfig, dev: &DeviceConfig, read_only: bool) -> Re
         ("number_ios", "the trace decides the I/O count"),
         ("io_size", "the trace decides the bytes"),
     ] {
-        if set(opt) && !(opt == "time_based" && !o.time_based) {
+        // time_based=0 set explicitly is the default, not a refusal.
+        let on = opt != "time_based" || o.time_based;
+        if on && set(opt) {
             bail!(
                 "job '{}': {opt} with read_iolog is not modelled by flashpath ({why})",
                 job.name
@@ -628,29 +627,58 @@ mod tests {
         assert_eq!(o.delay_since(600, 500), 0);
         assert_eq!(o.delay_since(100, 350), 250);
         // replay_time_scale=200 halves it, 50 doubles it; fio truncates the double.
-        let o2 = Opts { time_scale: 200, ..opts() };
+        let o2 = Opts {
+            time_scale: 200,
+            ..opts()
+        };
         assert_eq!(o2.delay_since(100, 351), 125);
-        let o3 = Opts { time_scale: 50, ..opts() };
+        let o3 = Opts {
+            time_scale: 50,
+            ..opts()
+        };
         assert_eq!(o3.delay_since(100, 350), 500);
-        let o4 = Opts { time_scale: 300, ..opts() };
+        let o4 = Opts {
+            time_scale: 300,
+            ..opts()
+        };
         assert_eq!(o4.delay_since(1, 101), 33);
-        let ns = Opts { no_stall: true, ..opts() };
+        let ns = Opts {
+            no_stall: true,
+            ..opts()
+        };
         assert_eq!(ns.delay_since(100, 350), 0);
     }
 
     #[test]
     fn replay_scale_divides_then_replay_align_rounds_down() {
-        let o = Opts { scale: 4, align: 4096, ..opts() };
+        let o = Opts {
+            scale: 4,
+            align: 4096,
+            ..opts()
+        };
         assert_eq!(o.place(65536 + 8192), 16384);
         assert_eq!(o.place(3 * 4096 * 4 + 4), 12288);
-        assert_eq!(Opts { align: 512, ..opts() }.place(1000), 512);
+        assert_eq!(
+            Opts {
+                align: 512,
+                ..opts()
+            }
+            .place(1000),
+            512
+        );
         assert_eq!(opts().place(1000), 1000);
     }
 
     #[test]
     fn replay_skip_names_fios_directions() {
-        assert_eq!(replay_skip("read,trim").unwrap(), [true, false, true, false]);
+        assert_eq!(
+            replay_skip("read,trim").unwrap(),
+            [true, false, true, false]
+        );
         assert_eq!(replay_skip("sync").unwrap(), [false, false, false, true]);
-        assert!(replay_skip("reads").unwrap_err().to_string().contains("'reads'"));
+        assert!(replay_skip("reads")
+            .unwrap_err()
+            .to_string()
+            .contains("'reads'"));
     }
 }

@@ -609,7 +609,9 @@ fn a_trace_streams_its_memory_does_not_grow_with_its_length() {
         writeln!(f, "fio version 2 iolog\n/f add\n/f open").unwrap();
         let mut x: u64 = 12345;
         for i in 0..n {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             let act = if i % 3 == 0 { "write" } else { "read" };
             writeln!(f, "/f {act} {} 4096", (x >> 40) % 16384 * 4096).unwrap();
         }

@@ -80,11 +80,16 @@ impl PartialEq for Replay {
 }
 
 /// A source over operations held in memory (tests, short generated traces).
-pub struct VecSource(pub std::vec::IntoIter<ReplayOp>);
+pub struct VecSource {
+    ops: Arc<[ReplayOp]>,
+    next: usize,
+}
 
 impl ReplaySource for VecSource {
     fn next_op(&mut self) -> Option<ReplayOp> {
-        self.0.next()
+        let op = self.ops.get(self.next).copied();
+        self.next += 1;
+        op
     }
 }
 
@@ -95,7 +100,10 @@ impl Replay {
         let ops: Arc<[ReplayOp]> = ops.into();
         Replay {
             open: Arc::new(move || {
-                Ok(Box::new(VecSource(ops.to_vec().into_iter())) as Box<dyn ReplaySource>)
+                Ok(Box::new(VecSource {
+                    ops: ops.clone(),
+                    next: 0,
+                }) as Box<dyn ReplaySource>)
             }),
             syncs,
             name: name.to_string(),

@@ -249,7 +249,7 @@ mod tests {
         v.extend_from_slice(&bytes.to_le_bytes());
         v.extend_from_slice(&action.to_le_bytes());
         v.extend_from_slice(&7u32.to_le_bytes());
-        v.extend_from_slice(&((179u32 << 20) | 0).to_le_bytes());
+        v.extend_from_slice(&(179u32 << 20).to_le_bytes()); // device 179,0
         v.extend_from_slice(&0u32.to_le_bytes());
         v.extend_from_slice(&0u16.to_le_bytes());
         v.extend_from_slice(&(pdu.len() as u16).to_le_bytes());
