@@ -46,6 +46,8 @@ struct Opts {
     skip: [bool; 4],
     read_only: bool,
     direct: bool,
+    /// The job's name, for fio's messages.
+    job: String,
     capacity: u64,
 }
 
@@ -99,6 +101,8 @@ enum Decoder {
     Iolog {
         rd: IologReader<BufReader<File>>,
         last_ttime: u64,
+        /// Writes dropped for --readonly.
+        skipped_writes: u64,
     },
     Blktrace {
         rd: BlktraceReader<BufReader<File>>,
@@ -110,6 +114,7 @@ enum Decoder {
         this_depth: [i64; 3],
         depth: [i64; 3],
         ios: [u64; 4],
+        skipped_writes: u64,
     },
 }
 
@@ -118,6 +123,7 @@ struct Summary {
     lo: u64,
     hi: u64,
     syncs: bool,
+    trims: bool,
     /// I/Os (reads, writes, trims) and v2 waits.
     ios: u64,
     /// The blktrace depth probe (fio sets iodepth to it unless the job set iodepth).
@@ -147,10 +153,12 @@ fn open_decoder(path: &Path) -> Result<Decoder> {
             this_depth: [0; 3],
             depth: [0; 3],
             ios: [0; 4],
+            skipped_writes: 0,
         },
         None => Decoder::Iolog {
             rd: IologReader::new(r, path).map_err(|e| anyhow!("{e}"))?,
             last_ttime: 0,
+            skipped_writes: 0,
         },
     })
 }
@@ -160,7 +168,11 @@ impl Decoder {
     /// lines it skips.
     fn next(&mut self, o: &Opts, warn: &mut dyn FnMut(String)) -> Result<Option<Decoded>> {
         match self {
-            Decoder::Iolog { rd, last_ttime } => loop {
+            Decoder::Iolog {
+                rd,
+                last_ttime,
+                skipped_writes,
+            } => loop {
                 let v3 = rd.version() == IologVersion::V3;
                 let Some(item) = rd.next_item().map_err(|e| anyhow!("{e}"))? else {
                     return Ok(None);
@@ -193,7 +205,8 @@ impl Decoder {
                     }
                     IologAction::Write => {
                         if o.read_only {
-                            continue; // counted in fio's "skips replay of N writes"
+                            *skipped_writes += 1;
+                            continue;
                         }
                         (ReplayKind::Write, o.place(e.offset_bytes), e.length_bytes)
                     }
@@ -228,6 +241,7 @@ impl Decoder {
                 this_depth,
                 depth,
                 ios,
+                skipped_writes,
             } => loop {
                 let Some(mut t) = rd.next_record().map_err(|e| anyhow!("{e}"))? else {
                     return Ok(None);
@@ -248,6 +262,7 @@ impl Decoder {
                     }
                     // Read-only: writes and discards are dropped before queue_trace.
                     if o.read_only && t.action & (bt::TC_WRITE | bt::TC_DISCARD) != 0 {
+                        *skipped_writes += 1;
                         continue;
                     }
                 }
@@ -346,6 +361,7 @@ fn check(path: &Path, o: &Opts) -> Result<Summary> {
         lo: u64::MAX,
         hi: 0,
         syncs: false,
+        trims: false,
         ios: 0,
         probed_depth: None,
     };
@@ -401,6 +417,7 @@ fn check(path: &Path, o: &Opts) -> Result<Summary> {
                         if op.kind == ReplayKind::Trim { "a discard (BLKDISCARD)" } else { "direct=1" }
                     );
                 }
+                s.trims |= op.kind == ReplayKind::Trim;
                 s.lo = s.lo.min(op.offset);
                 s.hi = s.hi.max(end);
                 s.ios += 1;
@@ -411,6 +428,17 @@ fn check(path: &Path, o: &Opts) -> Result<Summary> {
         }
     }
     s.probed_depth = d.probed_depth();
+    // fio 3.33 says so for a blktrace only: read_iolog skips a write before counting it.
+    let skipped = match &d {
+        Decoder::Iolog { .. } => 0,
+        Decoder::Blktrace { skipped_writes, .. } => *skipped_writes,
+    };
+    if skipped > 0 {
+        eprintln!(
+            "flashpath fio: warning: fio: {} skips replay of {skipped} writes due to read-only",
+            o.job
+        );
+    }
     if o.skip.iter().any(|&x| x) && matches!(d, Decoder::Iolog { .. }) {
         eprintln!(
             "flashpath fio: warning: replay_skip: fio 3.33 applies it to blktrace replays only; {} is an iolog, replayed whole",
@@ -534,6 +562,7 @@ pub fn job(job: &Job, cfg: JobConfig, dev: &DeviceConfig, read_only: bool) -> Re
         },
         read_only,
         direct: o.direct,
+        job: job.name.clone(),
         capacity: dev.capacity_bytes,
     };
     if opts.align > 0 && !opts.align.is_power_of_two() {
@@ -558,6 +587,7 @@ pub fn job(job: &Job, cfg: JobConfig, dev: &DeviceConfig, read_only: bool) -> Re
             })
         },
         syncs: s.syncs,
+        trims: s.trims,
         name: path.display().to_string(),
     };
     let mut r = JobConfig::replayed(&cfg.name, replay, lo, (hi - lo).max(512));
@@ -615,6 +645,7 @@ mod tests {
             skip: [false; 4],
             read_only: false,
             direct: true,
+            job: "r".into(),
             capacity: 1 << 30,
         }
     }

@@ -156,3 +156,30 @@ fn an_async_engine_keeps_the_trace_in_flight_and_syncs_and_trims_drain_it() {
         .all(|q| q.t >= trim_done));
     assert_eq!(r.jobs[0].trim.ios, 1);
 }
+
+#[test]
+fn a_replay_with_trims_is_refused_where_trims_are_not_modelled() {
+    use ReplayKind::*;
+    const SD: &str = include_str!("../../../presets/devices/sd-samsung-pro-plus-128g.toml");
+    let (host, device) = common::system(HOST, SD);
+    let cfg = |driver, ops| SimConfig {
+        host: host.clone(),
+        device: device.clone(),
+        driver,
+        jobs: vec![job(ops)],
+        precondition: Precondition::Sequential,
+    };
+    let e = Sim::new(cfg(
+        DriverKind::SdRtsx { multi_seq: false },
+        vec![op(Trim, 0, 65536, 0)],
+    ))
+    .err()
+    .unwrap();
+    assert!(e.contains("trims on an SD card"), "{e}");
+    // Without trims the same replay is fine there.
+    assert!(Sim::new(cfg(
+        DriverKind::SdRtsx { multi_seq: false },
+        vec![op(Write, 0, 65536, 0)]
+    ))
+    .is_ok());
+}

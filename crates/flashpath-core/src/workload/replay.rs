@@ -60,6 +60,8 @@ pub struct Replay {
     pub open: ReplayOpen,
     /// The trace has syncs (a cache flush the driver must be able to send).
     pub syncs: bool,
+    /// The trace has trims (discards the driver and device must take).
+    pub trims: bool,
     /// For messages: the trace's name.
     pub name: String,
 }
@@ -69,6 +71,7 @@ impl std::fmt::Debug for Replay {
         f.debug_struct("Replay")
             .field("name", &self.name)
             .field("syncs", &self.syncs)
+            .field("trims", &self.trims)
             .finish()
     }
 }
@@ -97,6 +100,7 @@ impl Replay {
     /// A replay of `ops` held in memory (tests, short traces).
     pub fn from_ops(name: &str, ops: Vec<ReplayOp>) -> Self {
         let syncs = ops.iter().any(|o| o.kind == ReplayKind::Sync);
+        let trims = ops.iter().any(|o| o.kind == ReplayKind::Trim);
         let ops: Arc<[ReplayOp]> = ops.into();
         Replay {
             open: Arc::new(move || {
@@ -106,6 +110,7 @@ impl Replay {
                 }) as Box<dyn ReplaySource>)
             }),
             syncs,
+            trims,
             name: name.to_string(),
         }
     }
