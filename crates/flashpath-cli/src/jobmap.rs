@@ -112,6 +112,9 @@ const MODELLED: &[&str] = &[
     "replay_scale",
     "replay_skip",
     "write_iolog",
+    "merge_blktrace_file",
+    "merge_blktrace_scalars",
+    "merge_blktrace_iters",
 ];
 
 /// Options fio accepts that cannot change a simulated run's result, with why. They are

@@ -487,6 +487,56 @@ impl ReplaySource for Stream {
     }
 }
 
+/// fio 3.33's `merge_blktrace_iologs`, as the binary behaves: the lists of scalars and
+/// iterations must be empty or one per trace (else a message and nothing more); the
+/// merge file is created empty; the first trace's first record is read into a pointer's
+/// 8 bytes ("fio: iolog short read", fixed upstream in c55d29ef); the error is not
+/// propagated (`!merge_blktrace_iologs()` of a non-zero return), so the job goes on and
+/// replays `read_iolog` as if no merge had been asked for.
+fn merge_blktrace_3_33(
+    list: &str,
+    merge: &str,
+    scalars: Option<String>,
+    iters: Option<String>,
+) -> Result<()> {
+    let names: Vec<&str> = list.split(':').collect();
+    let warn = |m: String| {
+        eprintln!("flashpath fio: warning: {m} (fio 3.33's merge_blktrace_file merges nothing: docs/replay.md)")
+    };
+    for (opt, v) in [
+        ("merge_blktrace_scalars", scalars),
+        ("merge_blktrace_iters", iters),
+    ] {
+        // init_merge_param_list: values up to the first 0.
+        let n = v
+            .as_deref()
+            .unwrap_or("")
+            .split(':')
+            .map(|x| x.trim().parse::<f64>().unwrap_or(0.0))
+            .take_while(|&x| x != 0.0)
+            .count();
+        if n != 0 && n != names.len() {
+            warn(format!("fio: {opt}({n}) != nr_logs({})", names.len()));
+            return Ok(());
+        }
+    }
+    File::create(merge).map_err(|e| anyhow!("merge_blktrace_file={merge}: {e}"))?;
+    let first = names[0];
+    let mut head = Vec::new();
+    match File::open(first) {
+        Err(_) => warn(format!("fio: could not open file: {first}")),
+        Ok(f) => {
+            let _ = f.take(bt::RECORD_BYTES as u64).read_to_end(&mut head);
+            if bt::sniff(&head).is_none() {
+                warn(format!("fio: file is not a blktrace: {first}"));
+            } else {
+                warn("fio: iolog short read".to_string());
+            }
+        }
+    }
+    Ok(())
+}
+
 /// fio's replay_skip list (`str_replay_skip_cb`): read, write, trim, sync.
 fn replay_skip(text: &str) -> Result<[bool; 4]> {
     let mut s = [false; 4];
@@ -508,9 +558,6 @@ fn replay_skip(text: &str) -> Result<[bool; 4]> {
 /// job set iodepth), direct, thinktime, rate, runtime and start delays apply as usual.
 pub fn job(job: &Job, cfg: JobConfig, dev: &DeviceConfig, read_only: bool) -> Result<JobConfig> {
     let o = &job.options;
-    let Some(list) = o.read_iolog.as_deref() else {
-        return Ok(cfg);
-    };
     let set = |name: &str| job.set_options.iter().any(|s| s.name == name);
     let raw = |name: &str| {
         job.set_options
@@ -519,6 +566,27 @@ pub fn job(job: &Job, cfg: JobConfig, dev: &DeviceConfig, read_only: bool) -> Re
             .find(|s| s.name == name)
             .and_then(|s| s.value.clone())
     };
+    let Some(list) = o.read_iolog.as_deref() else {
+        if let Some(m) = [
+            "merge_blktrace_file",
+            "merge_blktrace_scalars",
+            "merge_blktrace_iters",
+        ]
+        .iter()
+        .find(|m| set(m))
+        {
+            bail!("job '{}': {m} without read_iolog (the traces to merge) is not modelled by flashpath", job.name);
+        }
+        return Ok(cfg);
+    };
+    if let Some(m) = raw("merge_blktrace_file") {
+        merge_blktrace_3_33(
+            list,
+            &m,
+            raw("merge_blktrace_scalars"),
+            raw("merge_blktrace_iters"),
+        )?;
+    }
     for (opt, why) in [
         ("time_based", "fio ends a replay when its trace ends"),
         ("number_ios", "the trace decides the I/O count"),

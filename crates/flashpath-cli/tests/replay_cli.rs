@@ -289,6 +289,18 @@ fn v3_timestamps_pace_the_replay_as_replay_time_scale_and_no_stall_say() {
     assert!((199..=202).contains(&half), "{half} ms");
     let none = rt(&["--replay_no_stall=1"]);
     assert!(none <= 2, "{none} ms");
+    // v2: a wait is milliseconds since the job started (fio 3.33's read_iolog_get),
+    // not relative to the previous one; replay_no_stall drops it.
+    std::fs::write(
+        &log,
+        "fio version 2 iolog\n/f add\n/f write 0 4096\n/f wait 300 0\n/f write 4096 4096\n\
+         /f wait 100 0\n/f write 8192 4096\n",
+    )
+    .unwrap();
+    let waited = rt(&[]);
+    assert!((300..=302).contains(&waited), "{waited} ms");
+    let none = rt(&["--replay_no_stall=1"]);
+    assert!(none <= 2, "{none} ms");
 }
 
 #[test]
@@ -415,11 +427,6 @@ fn bad_traces_are_one_line_errors_naming_file_and_line_or_record() {
             vec!["--time_based=1", "--runtime=1s"],
             "time_based with read_iolog is not modelled".into(),
         ),
-        (
-            merged.display().to_string(),
-            vec!["--merge_blktrace_file=/tmp/m.bin"],
-            "option 'merge_blktrace_file'".into(),
-        ),
     ];
     for (trace, extra, want) in cases {
         let mut a = vec![
@@ -435,6 +442,90 @@ fn bad_traces_are_one_line_errors_naming_file_and_line_or_record() {
         assert!(!o.status.success(), "{trace}: succeeded");
         assert!(e.contains(&want), "{trace}: {e}");
         assert_eq!(e.trim_end().lines().count(), 1, "{trace}: {e}");
+    }
+}
+
+/// (read KiB, write KiB, sync count) of a run's first job, from fio's JSON.
+fn kib(json: &str) -> (u64, u64, u64) {
+    let j = &json[json.find('{').unwrap()..];
+    let v: serde_json::Value = serde_json::from_str(j).unwrap();
+    let job = &v["jobs"][0];
+    (
+        job["read"]["io_kbytes"].as_u64().unwrap(),
+        job["write"]["io_kbytes"].as_u64().unwrap(),
+        job["sync"]["lat_ns"]["N"].as_u64().unwrap(),
+    )
+}
+
+#[test]
+fn merge_blktrace_file_does_what_fio_3_33_does() {
+    need("fio");
+    need("blkparse");
+    let d = scratch("replay-merge");
+    let mk = |tag: &str, rw: &str| {
+        flashpath_q_events(
+            &d,
+            tag,
+            &[
+                "fio",
+                "--name=g",
+                &format!("--rw={rw}"),
+                "--bs=4k",
+                "--size=1m",
+                "--direct=1",
+                "--number_ios=40",
+                "--output-format=terse",
+            ],
+        )
+        .1
+    };
+    let (a, b) = (mk("a", "randread"), mk("b", "randwrite"));
+    let target = d.join("target");
+    std::fs::File::create(&target)
+        .unwrap()
+        .set_len(64 << 20)
+        .unwrap();
+    let job = |merge: &Path, extra: &[&str]| {
+        let mut v = vec![
+            "--name=m".to_string(),
+            format!("--read_iolog={}:{}", a.display(), b.display()),
+            format!("--merge_blktrace_file={}", merge.display()),
+            format!("--replay_redirect={}", target.display()),
+            "--replay_no_stall=1".into(),
+            "--output-format=json".into(),
+        ];
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    };
+    for extra in [&[][..], &["--merge_blktrace_scalars=100:50:25"][..]] {
+        let (fm, pm) = (d.join("fio-merged.bin"), d.join("fp-merged.bin"));
+        let fio = Command::new("fio").args(job(&fm, extra)).output().unwrap();
+        let mut args = vec!["fio".to_string()];
+        args.extend(job(&pm, extra));
+        let av: Vec<&str> = args.iter().map(String::as_str).collect();
+        let fp = flashpath(&av);
+        let (fe, pe) = (
+            String::from_utf8_lossy(&fio.stderr).into_owned(),
+            String::from_utf8_lossy(&fp.stderr).into_owned(),
+        );
+        // fio 3.33 reports the failed merge and replays the first trace alone.
+        let want = if extra.is_empty() {
+            "fio: iolog short read"
+        } else {
+            "fio: merge_blktrace_scalars(3) != nr_logs(2)"
+        };
+        assert!(
+            fe.contains(want) && pe.contains(want),
+            "{extra:?}\nfio: {fe}\nflashpath: {pe}"
+        );
+        let (f, p) = (String::from_utf8_lossy(&fio.stdout).into_owned(), ok(&fp));
+        assert_eq!(kib(&p), kib(&f), "{extra:?}");
+        assert_eq!(kib(&p), (160, 0, 0));
+        assert_eq!(fm.exists(), pm.exists(), "{extra:?}");
+        if pm.exists() {
+            assert_eq!(std::fs::metadata(&pm).unwrap().len(), 0);
+        }
+        let _ = (std::fs::remove_file(&fm), std::fs::remove_file(&pm));
     }
 }
 
@@ -454,6 +545,20 @@ fn write_iolog_is_refused_when_two_jobs_share_it_and_dropped_with_read_iolog() {
     assert!(!o.status.success());
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(e.contains("jobs 'a' and 'b' both write it"), "{e}");
+    // fio: "read iolog overrides write_iolog": no log is written.
+    let trace = d.join("t.log");
+    std::fs::write(&trace, "fio version 2 iolog\n/f add\n/f read 0 4096\n").unwrap();
+    let o = flashpath(&[
+        "fio",
+        "--name=r",
+        "--direct=1",
+        &format!("--read_iolog={}", trace.display()),
+        &format!("--write_iolog={}", log.display()),
+        "--output-format=terse",
+    ]);
+    ok(&o);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("fio: read iolog overrides write_iolog"));
+    assert!(!log.exists());
 }
 
 /// (action, offset, length) of every line after the header, file actions included.
