@@ -115,6 +115,19 @@ const MODELLED: &[&str] = &[
     "filename_format",
     "file_service_type",
     "openfiles",
+    // Trace replay and the I/O log (replay.rs, iolog_writer.rs; docs/replay.md).
+    "read_iolog",
+    "read_iolog_chunked",
+    "replay_no_stall",
+    "replay_time_scale",
+    "replay_redirect",
+    "replay_align",
+    "replay_scale",
+    "replay_skip",
+    "write_iolog",
+    "merge_blktrace_file",
+    "merge_blktrace_scalars",
+    "merge_blktrace_iters",
 ];
 
 /// Options fio accepts that cannot change a simulated run's result, with why. They are
@@ -507,7 +520,8 @@ fn job_config(job: &Job, dev: &DeviceConfig) -> Result<(JobConfig, files::Target
     };
     // The null engine does no I/O (FIO_DISKLESSIO): no files, any size.
     let null = o.ioengine == IoEngine::Null;
-    let target = if null {
+    // A replay's trace names its own file (the device, replay.rs).
+    let target = if null || o.read_iolog.is_some() {
         files::Target::Device
     } else {
         files::target(job, size_set, base, seed_of(job))?
@@ -693,6 +707,8 @@ fn job_config(job: &Job, dev: &DeviceConfig) -> Result<(JobConfig, files::Target
         files: None,
         null_engine: null,
         zones: strided_zones(job)?,
+        // Set by `plan` (replay.rs).
+        replay: None,
     };
     Ok((cfg, target))
 }
@@ -830,6 +846,7 @@ pub fn plan(inv: &Invocation, dev: &DeviceConfig, journal: Option<(u64, u64)>) -
                 service: *service,
             });
         }
+        let mut cfg = crate::replay::job(job, cfg, dev, inv.readonly)?;
         cfg.validate().map_err(|e| anyhow::anyhow!("{e}"))?;
         cfg.cpu = pin_cpu(job, thread_number, &mut pinned);
         if let Some(w) = &job.options.wait_for {

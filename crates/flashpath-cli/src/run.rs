@@ -13,6 +13,7 @@ use flashpath_core::trace::Trace;
 use flashpath_fio::parse::{parse_command_line, Env};
 use flashpath_fio::report::model::Ddir;
 use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 /// flashpath's own options, taken out of the fio arguments.
@@ -139,11 +140,25 @@ pub fn simulate_traced(
     progress: bool,
     traced: bool,
 ) -> Result<(RunResult, Option<Trace>)> {
+    simulate_observed(cfg, progress, traced, Vec::new())
+}
+
+/// [`simulate_traced`], with per-I/O observers (closed at the end of the run).
+pub fn simulate_observed(
+    cfg: SimConfig,
+    progress: bool,
+    traced: bool,
+    observers: Vec<Box<dyn flashpath_core::sim::IoObserver>>,
+) -> Result<(RunResult, Option<Trace>)> {
     let mut sim = Sim::new(cfg).map_err(|e| anyhow!("{e}"))?;
+    for o in observers {
+        sim.add_observer(o);
+    }
     if traced {
         sim.enable_trace();
     }
     drive(&mut sim, progress, None)?;
+    sim.close_observers().map_err(|e| anyhow!("{e}"))?;
     let trace = sim.take_trace();
     Ok((sim.finish(), trace))
 }
@@ -185,6 +200,9 @@ pub(crate) fn drive(
     }
     if shown {
         eprintln!();
+    }
+    if let Some(e) = crate::replay::take_stream_error() {
+        bail!("{e}");
     }
     Ok(())
 }
@@ -285,6 +303,46 @@ fn check_switches(inv: &flashpath_fio::parse::Invocation) -> Result<()> {
     Ok(())
 }
 
+/// Each job's write_iolog, if it writes one (fio's init.c: a job with read_iolog does
+/// not: "read iolog overrides write_iolog"). Several jobs writing one file would
+/// interleave their lines into a log nothing can replay: refused.
+fn iolog_targets(
+    inv: &flashpath_fio::parse::Invocation,
+) -> Result<Vec<Option<crate::iolog_writer::IologTarget>>> {
+    let mut seen: Vec<(&str, &str)> = Vec::new();
+    let mut v = Vec::new();
+    for j in &inv.jobs {
+        let Some(p) = j.options.write_iolog.as_deref() else {
+            v.push(None);
+            continue;
+        };
+        if j.options.read_iolog.is_some() {
+            eprintln!(
+                "flashpath fio: warning: fio: read iolog overrides write_iolog (job '{}')",
+                j.name
+            );
+            v.push(None);
+            continue;
+        }
+        if let Some((_, other)) = seen.iter().find(|(q, _)| *q == p) {
+            bail!(
+                "write_iolog={p}: jobs '{other}' and '{}' both write it (fio appends both into one file, interleaved, which no replay reads); give each job its own",
+                j.name
+            );
+        }
+        seen.push((p, &j.name));
+        let file = match j.options.filename.as_deref() {
+            Some(f) => f.split(':').next().unwrap_or(f).to_string(),
+            None => format!("{}.{}.0", j.name, j.clone_index),
+        };
+        v.push(Some(crate::iolog_writer::IologTarget {
+            path: PathBuf::from(p),
+            file,
+        }));
+    }
+    Ok(v)
+}
+
 pub fn fio_command(args: &[String]) -> Result<()> {
     let (opts, fio_args) = split_options(args)?;
     let env = Env::from_process();
@@ -324,6 +382,9 @@ pub fn fio_command(args: &[String]) -> Result<()> {
         None => None,
     };
     let outputs = TraceOutputs::open(&opts)?;
+    if let Some(w) = crate::iolog_writer::IologWriter::open(iolog_targets(&inv)?)? {
+        sim.add_observer(Box::new(w));
+    }
     let mut stream = if outputs.wanted() {
         sim.enable_trace();
         let tasks = sim.trace().map(|t| t.tasks.clone()).unwrap_or_default();

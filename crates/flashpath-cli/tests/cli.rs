@@ -132,9 +132,9 @@ fn bad_command_lines_are_one_line_errors() {
             "--rw=read",
             "--size=1m",
             "--direct=0",
-            "--ioengine=libaio",
+            "--ioengine=io_uring",
         ],
-        "asynchronous",
+        "io-wq",
     );
     rejects(&with(&["--ioengine=mmap"]), "ioengine=mmap");
     // Trims where they are not modelled: SD erase, trimwrite between queued writes.

@@ -220,6 +220,9 @@ struct BufThread {
     /// Writes completed since the last fsync (fio's fsync_blocks counter).
     writes: u32,
     end_fsync_done: bool,
+    /// fio's `td->last_was_sync`: the last I/O the job completed was an fsync
+    /// (io_u.c io_completed); end_fsync is then skipped (`should_fsync`).
+    last_was_sync: bool,
     /// Asleep on a locked page.
     waiting_page: Option<u64>,
     /// Spans of the request this system call waited for (its fio direction index, pre,
@@ -305,6 +308,7 @@ impl Buffered {
                     op: Op::Idle,
                     writes: 0,
                     end_fsync_done: false,
+                    last_was_sync: false,
                     waiting_page: None,
                     awaited: None,
                     call_ios: 0,
@@ -327,6 +331,7 @@ impl Buffered {
 
     /// Counts a completed write for fio's fsync=N.
     pub(super) fn note_done(&mut self, t: u32, dir: Dir) {
+        self.threads[t as usize].last_was_sync = false;
         if dir == Dir::Write {
             self.threads[t as usize].writes += 1;
         }
@@ -365,7 +370,10 @@ pub(super) fn check(cfg: &super::SimConfig) -> Result<(), String> {
                 ));
             }
         }
-        let syncs = j.fsync_every > 0 || j.end_fsync || j.o_sync;
+        let syncs = j.fsync_every > 0
+            || j.end_fsync
+            || j.o_sync
+            || j.replay.as_ref().is_some_and(|r| r.syncs);
         if syncs && queue_cache(cfg).write_cache {
             match cfg.driver {
                 DriverKind::MmcLegacy
@@ -1061,6 +1069,7 @@ impl Sim {
             Op::Fsync { start, after, .. } => match after {
                 After::Write(io) => Some(io),
                 After::Resume { record } => {
+                    self.buf.threads[t as usize].last_was_sync = record;
                     if record && start >= self.threads[t as usize].measure_start {
                         let end = now + ret;
                         self.threads[t as usize].stats.sync_lat_ns.push(end - start);
@@ -1156,20 +1165,42 @@ impl Sim {
         }
         self.buf.threads[t as usize].writes = 0;
         let now = self.now;
+        let datasync = self.cfg.jobs[self.threads[t as usize].cfg].fdatasync;
+        self.observe_sync(t, datasync);
         self.fsync_start(t, now, 0, u64::MAX, After::Resume { record: true }, true);
         true
+    }
+
+    /// Observers see an fsync fio queues (sim/observer.rs `sync_queued`).
+    fn observe_sync(&mut self, t: u32, datasync: bool) {
+        if self.observers.is_empty() || (t as usize) < self.prefill {
+            return;
+        }
+        let (job, now) = (t as usize - self.prefill, self.now);
+        for o in &mut self.observers {
+            o.sync_queued(job, now, datasync);
+        }
     }
 
     /// Hook of `thread_run` when the job is done issuing and drained: end_fsync.
     pub(super) fn buf_end_fsync(&mut self, t: u32) -> bool {
         let job = &self.cfg.jobs[self.threads[t as usize].cfg];
-        if !job.end_fsync || self.buf.threads[t as usize].end_fsync_done {
+        let bt = &self.buf.threads[t as usize];
+        if !job.end_fsync || bt.end_fsync_done || bt.last_was_sync {
             return false;
         }
         self.buf.threads[t as usize].end_fsync_done = true;
         let now = self.now;
+        self.observe_sync(t, false);
         self.fsync_start(t, now, 0, u64::MAX, After::Resume { record: false }, true);
         true
+    }
+
+    /// A replayed sync (sim/replay.rs): fsync(2) from the thread now.
+    pub(super) fn buf_fsync_now(&mut self, t: u32) {
+        let now = self.now;
+        self.observe_sync(t, false);
+        self.fsync_start(t, now, 0, u64::MAX, After::Resume { record: true }, true);
     }
 
     fn fsync_start(&mut self, t: u32, start: SimTime, lo: u64, hi: u64, after: After, entry: bool) {

@@ -171,7 +171,13 @@ pub(super) fn setup(sim: &mut Sim) {
 
 /// What `Sim::new` refuses about trims.
 pub(super) fn check(cfg: &super::SimConfig) -> Result<(), String> {
-    for j in cfg.jobs.iter().filter(|j| j.trim != Trim::None) {
+    // A replay's trims (sim/replay.rs) are synchronous whatever the engine.
+    let replay_trims = |j: &crate::workload::JobConfig| j.replay.as_ref().is_some_and(|r| r.trims);
+    for j in cfg
+        .jobs
+        .iter()
+        .filter(|j| j.trim != Trim::None || replay_trims(j))
+    {
         if let DriverKind::SdRtsx { .. } = cfg.driver {
             return Err(format!(
                 "job '{}': trims on an SD card (driver '{}': SD erase CMD32/CMD33/CMD38) are not modelled",
@@ -200,7 +206,7 @@ pub(super) fn check(cfg: &super::SimConfig) -> Result<(), String> {
                 j.name
             ));
         }
-        if !matches!(j.submission, Submission::Sync) {
+        if !matches!(j.submission, Submission::Sync) && j.replay.is_none() {
             return Err(format!(
                 "job '{}': trims are synchronous (BLKDISCARD); give the job a synchronous submission",
                 j.name

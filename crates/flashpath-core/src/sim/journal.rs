@@ -200,7 +200,12 @@ pub(super) fn check(cfg: &super::SimConfig) -> Result<(), String> {
                 cfg.host.name
             ));
         }
-        if j.direct && (j.fsync_every > 0 || j.end_fsync || j.o_sync) {
+        if j.direct
+            && (j.fsync_every > 0
+                || j.end_fsync
+                || j.o_sync
+                || j.replay.as_ref().is_some_and(|r| r.syncs))
+        {
             return Err(format!(
                 "job '{}': fsync/fdatasync/end_fsync/sync of direct I/O on an ext4 file (host '{}' has [fs]) is not modelled",
                 j.name, cfg.host.name

@@ -38,6 +38,7 @@ mod discard;
 mod journal;
 mod null_engine;
 mod observer;
+mod replay;
 mod rtsx;
 mod ufs;
 mod ufs_hpb;
@@ -234,6 +235,8 @@ enum ThreadState {
     Running,
     /// Asleep waiting for completions.
     Sleeping,
+    /// Asleep on a timer (a replay delay, fio's usec_sleep): completions wait for it.
+    Delayed,
     Finished,
 }
 
@@ -288,6 +291,8 @@ struct Thread {
     terminated: bool,
     stats: JobStats,
     last_change: SimTime,
+    /// A replay job's trace position (sim/replay.rs).
+    replay: Option<Box<replay::ReplayThread>>,
 }
 
 /// The legacy MMC driver's state (one request on the bus, one prepared).
@@ -433,7 +438,7 @@ impl Sim {
                 // scheduler's load balancing would for busy threads.
                 let core =
                     j.cpu.unwrap_or((host.irq_core + 1 + i as u32) % host.cores) % host.cores;
-                Thread {
+                Ok(Thread {
                     cfg: i,
                     core,
                     state: ThreadState::NotStarted,
@@ -469,9 +474,13 @@ impl Sim {
                         script_lat_ns: Vec::new(),
                     },
                     last_change: 0,
-                }
+                    replay: match &j.replay {
+                        Some(r) => Some(Box::new(replay::ReplayThread::new((r.open)()?))),
+                        None => None,
+                    },
+                })
             })
-            .collect::<Vec<_>>();
+            .collect::<Result<Vec<_>, String>>()?;
         let n = threads.len();
         let mut sim = Sim {
             any_fua_job: cfg.jobs.iter().any(|j| j.direct && j.o_sync),
@@ -921,6 +930,16 @@ impl Sim {
             self.threads[t as usize].state = ThreadState::Sleeping;
             return;
         }
+        if th.replay.is_some() {
+            if !self.replay_step(t) {
+                return;
+            }
+            if self.threads[t as usize].terminated {
+                // The replay's trace is over.
+                return self.thread_run(t);
+            }
+        }
+        let th = &self.threads[t as usize];
         let cfg = &self.cfg.jobs[th.cfg];
         let submission = cfg.submission;
         let io_limit = cfg.io_limit;

@@ -58,6 +58,10 @@ pub trait IoObserver: Send {
     /// `wait_for`); its statistics start at `measure_start` (after `ramp_time`).
     fn job_started(&mut self, _job: usize, _t: SimTime, _measure_start: SimTime) {}
     fn queued(&mut self, _io: &IoQueued) {}
+    /// The job queued an fsync (`datasync`: an fdatasync) at `t`: fio's fsync=N,
+    /// fdatasync=N, end_fsync and a replayed sync (a DDIR_SYNC io_u, which
+    /// `write_iolog` records). The fsync inside an O_SYNC write is not one.
+    fn sync_queued(&mut self, _job: usize, _t: SimTime, _datasync: bool) {}
     fn done(&mut self, _io: &IoDone) {}
     /// The job thread finished (its last I/O reaped, or ended by time or exitall).
     fn job_finished(&mut self, _job: usize, _t: SimTime) {}

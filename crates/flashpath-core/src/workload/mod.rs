@@ -23,10 +23,12 @@
 
 mod files;
 mod offsets;
+mod replay;
 mod strided;
 
 pub use files::{FileExtent, FileService, Files};
 pub use offsets::OffsetGen;
+pub use replay::{Replay, ReplayKind, ReplayOp, ReplayOpen, ReplaySource, VecSource};
 pub use strided::StridedZones;
 
 use crate::engine::SimTime;
@@ -240,6 +242,10 @@ pub struct JobConfig {
     pub null_engine: bool,
     /// fio's zonemode=strided (`workload/strided.rs`).
     pub zones: Option<StridedZones>,
+    /// A replay job (fio's read_iolog, `workload/replay.rs`): its I/O comes from the
+    /// source, in place of the pattern, block sizes and io size; the job ends when the
+    /// source does. Its region (`offset`, `size`) is the span the trace covers.
+    pub replay: Option<Replay>,
 }
 
 /// posix_fadvise advice on a file (mm/fadvise.c), as it changes the file's readahead.
@@ -301,6 +307,7 @@ impl JobConfig {
             files: None,
             null_engine: false,
             zones: None,
+            replay: None,
         }
     }
 
@@ -324,6 +331,16 @@ impl JobConfig {
         j.offset = start;
         j.io_limit = total;
         j.script = Some(ios);
+        j
+    }
+
+    /// A replay job (see [`JobConfig::replay`]) over the region the trace covers
+    /// (`offset`, `size`: multiples of 512), synchronous until the caller sets an engine.
+    pub fn replayed(name: &str, replay: Replay, offset: u64, size: u64) -> Self {
+        let mut j = JobConfig::simple(name, Pattern::Sequential, 0, 512, size.max(512));
+        j.offset = offset;
+        j.io_limit = u64::MAX;
+        j.replay = Some(replay);
         j
     }
 
@@ -439,6 +456,23 @@ impl JobConfig {
                 ));
             }
         }
+        if self.replay.is_some() {
+            if self.script.is_some() || self.trim != Trim::None || self.time_based {
+                return Err(format!(
+                    "job '{}': a replay job takes its I/O from the trace: no script, trims pattern or time_based",
+                    self.name
+                ));
+            }
+            if let Submission::Async { batch_submit, .. } = self.submission {
+                if batch_submit > 1 {
+                    return Err(format!(
+                        "job '{}': iodepth_batch above 1 with read_iolog is not modelled (fio's replay delays come between the I/Os of one batch)",
+                        self.name
+                    ));
+                }
+            }
+            return Ok(());
+        }
         if let Some(script) = &self.script {
             let total: u64 = script.iter().map(|io| io.len).sum();
             if self.submission != Submission::Sync || self.trim != Trim::None || self.time_based {
@@ -510,6 +544,10 @@ pub struct IoSource {
     zones: Option<Box<strided::ZoneCursor>>,
     rng: crate::engine::SimRng,
     script: Option<std::sync::Arc<[IoSpec]>>,
+    /// The I/O comes from a script or a replay (`next_fixed`), not the pattern.
+    fixed: bool,
+    /// A replay job's next I/O, set by the simulator's replay step (sim/replay.rs).
+    pub replay_next: Option<IoSpec>,
     pub issued_bytes: u64,
     pub issued_ios: u64,
 }
@@ -539,6 +577,8 @@ impl IoSource {
                 .map(|z| Box::new(strided::ZoneCursor::new(cfg, z, align))),
             rng: crate::engine::SimRng::new(cfg.seed, 1),
             script: cfg.script.clone(),
+            fixed: cfg.script.is_some() || cfg.replay.is_some(),
+            replay_next: None,
             issued_bytes: 0,
             issued_ios: 0,
         }
@@ -586,13 +626,24 @@ impl IoSource {
         self.gen.next(len)
     }
 
+    /// The next I/O of a script or a replay.
+    fn next_fixed(&mut self) -> IoSpec {
+        let io = match &self.script {
+            Some(script) => script[self.issued_ios as usize],
+            None => self
+                .replay_next
+                .take()
+                .expect("a replay I/O is set before the thread picks it"),
+        };
+        self.issued_bytes += io.len;
+        self.issued_ios += 1;
+        io
+    }
+
     /// The next I/O.
     pub fn next_io(&mut self) -> IoSpec {
-        if let Some(script) = &self.script {
-            let io = script[self.issued_ios as usize];
-            self.issued_bytes += io.len;
-            self.issued_ios += 1;
-            return io;
+        if self.fixed {
+            return self.next_fixed();
         }
         if let Some((offset, len)) = self.write_after_trim.take() {
             self.issued_bytes += len;

@@ -1,18 +1,27 @@
 //! Trace-replay iologs (`read_iolog=`), versions 2 and 3, read the way fio 3.33 reads
-//! them (`read_iolog2` in iolog.c; fio-compat.md §5.1-5.2).
+//! them (iolog.c `init_iolog_read`, `read_iolog`; fio-compat.md §5.1-5.2), one line at
+//! a time so a log of any length is read in bounded memory ([`IologReader`]).
 //!
+//! - Header: the first line is compared by prefix (`strncmp`) with
+//!   `fio version 2 iolog` / `fio version 3 iolog`; anything else is fio's
+//!   "iolog version 1 is no longer supported".
 //! - v2: `FILE add|open|close` and `FILE ACTION OFFSET LENGTH`.
 //! - v3: the same lines after a timestamp in microseconds since the log started.
-//! - v1 and blktrace binaries are refused (3.33 no longer reads v1; blktrace replay
-//!   is not modelled here).
-//! - Lines fio skips with a message (unknown action, a `trim` — "bad ddir: 2" in
-//!   3.33 —, `wait` in v3, malformed lines) are skipped here too and reported in
-//!   [`Iolog::warnings`]. A `wait` in v2 carries an absolute time in milliseconds
-//!   since fio started (3.33 behaviour, unlike the HOWTO).
+//! - A line is classified by how many fields `sscanf` fills (4/5: an I/O, 2/3: a file
+//!   action). fio logs a malformed line or an unknown action and skips it; flashpath
+//!   refuses the log there ([`ParseError`] naming file and line), since a replay that
+//!   silently differs from its trace misleads.
+//! - What fio 3.33 skips with a message, and flashpath too (an [`IologItem::Warning`]):
+//!   a `trim` ("bad ddir: 2": 3.33's read_iolog knows no trim, added upstream later)
+//!   and a `wait` in v3.
+//! - A `wait` in v2 carries a time in milliseconds since fio started (3.33's
+//!   `read_iolog_get`: `mtime_since_genesis`, unlike the HOWTO's "relative µs").
 //!
-//! Units: offsets and lengths in bytes, times in microseconds as written.
+//! Units: offsets and lengths in bytes, times as written (µs for v3 stamps, ms for v2
+//! waits).
 
-use std::path::Path;
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
 
 use super::{ErrorKind, Origin, ParseError};
 
@@ -35,6 +44,16 @@ pub enum IologAction {
     Wait,
 }
 
+impl IologAction {
+    /// An action on a file rather than an I/O (fio's DDIR_INVAL ipo).
+    pub fn is_file_action(self) -> bool {
+        matches!(
+            self,
+            IologAction::Add | IologAction::Open | IologAction::Close
+        )
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IologEntry {
     /// 1-based line in the log.
@@ -47,6 +66,218 @@ pub struct IologEntry {
     pub length_bytes: u64,
 }
 
+/// One line's meaning.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IologItem {
+    Entry(IologEntry),
+    /// A line fio 3.33 skips with a message ("path:line: message"). A v3 line's
+    /// timestamp still counts (fio sets `io_log_last_ttime` before skipping it).
+    Warning {
+        message: String,
+        time_us: Option<u64>,
+    },
+}
+
+/// The longest line fio reads in one go (`fgets(str, 4096, ...)`).
+const LINE_MAX: usize = 4096;
+
+/// Reads an iolog line by line.
+pub struct IologReader<R> {
+    r: R,
+    path: PathBuf,
+    version: IologVersion,
+    line: u32,
+    buf: Vec<u8>,
+}
+
+/// `%256s`: a word of at most 256 bytes.
+fn word(s: &str) -> &str {
+    super::value::truncate_bytes(s, 256)
+}
+
+/// C `strtoull` as `%llu` scans it: leading digits (a `+` allowed); `None` if none.
+fn scan_u64(s: &str) -> Option<u64> {
+    let t = s.strip_prefix('+').unwrap_or(s);
+    let end = t.bytes().take_while(u8::is_ascii_digit).count();
+    t[..end].parse().ok()
+}
+
+impl<R: BufRead> IologReader<R> {
+    /// Reads the header line.
+    pub fn new(r: R, path: &Path) -> Result<Self, ParseError> {
+        let mut rd = IologReader {
+            r,
+            path: path.to_path_buf(),
+            version: IologVersion::V2,
+            line: 0,
+            buf: Vec::new(),
+        };
+        let header = match rd.read_line()? {
+            Some(h) => h,
+            None => return Err(rd.error(1, "fio: unable to read iolog (the file is empty)")),
+        };
+        rd.version = if header.starts_with("fio version 2 iolog") {
+            IologVersion::V2
+        } else if header.starts_with("fio version 3 iolog") {
+            IologVersion::V3
+        } else {
+            return Err(rd.error(1, "fio: iolog version 1 is no longer supported"));
+        };
+        Ok(rd)
+    }
+
+    pub fn version(&self) -> IologVersion {
+        self.version
+    }
+
+    fn origin(&self, line: u32) -> Origin {
+        Origin::File {
+            path: self.path.clone(),
+            line,
+        }
+    }
+
+    fn error(&self, line: u32, msg: impl Into<String>) -> ParseError {
+        ParseError::new(ErrorKind::Syntax, Some(self.origin(line)), msg)
+    }
+
+    /// The next line (without its newline), or `None` at the end.
+    fn read_line(&mut self) -> Result<Option<String>, ParseError> {
+        self.buf.clear();
+        self.line += 1;
+        let n = std::io::Read::take(&mut self.r, LINE_MAX as u64 + 1)
+            .read_until(b'\n', &mut self.buf)
+            .map_err(|e| {
+                ParseError::new(
+                    ErrorKind::Io,
+                    Some(self.origin(self.line)),
+                    format!("reading the iolog: {e}"),
+                )
+            })?;
+        if n == 0 {
+            return Ok(None);
+        }
+        if self.buf.last() == Some(&b'\n') {
+            self.buf.pop();
+        } else if self.buf.len() > LINE_MAX {
+            return Err(self.error(
+                self.line,
+                format!("a line longer than fio's {LINE_MAX}-byte line buffer"),
+            ));
+        }
+        match std::str::from_utf8(&self.buf) {
+            Ok(s) => Ok(Some(s.to_string())),
+            Err(_) => Err(self.error(self.line, "not text (bytes that are not UTF-8)")),
+        }
+    }
+
+    /// The next line's meaning, or `None` at the end of the log.
+    pub fn next_item(&mut self) -> Result<Option<IologItem>, ParseError> {
+        let Some(raw) = self.read_line()? else {
+            return Ok(None);
+        };
+        let line = self.line;
+        let v3 = self.version == IologVersion::V3;
+        let shown: String = raw.chars().take(80).collect::<String>();
+        let bad = |rd: &Self| {
+            rd.error(
+                line,
+                format!(
+                    "bad iolog{}: {:?}: expected {}",
+                    if v3 { 3 } else { 2 },
+                    shown,
+                    if v3 {
+                        "TIME FILE ACTION OFFSET LENGTH or TIME FILE add|open|close"
+                    } else {
+                        "FILE ACTION OFFSET LENGTH or FILE add|open|close"
+                    }
+                ),
+            )
+        };
+        let mut toks = raw.split_ascii_whitespace();
+        let time_us = if v3 {
+            match toks.next().and_then(scan_u64) {
+                Some(t) => Some(t),
+                None => return Err(bad(self)),
+            }
+        } else {
+            None
+        };
+        let (Some(file), Some(act)) = (toks.next(), toks.next()) else {
+            return Err(bad(self));
+        };
+        let (file, act) = (word(file), word(act));
+        if v3 && act == "wait" {
+            return Ok(Some(IologItem::Warning {
+                message: format!(
+                    "{}: iolog: ignoring wait command with version 3 for file {file}",
+                    self.origin(line)
+                ),
+                time_us,
+            }));
+        }
+        let off = toks.next().map(scan_u64);
+        let len = toks.next().map(scan_u64);
+        let (off, len) = match (off, len) {
+            (None, _) => (None, None),
+            (Some(Some(o)), Some(Some(l))) => (Some(o), Some(l)),
+            _ => return Err(bad(self)),
+        };
+        let action = match (off, len) {
+            (Some(_), Some(l)) => {
+                if l > u32::MAX as u64 {
+                    return Err(self.error(
+                        line,
+                        format!("length {l} does not fit fio's 32-bit length field"),
+                    ));
+                }
+                match act {
+                    "read" => IologAction::Read,
+                    "write" => IologAction::Write,
+                    "sync" => IologAction::Sync,
+                    "datasync" => IologAction::Datasync,
+                    "wait" => IologAction::Wait,
+                    "trim" => {
+                        return Ok(Some(IologItem::Warning {
+                            message: format!(
+                                "{}: bad ddir: 2 (fio 3.33 does not replay trims from an iolog; the line is skipped)",
+                                self.origin(line)
+                            ),
+                            time_us,
+                        }))
+                    }
+                    other => {
+                        return Err(self.error(
+                            line,
+                            format!("fio: bad iolog file action: {other} (read, write, sync, datasync, trim{} are)", if v3 { "" } else { ", wait" }),
+                        ))
+                    }
+                }
+            }
+            _ => match act {
+                "add" => IologAction::Add,
+                "open" => IologAction::Open,
+                "close" => IologAction::Close,
+                other => {
+                    return Err(self.error(
+                        line,
+                        format!("fio: bad iolog file action: {other} (add, open, close are)"),
+                    ))
+                }
+            },
+        };
+        Ok(Some(IologItem::Entry(IologEntry {
+            line,
+            time_us,
+            file: file.to_string(),
+            action,
+            offset_bytes: off.unwrap_or(0),
+            length_bytes: len.unwrap_or(0),
+        })))
+    }
+}
+
+/// A whole log read at once (tests, small logs).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Iolog {
     pub version: IologVersion,
@@ -55,129 +286,19 @@ pub struct Iolog {
     pub warnings: Vec<String>,
 }
 
-/// `%256s`: a word of at most 256 bytes.
-fn word(s: &str) -> &str {
-    super::value::truncate_bytes(s, 256)
-}
-
-/// C `strtoull` as `%llu` scans it (digits only; a sign is accepted by scanf).
-fn scan_u64(s: &str) -> Option<u64> {
-    let t = s.strip_prefix('+').unwrap_or(s);
-    if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) {
-        // scanf stops at the first non-digit; a token with trailing junk still
-        // converts its leading digits.
-        let digits: String = t.chars().take_while(char::is_ascii_digit).collect();
-        return digits.parse().ok();
-    }
-    t.parse().ok()
-}
-
-/// Reads an iolog's text.
+/// Reads an iolog's text whole.
 pub fn parse_iolog(text: &str, path: &Path) -> Result<Iolog, ParseError> {
-    let origin = |line: u32| Origin::File {
-        path: path.to_path_buf(),
-        line,
-    };
-    let mut lines = text.lines();
-    let header = lines.next().unwrap_or("").trim_end();
-    let version = match header {
-        "fio version 2 iolog" => IologVersion::V2,
-        "fio version 3 iolog" => IologVersion::V3,
-        h if h.as_bytes().starts_with(&[0x00, 0x74, 0x61, 0x65])
-            || h.as_bytes().starts_with(&[0x65, 0x61, 0x74, 0x00]) =>
-        {
-            return Err(ParseError::new(
-                ErrorKind::Syntax,
-                Some(origin(1)),
-                "blktrace binary iologs are not supported by this parser",
-            ))
-        }
-        _ => {
-            return Err(ParseError::new(
-                ErrorKind::Syntax,
-                Some(origin(1)),
-                "fio: iolog version 1 is no longer supported",
-            ))
-        }
-    };
+    let mut rd = IologReader::new(text.as_bytes(), path)?;
     let mut log = Iolog {
-        version,
+        version: rd.version(),
         entries: Vec::new(),
         warnings: Vec::new(),
     };
-    for (i, raw) in lines.enumerate() {
-        let line = (i + 2) as u32;
-        let mut toks = raw.split_ascii_whitespace();
-        let warn =
-            |log: &mut Iolog, msg: String| log.warnings.push(format!("{}: {msg}", origin(line)));
-        let time_us = if version == IologVersion::V3 {
-            match toks.next().and_then(scan_u64) {
-                Some(t) => Some(t),
-                None => {
-                    if !raw.trim().is_empty() {
-                        warn(&mut log, format!("bad iolog3: {raw}"));
-                    }
-                    continue;
-                }
-            }
-        } else {
-            None
-        };
-        let (Some(file), Some(act)) = (toks.next(), toks.next()) else {
-            if !raw.trim().is_empty() {
-                warn(&mut log, format!("bad iolog2: {raw}"));
-            }
-            continue;
-        };
-        let (file, act) = (word(file), word(act));
-        let off = toks.next().and_then(scan_u64);
-        let len = toks.next().and_then(scan_u64);
-        let action = match (off, len) {
-            (Some(_), Some(_)) => match act {
-                "read" => IologAction::Read,
-                "write" => IologAction::Write,
-                "sync" => IologAction::Sync,
-                "datasync" => IologAction::Datasync,
-                "wait" if version == IologVersion::V2 => IologAction::Wait,
-                "wait" => {
-                    warn(
-                        &mut log,
-                        "fio: wait is not allowed in iolog version 3".to_string(),
-                    );
-                    continue;
-                }
-                "trim" => {
-                    // 3.33 refuses trims on replay.
-                    warn(&mut log, "bad ddir: 2".to_string());
-                    continue;
-                }
-                other => {
-                    warn(&mut log, format!("fio: bad iolog file action: {other}"));
-                    continue;
-                }
-            },
-            (None, _) => match act {
-                "add" => IologAction::Add,
-                "open" => IologAction::Open,
-                "close" => IologAction::Close,
-                other => {
-                    warn(&mut log, format!("fio: bad iolog file action: {other}"));
-                    continue;
-                }
-            },
-            (Some(_), None) => {
-                warn(&mut log, format!("bad iolog2: {raw}"));
-                continue;
-            }
-        };
-        log.entries.push(IologEntry {
-            line,
-            time_us,
-            file: file.to_string(),
-            action,
-            offset_bytes: off.unwrap_or(0),
-            length_bytes: len.unwrap_or(0),
-        });
+    while let Some(item) = rd.next_item()? {
+        match item {
+            IologItem::Entry(e) => log.entries.push(e),
+            IologItem::Warning { message, .. } => log.warnings.push(message),
+        }
     }
     Ok(log)
 }
@@ -213,7 +334,7 @@ mod tests {
         assert_eq!(log.entries[3].action, IologAction::Sync);
         assert_eq!(log.warnings.len(), 2);
         assert!(
-            log.warnings[0].contains("v3.log:6: bad ddir: 2"),
+            log.warnings[0].starts_with("v3.log:6: bad ddir: 2"),
             "{:?}",
             log.warnings
         );
@@ -226,6 +347,62 @@ mod tests {
             e.to_string(),
             "v1.log:1: fio: iolog version 1 is no longer supported"
         );
+    }
+
+    #[test]
+    fn bad_lines_are_errors_naming_file_and_line() {
+        let cases = [
+            (
+                "fio version 2 iolog\n/f add\n/f read 0\n",
+                "x.log:3: bad iolog2",
+            ),
+            ("fio version 2 iolog\n/f add\n\n", "x.log:3: bad iolog2"),
+            (
+                "fio version 2 iolog\n/f frob 0 4096\n",
+                "x.log:2: fio: bad iolog file action: frob",
+            ),
+            (
+                "fio version 2 iolog\n/f reopen\n",
+                "x.log:2: fio: bad iolog file action: reopen",
+            ),
+            ("fio version 3 iolog\n/f add\n", "x.log:2: bad iolog3"),
+            (
+                "fio version 3 iolog\n1 /f read x 4096\n",
+                "x.log:2: bad iolog3",
+            ),
+            (
+                "fio version 2 iolog\n/f read 0 4294967296\n",
+                "x.log:2: length 4294967296",
+            ),
+            (
+                "fio version 2 iolog\n/f read \u{0}\u{ff}",
+                "x.log:2: bad iolog2",
+            ),
+            ("", "x.log:1: fio: unable to read iolog"),
+        ];
+        for (text, want) in cases {
+            let e = parse_iolog(text, Path::new("x.log"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.starts_with(want), "{text:?}: {e}");
+            assert!(!e.contains('\n'), "{e}");
+        }
+        let mut bin = b"fio version 2 iolog\n/f read 0 ".to_vec();
+        bin.extend_from_slice(&[0xff, 0xfe, b'\n']);
+        let mut rd = IologReader::new(&bin[..], Path::new("b.log")).unwrap();
+        let e = rd.next_item().unwrap_err().to_string();
+        assert_eq!(e, "b.log:2: not text (bytes that are not UTF-8)");
+        let long = format!("fio version 2 iolog\n{}\n", "a".repeat(5000));
+        let e = parse_iolog(&long, Path::new("l.log"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("l.log:2: a line longer"), "{e}");
+    }
+
+    #[test]
+    fn header_is_a_prefix_as_fio_compares_it() {
+        let log = parse_iolog("fio version 2 iolog extra\n/f add\n", Path::new("p.log")).unwrap();
+        assert_eq!(log.entries.len(), 1);
     }
 
     #[test]

@@ -37,6 +37,7 @@
 //! assert_eq!(msgs, ["option 'zonemode' (jobs/x.fio:3) is not modelled by flashpath"]);
 //! ```
 
+pub mod blktrace;
 mod cmdline;
 mod expand;
 mod ini;
