@@ -102,6 +102,74 @@ const MODELLED: &[&str] = &[
     "ba",
     // Start after the named earlier job has finished (`JobConfig::wait_for`).
     "wait_for",
+    // fio's LFSR (workload/lfsr.rs); tausworthe and tausworthe64 are the seeded stream.
+    "random_generator",
+    // Poisson issue times and fio's minimum rate check (workload/rate.rs).
+    "rate_process",
+    "rate_min",
+    "rate_iops_min",
+    "rate_cycle",
+    // Completions reaped per call at most (`JobConfig::reap_max`).
+    "iodepth_batch_complete_max",
+    // inline (the default) is how every job submits; offload is refused below.
+    "io_submit_mode",
+    // Polled completion (io_uring, pvsync2; sim/iopoll.rs).
+    "hipri",
+    // libaio's user-space ring reaping when fio polls (iodepth_batch_complete_min=0).
+    "userspace_reap",
+];
+
+/// Options of issue 20's engine and rate lists that flashpath refuses, with why (the
+/// error names the option and gives the reason).
+const REFUSED_WHY: &[(&str, &str)] = &[
+    (
+        "fixedbufs",
+        "io_uring's registered buffers skip get_user_pages per I/O, but the host presets' costs.pin_per_4k does not give that share of the direct I/O page work apart",
+    ),
+    (
+        "registerfiles",
+        "io_uring's registered files skip fget/fput per I/O, but the host presets' costs.syscall does not give that share apart",
+    ),
+    (
+        "sqthread_poll",
+        "a kernel SQ polling thread (IORING_SETUP_SQPOLL) on its own core is not modelled",
+    ),
+    (
+        "sqthread_poll_cpu",
+        "a kernel SQ polling thread (IORING_SETUP_SQPOLL) on its own core is not modelled",
+    ),
+    (
+        "latency_target",
+        "fio's latency-profile search of the queue depth (lat_target_*) is not modelled",
+    ),
+    (
+        "latency_window",
+        "fio's latency-profile search of the queue depth (lat_target_*) is not modelled",
+    ),
+    (
+        "latency_percentile",
+        "fio's latency-profile search of the queue depth (lat_target_*) is not modelled",
+    ),
+    (
+        "latency_run",
+        "fio's latency-profile search of the queue depth (lat_target_*) is not modelled",
+    ),
+    (
+        "flow",
+        "fio's flow control between jobs (flow.c) is not modelled",
+    ),
+    (
+        "flow_id",
+        "fio's flow control between jobs (flow.c) is not modelled",
+    ),
+    (
+        "flow_watermark",
+        "fio's flow control between jobs (flow.c) is not modelled",
+    ),
+    (
+        "flow_sleep",
+        "fio's flow control between jobs (flow.c) is not modelled",
+    ),
 ];
 
 /// Options fio accepts that cannot change a simulated run's result, with why. They are
@@ -306,6 +374,13 @@ fn block_sizes(job: &Job, d: usize) -> BlockSizes {
 fn check_modelled(job: &Job) -> Result<()> {
     for s in &job.set_options {
         let name = s.name.as_str();
+        if let Some((_, why)) = REFUSED_WHY.iter().find(|(n, _)| *n == name) {
+            bail!(
+                "option '{}' ({}) is not modelled by flashpath: {why}",
+                s.name,
+                s.origin
+            );
+        }
         if !MODELLED.contains(&name) && !NO_EFFECT.iter().any(|(n, _)| *n == name) {
             bail!(
                 "option '{}' ({}) is not modelled by flashpath",
@@ -367,12 +442,62 @@ fn check_modelled(job: &Job) -> Result<()> {
     }
     match o.random_distribution {
         RandomDistribution::Random => {}
-        RandomDistribution::Zipf { center: None, .. } | RandomDistribution::Pareto { center: None, .. } => {}
+        RandomDistribution::Zipf { center: None, .. }
+        | RandomDistribution::Pareto { center: None, .. }
+        | RandomDistribution::Normal { center: None, .. } => {}
         RandomDistribution::Zoned(_) | RandomDistribution::ZonedAbs(_) => {}
         _ => bail!(
-            "random_distribution{} is not modelled by flashpath for this form (random, zipf:θ, pareto:h, zoned and zoned_abs are)",
+            "random_distribution{} is not modelled by flashpath for this form (random, zipf:θ, pareto:h, normal:dev, zoned and zoned_abs are; a center is not)",
             at("random_distribution")
         ),
+    }
+    if o.random_generator == flashpath_fio::parse::RandomGenerator::Lfsr
+        && matches!(
+            o.random_distribution,
+            RandomDistribution::Zoned(_) | RandomDistribution::ZonedAbs(_)
+        )
+    {
+        bail!(
+            "random_generator=lfsr{} with a zoned random_distribution is not modelled by flashpath (fio's LFSR draws over the whole file, ignoring the zone)",
+            at("random_generator")
+        );
+    }
+    if o.io_submit_mode == flashpath_fio::parse::IoSubmitMode::Offload {
+        bail!(
+            "io_submit_mode=offload{} is not modelled by flashpath (fio's submit worker threads, rate-submit.c)",
+            at("io_submit_mode")
+        );
+    }
+    // fixup_options: fio refuses these before running.
+    let (rate_set, iops_set) = (
+        o.rate_bytes_per_s.iter().any(|&r| r > 0),
+        o.rate_iops.iter().any(|&r| r > 0),
+    );
+    let (min_set, iops_min_set) = (
+        o.rate_min_bytes_per_s.iter().any(|&r| r > 0),
+        o.rate_iops_min.iter().any(|&r| r > 0),
+    );
+    if (rate_set && iops_set) || (min_set && iops_min_set) {
+        bail!(
+            "job '{}': fio: rate and rate_iops are mutually exclusive",
+            job.name
+        );
+    }
+    for d in 0..2 {
+        if (o.rate_bytes_per_s[d] > 0 && o.rate_bytes_per_s[d] < o.rate_min_bytes_per_s[d])
+            || (o.rate_iops[d] > 0 && o.rate_iops[d] < o.rate_iops_min[d])
+        {
+            bail!(
+                "job '{}': fio: minimum rate exceeds rate, ddir {d}",
+                job.name
+            );
+        }
+    }
+    if o.rw.mode.trims() && (o.rate_min_bytes_per_s[2] > 0 || o.rate_iops_min[2] > 0) {
+        bail!(
+            "rate_min/rate_iops_min for trims{} are not modelled by flashpath",
+            at("rate_min")
+        );
     }
     Ok(())
 }
@@ -463,6 +588,7 @@ fn job_config(job: &Job, dev: &DeviceConfig) -> Result<JobConfig> {
     let distribution = match o.random_distribution {
         RandomDistribution::Zipf { theta, .. } => Distribution::Zipf(theta),
         RandomDistribution::Pareto { h, .. } => Distribution::Pareto(h),
+        RandomDistribution::Normal { dev_percent, .. } => Distribution::Normal(dev_percent),
         RandomDistribution::Zoned(ref z) | RandomDistribution::ZonedAbs(ref z) => {
             let abs = matches!(o.random_distribution, RandomDistribution::ZonedAbs(_));
             Distribution::Zoned(
@@ -489,6 +615,22 @@ fn job_config(job: &Job, dev: &DeviceConfig) -> Result<JobConfig> {
         // reproducible, so the thread number still decides.
         FIO_RANDSEED ^ 0x5555_5555 ^ job.thread_number as u64
     };
+    let generator = match o.random_generator {
+        flashpath_fio::parse::RandomGenerator::Lfsr => wl::RandomGenerator::Lfsr {
+            seed: lfsr_seed(job),
+        },
+        _ => wl::RandomGenerator::Stream,
+    };
+    // fio's usec_for_io draws Poisson gaps only where a rate is set (should_check_rate).
+    let rated =
+        o.rate_bytes_per_s[..2].iter().any(|&r| r > 0) || o.rate_iops[..2].iter().any(|&r| r > 0);
+    let rate_process = match o.rate_process {
+        flashpath_fio::parse::RateProcess::Poisson if rated => wl::RateProcess::Poisson,
+        _ => wl::RateProcess::Linear,
+    };
+    let engine_flag = |name: &str| {
+        last_set(job, name).is_some_and(|s| s.value.as_deref().is_none_or(|v| v.trim() != "0"))
+    };
     let cfg = JobConfig {
         name: job.name.clone(),
         pattern,
@@ -503,6 +645,7 @@ fn job_config(job: &Job, dev: &DeviceConfig) -> Result<JobConfig> {
         rand_every,
         distribution,
         norandommap: o.norandommap,
+        generator,
         submission,
         direct: o.direct,
         // On a block device fdatasync is fsync (blkdev_fsync ignores datasync).
@@ -529,6 +672,22 @@ fn job_config(job: &Job, dev: &DeviceConfig) -> Result<JobConfig> {
         thinktime_blocks: o.thinktime_blocks.max(1),
         rate_bytes_per_s: [o.rate_bytes_per_s[0], o.rate_bytes_per_s[1]],
         rate_iops: [o.rate_iops[0] as u64, o.rate_iops[1] as u64],
+        rate_process,
+        rate_min: wl::MinRateLimits {
+            bytes_per_s: [o.rate_min_bytes_per_s[0], o.rate_min_bytes_per_s[1]],
+            iops: [o.rate_iops_min[0] as u64, o.rate_iops_min[1] as u64],
+            cycle_ms: o.rate_cycle_ms as u64,
+        },
+        // io_uring's and pvsync2's hipri (fio refuses it on other engines).
+        hipri: engine_flag("hipri"),
+        // iodepth_batch_complete_max as fio fixes it up, when the job sets it (see
+        // `JobConfig::reap_max`).
+        reap_max: if last_set(job, "iodepth_batch_complete_max").is_some() {
+            o.effective_iodepth_batch_complete_max()
+        } else {
+            0
+        },
+        user_reap: o.ioengine == IoEngine::Libaio && engine_flag("userspace_reap"),
         seed,
         stonewall: o.stonewall,
         cpu: None,
@@ -558,6 +717,25 @@ fn job_config(job: &Job, dev: &DeviceConfig) -> Result<JobConfig> {
     };
     cfg.validate().map_err(|e| anyhow::anyhow!("{e}"))?;
     Ok(cfg)
+}
+
+/// fio's seed of a job's LFSR, `rand_seeds[FIO_RAND_BLOCK_OFF]` (init.c
+/// setup_random_seeds, td_fill_rand_seeds_internal): FIO_RANDSEED × thread number under
+/// randrepeat=1 (the default, whatever randseed says); else from randseed, multiplied by
+/// 0x9e370001 ten times (four, then once per earlier seed index), × thread number + 6.
+/// Without randrepeat or randseed fio reads the system's RNG: flashpath stays repeatable.
+fn lfsr_seed(job: &Job) -> u64 {
+    const FIO_RAND_BLOCK_OFF: u64 = 6;
+    let o = &job.options;
+    let tn = job.thread_number as u64;
+    if o.randrepeat || !o.randseed_set {
+        return FIO_RANDSEED.wrapping_mul(tn);
+    }
+    let mut seed = o.randseed;
+    for _ in 0..4 + FIO_RAND_BLOCK_OFF {
+        seed = seed.wrapping_mul(0x9e37_0001);
+    }
+    seed.wrapping_mul(tn).wrapping_add(FIO_RAND_BLOCK_OFF)
 }
 
 fn meta(job: &Job) -> JobMeta {

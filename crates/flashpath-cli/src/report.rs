@@ -141,10 +141,33 @@ pub fn build(
     for (meta, s) in metas.iter().zip(&res.jobs) {
         let mut jr = job_report(meta, s);
         jr.elapsed_s = s.end_ns.div_ceil(1_000_000_000);
+        if let Some(e) = &s.error {
+            // td_verror's text; fio prints it when the thread exits, after `Starting`.
+            jr.error = e.errno;
+            jr.verror = fio_verror(e);
+            rep.startup_lines.push(format!(
+                "fio: pid={}, err={}/{}",
+                jr.pid, jr.error, jr.verror
+            ));
+        }
         rep.jobs.push(jr);
     }
     rep.counters = counters(&res.system);
     rep
+}
+
+/// fio's `verror` for a job error: `file:<fio source>:<line>, func=<func>,
+/// error=<strerror>`, as fio 3.33 prints it (td_verror records __FILE__ and __LINE__).
+pub fn fio_verror(e: &flashpath_core::stats::JobError) -> String {
+    let at = match e.func {
+        "check_min_rate" => "backend.c:1131",
+        _ => "backend.c",
+    };
+    let strerror = match e.errno {
+        5 => "Input/output error",
+        _ => "Unknown error",
+    };
+    format!("file:{at}, func={}, error={strerror}", e.func)
 }
 
 /// The run's device and HPB counters (JSON root `flashpath`), preconditioning included.

@@ -346,6 +346,11 @@ pub fn fio_command(args: &[String]) -> Result<()> {
     if let Some(trace) = &trace {
         outputs.write(trace, driver)?;
     }
+    // What fio logs as a job fails (log_err, on stderr while the jobs run).
+    for e in result.jobs.iter().filter_map(|j| j.error.as_ref()) {
+        eprintln!("{}", e.message);
+    }
+    let failed = result.jobs.iter().any(|j| j.error.is_some());
     let mut rep = report::build(&plan.metas, &result, plan.global_options);
     if plan.disk_util {
         let name = BlkDevice::for_driver(driver).name;
@@ -360,5 +365,9 @@ pub fn fio_command(args: &[String]) -> Result<()> {
     };
     jobmap::write_formats(&inv, &rep, &mut out).context("writing the report")?;
     out.flush().context("writing the report")?;
+    if failed {
+        // fio exits 1 when a job ended with an error (its messages are printed).
+        return Err(crate::flashbench::ExitStatus(1).into());
+    }
     Ok(())
 }

@@ -28,14 +28,16 @@ use crate::host::cpu::Cpu;
 use crate::host::{Cmd13Mode, DriverKind, HostConfig};
 use crate::stats::{ddir_index, DirStats, JobStats, RunResult, Span, Spans, SystemStats};
 use crate::trace::{self, BlkAction, Ctx, Trace, TraceKind};
-use crate::workload::{rate_gate, Dir, IoSource, JobConfig, Submission};
+use crate::workload::{rate_gate, Dir, IoSource, JobConfig, MinRate, PoissonClock, Submission};
 use flashpath_hist::{batch_bucket, depth_level_bucket};
 
 mod blkev;
 mod buffered;
 mod cqe;
 mod discard;
+mod iopoll;
 mod journal;
+mod min_rate;
 mod observer;
 mod rtsx;
 mod ufs;
@@ -285,6 +287,12 @@ struct Thread {
     terminated: bool,
     stats: JobStats,
     last_change: SimTime,
+    /// Polled completion (sim/iopoll.rs).
+    spin: iopoll::Spin,
+    /// rate_process=poisson: the issue clock (workload/rate.rs).
+    poisson: Option<PoissonClock>,
+    /// rate_min / rate_iops_min: fio's check state (workload/rate.rs).
+    min_rate: Option<MinRate>,
 }
 
 /// The legacy MMC driver's state (one request on the bus, one prepared).
@@ -418,6 +426,7 @@ impl Sim {
         buffered::check(&cfg)?;
         journal::check(&cfg)?;
         discard::check(&cfg)?;
+        iopoll::check(&cfg)?;
         let host = &cfg.host;
         let cqe = cqe::MmcCqe::new(cfg.driver, host)?;
         let threads = cfg
@@ -462,8 +471,16 @@ impl Sim {
                         dir_spans: Default::default(),
                         sync_lat_ns: Vec::new(),
                         script_lat_ns: Vec::new(),
+                        error: None,
                     },
                     last_change: 0,
+                    spin: iopoll::Spin {
+                        on: Sim::spins(j),
+                        ..Default::default()
+                    },
+                    poisson: (j.rate_process == crate::workload::RateProcess::Poisson)
+                        .then(|| PoissonClock::new(j.seed)),
+                    min_rate: j.rate_min.any().then(MinRate::default),
                 }
             })
             .collect::<Vec<_>>();
@@ -850,8 +867,13 @@ impl Sim {
     /// The thread runs: it reaps what completed, then issues as its engine allows.
     fn thread_run(&mut self, t: u32) {
         let now = self.now;
-        // Reap completions (their completion latency ends now, when fio sees them).
+        // Reap completions (their completion latency ends now, when fio sees them), at
+        // most iodepth_batch_complete_max of them (the rest wait for the next reap).
         let mut done = std::mem::take(&mut self.threads[t as usize].completed);
+        let reap_max = self.cfg.jobs[self.threads[t as usize].cfg].reap_max as usize;
+        if reap_max > 0 && done.len() > reap_max {
+            self.threads[t as usize].completed = done.split_off(reap_max);
+        }
         if !done.is_empty() {
             self.account_outstanding(t);
         }
@@ -871,8 +893,12 @@ impl Sim {
         for &io in &done {
             self.record_io(t, io);
         }
+        if !done.is_empty() && self.threads[t as usize].min_rate.is_some() {
+            self.check_min_rate(t);
+        }
         done.clear();
-        self.threads[t as usize].completed = done;
+        let rest = std::mem::replace(&mut self.threads[t as usize].completed, done);
+        self.threads[t as usize].completed.extend(rest);
         if self.buf_sync_due(t) {
             return;
         }
@@ -884,13 +910,13 @@ impl Sim {
                 }
                 self.thread_finish(t);
             } else {
-                self.threads[t as usize].state = ThreadState::Sleeping;
+                self.wait_for_completions(t);
             }
             return;
         }
         let th = &self.threads[t as usize];
         if th.inflight >= th.depth {
-            self.threads[t as usize].state = ThreadState::Sleeping;
+            self.wait_for_completions(t);
             return;
         }
         let cfg = &self.cfg.jobs[th.cfg];
@@ -904,9 +930,25 @@ impl Sim {
         if think {
             gate = now + cfg.thinktime_ns;
         }
+        let th = &mut self.threads[t as usize];
+        if let Some(p) = &mut th.poisson {
+            // rate_process=poisson (workload/rate.rs): each issue draws the next gap.
+            for i in 0..2 {
+                let iops = if cfg.rate_iops[i] > 0 {
+                    cfg.rate_iops[i]
+                } else {
+                    cfg.rate_bytes_per_s[i] / cfg.bs[i].min().max(1)
+                };
+                if iops > 0 {
+                    let at = p.next_issue_ns(i, th.src.issued_per_dir[i], iops);
+                    gate = gate.max(th.start + at);
+                }
+            }
+        }
+        let th = &self.threads[t as usize];
         for d in [Dir::Read, Dir::Write] {
             let i = d.index();
-            if cfg.rate_bytes_per_s[i] > 0 || cfg.rate_iops[i] > 0 {
+            if th.poisson.is_none() && (cfg.rate_bytes_per_s[i] > 0 || cfg.rate_iops[i] > 0) {
                 let s = &th.stats.dirs[i];
                 let g = rate_gate(
                     th.start,
@@ -1208,7 +1250,7 @@ impl Sim {
                     let end = self.cpu.run_l(th.core, now, cost, "aio reap");
                     self.q.push(end, Ev::ThreadRun(t));
                 } else {
-                    self.threads[t as usize].state = ThreadState::Sleeping;
+                    self.wait_for_completions(t);
                 }
             }
         }
@@ -1437,6 +1479,12 @@ impl Sim {
             } => batch_complete_min.max(1).min(th.inflight),
         };
         if (th.completed.len() as u32) < need {
+            return;
+        }
+        if th.spin.waiting {
+            // io_uring's iopoll saw it (sim/iopoll.rs): no wake-up.
+            let end = self.iopoll_seen(t);
+            self.q.push(end, Ev::ThreadRun(t));
             return;
         }
         th.state = ThreadState::Running;
