@@ -423,10 +423,10 @@ impl Sim {
         cfg.host.bus.negotiate(card_mode);
         ufs_hpb::check(&cfg)?;
         ufs_hpb::configure_device(&mut cfg);
+        iopoll::check(&cfg)?;
         buffered::check(&cfg)?;
         journal::check(&cfg)?;
         discard::check(&cfg)?;
-        iopoll::check(&cfg)?;
         let host = &cfg.host;
         let cqe = cqe::MmcCqe::new(cfg.driver, host)?;
         let threads = cfg
