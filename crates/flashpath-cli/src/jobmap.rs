@@ -458,7 +458,7 @@ fn check_modelled(job: &Job) -> Result<()> {
         )
     {
         bail!(
-            "random_generator=lfsr{} with a zoned random_distribution is not modelled by flashpath (fio's LFSR draws over the whole file, ignoring the zone)",
+            "random_generator=lfsr{} with a zoned random_distribution is not modelled by flashpath (fio's LFSR draws over the whole file, ignoring the zone: fio 3.33 stops after a few I/Os)",
             at("random_generator")
         );
     }
@@ -1004,7 +1004,29 @@ mod option_walk {
             "refused without naming the option: {unnamed:#?}"
         );
         eprintln!("option walk: {accepted} accepted, {refused} refused by the plan");
-        // The walk reaches the plan for much of the table, both ways.
-        assert!(accepted >= 30 && refused >= 120, "{accepted} {refused}");
+        // The walk reaches the plan for much of the table, both ways (at this commit:
+        // 87 accepted, 186 refused).
+        assert!(accepted >= 85 && refused >= 180, "{accepted} {refused}");
+    }
+
+    /// The engine and rate options refused with a reason give it, naming the option.
+    #[test]
+    fn refused_options_say_why() {
+        let dev = DeviceConfig::ideal(1 << 30, 1000);
+        for (name, why) in REFUSED_WHY {
+            let args: Vec<String> = [
+                "--direct=1",
+                "--size=1m",
+                "--name=t",
+                "--ioengine=io_uring",
+                &format!("--{name}=1"),
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+            let inv = parse_command_line(&args, &Env::from_process()).unwrap();
+            let e = plan(&inv, &dev).err().expect(name).to_string();
+            assert!(e.contains(name) && e.contains(why), "{e}");
+        }
     }
 }

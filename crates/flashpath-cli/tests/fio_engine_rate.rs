@@ -240,3 +240,31 @@ fn engine_options_not_modelled_are_refused_with_why() {
     assert_eq!(j["jobs"][0]["read"]["total_ios"], 1024);
     assert_eq!(j["jobs"][0]["ctx"], 0, "fio polls: no sleep");
 }
+
+#[test]
+fn iodepth_batch_complete_max_caps_each_reap() {
+    // UFS completes several commands between two reaps; fio reaps at most
+    // iodepth_batch_complete_max per call, never fewer than the min (fixup_options).
+    let run = |extra: &[&str]| {
+        let mut a = vec![
+            "--host",
+            "sd835-phone",
+            "--device",
+            "ufs21-64g",
+            "--ioengine=libaio",
+            "--iodepth=32",
+            "--iodepth_batch_submit=32",
+            "--iodepth_batch_complete_min=8",
+            "--size=64m",
+        ];
+        a.extend_from_slice(extra);
+        let j = json(&a);
+        let c = j["jobs"][0]["iodepth_complete"].clone();
+        assert_eq!(j["jobs"][0]["read"]["total_ios"], 16384);
+        c
+    };
+    let all = run(&[]);
+    assert!(all["16"].as_f64().unwrap() > 0.0, "{all}");
+    let capped = run(&["--iodepth_batch_complete_max=1"]);
+    assert_eq!(capped["8"], 100.0, "{capped}");
+}

@@ -100,11 +100,28 @@ impl Sim {
         }
     }
 
-    /// Thread `t` waits for completions from now: asleep, or spinning if it polls.
+    /// Thread `t` waits for completions from now: asleep, or spinning if it polls. If
+    /// enough are already there (left by iodepth_batch_complete_max), it reaps them
+    /// with its next io_getevents instead.
     #[inline]
     pub(super) fn wait_for_completions(&mut self, t: u32) {
         let now = self.now;
         let th = &mut self.threads[t as usize];
+        if !th.completed.is_empty() {
+            if let Submission::Async {
+                batch_complete_min, ..
+            } = self.cfg.jobs[th.cfg].submission
+            {
+                let need = batch_complete_min.max(1).min(th.inflight.max(1));
+                if th.completed.len() as u32 >= need {
+                    th.state = ThreadState::Running;
+                    let reap = self.cfg.host.costs.aio_reap_ns;
+                    let end = self.cpu.run_l(th.core, now, reap, "aio reap");
+                    self.q.push(end, super::Ev::ThreadRun(t));
+                    return;
+                }
+            }
+        }
         th.state = ThreadState::Sleeping;
         if th.spin.on {
             let mark = self.cpu.preempting_busy_ns(th.core);

@@ -4,7 +4,8 @@
 //! region with a standard deviation of about nranges/12), moved by a uniform deviation of
 //! width `ceil(nranges × dev / 100)` (capped at nranges/2), then spread over the region
 //! by fio's `__hash_u64` (a multiplication by the 64-bit golden ratio) modulo nranges, so
-//! the hot blocks are scattered rather than bunched in the middle. The draws come from
+//! the hot blocks are scattered rather than bunched in the middle, and folded onto a
+//! fraction of the blocks (real fio, normal:5 on 1000 blocks: 185 of them). The draws come from
 //! the job's seeded stream (fio's come from its tausworthe generator): the shape is
 //! fio's, the sequence is not. Leaves out: `normal:dev:center` (refused by the CLI).
 //! Units: block numbers (nranges blocks of the job's smallest block size).
