@@ -228,7 +228,6 @@ fn engine_options_not_modelled_are_refused_with_why() {
         &["--latency_target=10ms"],
         &["latency_target", "queue depth"],
     );
-    refused(&["--flow=1"], &["flow", "flow.c"]);
     // userspace_reap and iodepth_batch_complete_max run.
     let j = json(&[
         "--ioengine=libaio",
@@ -267,4 +266,46 @@ fn iodepth_batch_complete_max_caps_each_reap() {
     assert!(all["16"].as_f64().unwrap() > 0.0, "{all}");
     let capped = run(&["--iodepth_batch_complete_max=1"]);
     assert_eq!(capped["8"], 100.0, "{capped}");
+}
+
+#[test]
+fn flow_keeps_the_jobs_issues_in_their_weights_ratio() {
+    let jobs = [
+        "--size=4000k",
+        "--rw=randread",
+        "--bs=4k",
+        "--runtime=1",
+        "--time_based",
+        "--name=a",
+        "--flow=3",
+        "--name=b",
+        "--flow=1",
+    ];
+    let ios = |out: &[u8]| -> Vec<f64> {
+        let j: Value = serde_json::from_slice(out).unwrap();
+        j["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x["read"]["total_ios"].as_f64().unwrap())
+            .collect()
+    };
+    let mut a = vec!["fio", "--output-format=json", "--direct=1"];
+    a.extend_from_slice(&jobs);
+    let o = flashpath(&a);
+    ok(&o);
+    let n = ios(&o.stdout);
+    assert!((n[0] / n[1] - 3.0).abs() < 0.05, "{n:?}");
+    if have("fio") {
+        // Real fio keeps the same ratio on a file (1049:348 in one run).
+        let d = scratch("flow");
+        let o = Command::new("fio")
+            .arg("--output-format=json")
+            .arg(format!("--filename={}", d.join("f").display()))
+            .args(jobs)
+            .output()
+            .unwrap();
+        let n = ios(&o.stdout);
+        assert!((n[0] / n[1] - 3.0).abs() < 0.1, "{n:?}");
+    }
 }

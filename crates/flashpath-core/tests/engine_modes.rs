@@ -224,3 +224,46 @@ fn a_job_below_its_minimum_rate_fails_at_the_first_cycle_after_the_settle_period
     assert!(r.jobs[0].error.is_none());
     assert!(r.jobs[0].runtime_ns >= 4_000_000_000);
 }
+
+#[test]
+fn flow_weights_share_the_issues_and_a_stalled_job_spins_or_sleeps() {
+    use flashpath_core::workload::FlowConfig;
+    let job = |name: &str, weight: u32, sleep_ns: u64| {
+        let mut j = JobConfig::simple(name, Pattern::Random, 100, 4096, 4 << 20);
+        j.time_based = true;
+        j.runtime_ns = Some(200_000_000);
+        j.flow = Some(FlowConfig {
+            id: 7,
+            weight,
+            sleep_ns,
+        });
+        j
+    };
+    let (r, _) = run_jobs(costed_host(), vec![job("a", 3, 0), job("b", 1, 0)]).unwrap();
+    let (a, b) = (&r.jobs[0], &r.jobs[1]);
+    let ratio = a.dirs[0].ios as f64 / b.dirs[0].ios as f64;
+    assert!((ratio - 3.0).abs() < 0.02, "{ratio}");
+    // b spins while it waits for a: its system time is most of the run.
+    assert!(
+        b.sys_ns as f64 > 0.5 * b.runtime_ns as f64,
+        "{} {}",
+        b.sys_ns,
+        b.runtime_ns
+    );
+    // With flow_sleep the stalled job sleeps instead: same ratio, little system time.
+    let (r, _) = run_jobs(
+        costed_host(),
+        vec![job("a", 3, 50_000), job("b", 1, 50_000)],
+    )
+    .unwrap();
+    let (a, b) = (&r.jobs[0], &r.jobs[1]);
+    let ratio = a.dirs[0].ios as f64 / b.dirs[0].ios as f64;
+    assert!((ratio - 3.0).abs() < 0.1, "{ratio}");
+    assert!((b.sys_ns as f64) < 0.2 * b.runtime_ns as f64);
+    // Different groups do not hold each other.
+    let mut c = job("c", 1, 0);
+    c.flow.as_mut().unwrap().id = 8;
+    let (r, _) = run_jobs(costed_host(), vec![job("a", 3, 0), c]).unwrap();
+    let ratio = r.jobs[0].dirs[0].ios as f64 / r.jobs[1].dirs[0].ios as f64;
+    assert!((ratio - 1.0).abs() < 0.05, "{ratio}");
+}

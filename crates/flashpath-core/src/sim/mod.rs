@@ -35,6 +35,7 @@ mod blkev;
 mod buffered;
 mod cqe;
 mod discard;
+mod flow;
 mod iopoll;
 mod journal;
 mod min_rate;
@@ -293,6 +294,8 @@ struct Thread {
     poisson: Option<PoissonClock>,
     /// rate_min / rate_iops_min: fio's check state (workload/rate.rs).
     min_rate: Option<MinRate>,
+    /// fio's flow control (sim/flow.rs).
+    flow: Option<flow::FlowSeat>,
 }
 
 /// The legacy MMC driver's state (one request on the bus, one prepared).
@@ -363,6 +366,8 @@ pub struct Sim {
     disc: discard::DiscardState,
     /// Followers of the reported jobs' I/Os (`sim/observer.rs`).
     observers: Vec<Box<dyn IoObserver>>,
+    /// fio's flow_id groups (sim/flow.rs).
+    flows: Vec<flow::FlowGroup>,
 }
 
 impl Sim {
@@ -424,11 +429,13 @@ impl Sim {
         ufs_hpb::check(&cfg)?;
         ufs_hpb::configure_device(&mut cfg);
         iopoll::check(&cfg)?;
+        flow::check(&cfg)?;
         buffered::check(&cfg)?;
         journal::check(&cfg)?;
         discard::check(&cfg)?;
         let host = &cfg.host;
         let cqe = cqe::MmcCqe::new(cfg.driver, host)?;
+        let (flows, mut flow_seats) = flow::seats(&cfg);
         let threads = cfg
             .jobs
             .iter()
@@ -481,6 +488,7 @@ impl Sim {
                     poisson: (j.rate_process == crate::workload::RateProcess::Poisson)
                         .then(|| PoissonClock::new(j.seed)),
                     min_rate: j.rate_min.any().then(MinRate::default),
+                    flow: flow_seats[i].take(),
                 }
             })
             .collect::<Vec<_>>();
@@ -492,6 +500,7 @@ impl Sim {
             blk_plug: blkev::PlugTrace::default(),
             disc: discard::DiscardState::default(),
             observers: Vec::new(),
+            flows,
             rtsx: rtsx::Rtsx::default(),
             buf: buffered::Buffered::new(&cfg),
             jbd: journal::Journal::new(&cfg),
@@ -919,6 +928,10 @@ impl Sim {
             self.wait_for_completions(t);
             return;
         }
+        if th.flow.is_some() && self.flow_stalled(t) {
+            return;
+        }
+        let th = &self.threads[t as usize];
         let cfg = &self.cfg.jobs[th.cfg];
         let submission = cfg.submission;
         let io_limit = cfg.io_limit;
@@ -1055,6 +1068,9 @@ impl Sim {
             picked.push(io);
         }
         self.account_outstanding(t);
+        if self.threads[t as usize].flow.is_some() {
+            self.flow_issued(t, picked.len() as u64);
+        }
         let th = &mut self.threads[t as usize];
         th.outstanding += picked.len() as u32;
         th.stats.submit_hist[batch_bucket(picked.len() as u32)] += 1;
@@ -1327,6 +1343,7 @@ impl Sim {
         th.stats.end_ns = now;
         th.stats.runtime_ns = now.saturating_sub(th.measure_start);
         self.unfinished -= 1;
+        self.flow_exit(t);
         if t as usize >= self.prefill {
             for o in &mut self.observers {
                 o.job_finished(t as usize - self.prefill, now);

@@ -235,6 +235,9 @@ pub struct JobConfig {
     /// Completions reaped per io_getevents/io_uring_enter at most (fio's
     /// iodepth_batch_complete_max; 0: all that are there).
     pub reap_max: u32,
+    /// fio's flow control (flow, flow_id, flow_sleep; sim/flow.rs), if the job has a
+    /// flow weight.
+    pub flow: Option<FlowConfig>,
     /// libaio's userspace_reap: when the thread polls for completions
     /// (iodepth_batch_complete_min=0, sim/iopoll.rs) it reads the ring in user space,
     /// without io_getevents.
@@ -266,6 +269,18 @@ pub struct JobConfig {
     /// fio's wait_for: the job starts only once these jobs (indices into the run's job
     /// list, all earlier than this one) have finished, besides its stonewall turn.
     pub wait_for: Vec<usize>,
+}
+
+/// A job's place in fio's flow control (sim/flow.rs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FlowConfig {
+    /// fio's flow_id: the jobs sharing it share a counter.
+    pub id: u32,
+    /// fio's flow: the job's weight (1..=1000).
+    pub weight: u32,
+    /// fio's flow_sleep: how long a stalled job sleeps before trying again (0: it
+    /// spins).
+    pub sleep_ns: u64,
 }
 
 /// posix_fadvise advice on a file (mm/fadvise.c), as it changes the file's readahead.
@@ -322,6 +337,7 @@ impl JobConfig {
             },
             hipri: false,
             reap_max: 0,
+            flow: None,
             user_reap: false,
             seed: 0x5eed,
             stonewall: false,
