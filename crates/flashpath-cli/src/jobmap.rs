@@ -117,6 +117,11 @@ const MODELLED: &[&str] = &[
     "hipri",
     // libaio's user-space ring reaping when fio polls (iodepth_batch_complete_min=0).
     "userspace_reap",
+    // fio's latency profile: the queue depth search (sim/lat_target.rs).
+    "latency_target",
+    "latency_window",
+    "latency_percentile",
+    "latency_run",
     // fio's flow control between jobs (sim/flow.rs).
     "flow",
     "flow_id",
@@ -141,22 +146,6 @@ const REFUSED_WHY: &[(&str, &str)] = &[
     (
         "sqthread_poll_cpu",
         "a kernel SQ polling thread (IORING_SETUP_SQPOLL) on its own core is not modelled",
-    ),
-    (
-        "latency_target",
-        "fio's latency-profile search of the queue depth (lat_target_*) is not modelled",
-    ),
-    (
-        "latency_window",
-        "fio's latency-profile search of the queue depth (lat_target_*) is not modelled",
-    ),
-    (
-        "latency_percentile",
-        "fio's latency-profile search of the queue depth (lat_target_*) is not modelled",
-    ),
-    (
-        "latency_run",
-        "fio's latency-profile search of the queue depth (lat_target_*) is not modelled",
     ),
 ];
 
@@ -699,6 +688,13 @@ fn job_config(job: &Job, dev: &DeviceConfig) -> Result<JobConfig> {
         },
         user_reap: o.ioengine == IoEngine::Libaio && engine_flag("userspace_reap"),
         flow,
+        // lat_target_init: a profile only with a target.
+        lat_target: (o.latency_target_ns > 0).then_some(wl::LatTarget {
+            target_ns: o.latency_target_ns,
+            window_ns: o.latency_window_ns,
+            percentile: o.latency_percentile,
+            run: o.latency_run,
+        }),
         seed,
         stonewall: o.stonewall,
         cpu: None,
@@ -785,6 +781,11 @@ fn meta(job: &Job) -> JobMeta {
         percentile_list: o.percentile_list.clone(),
         kb_base: o.kb_base,
         iodepth: o.iodepth,
+        latency: (
+            o.latency_target_ns / 1000,
+            o.latency_window_ns / 1000,
+            o.latency_percentile,
+        ),
         disabled: crate::report::Disabled {
             lat: o.disable_lat,
             clat: o.disable_clat,

@@ -347,8 +347,16 @@ pub fn fio_command(args: &[String]) -> Result<()> {
         outputs.write(trace, driver)?;
     }
     // What fio logs as a job fails (log_err, on stderr while the jobs run).
-    for e in result.jobs.iter().filter_map(|j| j.error.as_ref()) {
-        eprintln!("{}", e.message);
+    for (j, e) in result
+        .jobs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, j)| j.error.as_ref().map(|e| (i, e)))
+    {
+        // fio names the job's file (its filename, else the job's name).
+        let job = &inv.jobs[j];
+        let file = job.options.filename.as_deref().unwrap_or(&job.name);
+        eprintln!("{}", e.message.replace("%FILE%", file));
     }
     let failed = result.jobs.iter().any(|j| j.error.is_some());
     let mut rep = report::build(&plan.metas, &result, plan.global_options);

@@ -38,6 +38,7 @@ mod discard;
 mod flow;
 mod iopoll;
 mod journal;
+mod lat_target;
 mod min_rate;
 mod observer;
 mod rtsx;
@@ -296,6 +297,8 @@ struct Thread {
     min_rate: Option<MinRate>,
     /// fio's flow control (sim/flow.rs).
     flow: Option<flow::FlowSeat>,
+    /// fio's latency profile (sim/lat_target.rs).
+    lat: Option<lat_target::LatProfile>,
 }
 
 /// The legacy MMC driver's state (one request on the bus, one prepared).
@@ -479,6 +482,7 @@ impl Sim {
                         sync_lat_ns: Vec::new(),
                         script_lat_ns: Vec::new(),
                         error: None,
+                        lat_depth: None,
                     },
                     last_change: 0,
                     spin: iopoll::Spin {
@@ -489,6 +493,7 @@ impl Sim {
                         .then(|| PoissonClock::new(j.seed)),
                     min_rate: j.rate_min.any().then(MinRate::default),
                     flow: flow_seats[i].take(),
+                    lat: None,
                 }
             })
             .collect::<Vec<_>>();
@@ -795,6 +800,9 @@ impl Sim {
         th.measure_start = now + ramp;
         th.last_change = now;
         th.stats.start_ns = now;
+        if cfg.lat_target.is_some() {
+            self.lat_target_start(t);
+        }
         if t as usize >= self.prefill {
             let job = t as usize - self.prefill;
             for o in &mut self.observers {
@@ -899,6 +907,9 @@ impl Sim {
                 return self.o_sync_direct_fsync(t, io);
             }
         }
+        if !done.is_empty() && self.threads[t as usize].lat.is_some() {
+            self.lat_target_reaped(t, &done);
+        }
         for &io in &done {
             self.record_io(t, io);
         }
@@ -921,6 +932,11 @@ impl Sim {
             } else {
                 self.wait_for_completions(t);
             }
+            return;
+        }
+        if self.threads[t as usize].lat.is_some() && self.lat_target_check(t) {
+            // The latency profile quiesces the queue before it moves on.
+            self.wait_for_completions(t);
             return;
         }
         let th = &self.threads[t as usize];

@@ -51,7 +51,7 @@ impl DirStats {
 }
 
 /// One job thread's results.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct JobStats {
     /// Index of the job in the run's job list.
     pub job: usize,
@@ -96,6 +96,8 @@ pub struct JobStats {
     pub script_lat_ns: Vec<u64>,
     /// The error that ended the job (fio's td_verror), if one did.
     pub error: Option<JobError>,
+    /// latency_target: the queue depth fio's latency profile settled on (sim/lat_target.rs).
+    pub lat_depth: Option<u32>,
 }
 
 /// An error that ends a job as fio's td_verror does: the job stops issuing, its report

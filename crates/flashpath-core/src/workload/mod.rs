@@ -238,6 +238,8 @@ pub struct JobConfig {
     /// fio's flow control (flow, flow_id, flow_sleep; sim/flow.rs), if the job has a
     /// flow weight.
     pub flow: Option<FlowConfig>,
+    /// fio's latency profile (latency_target and its family; sim/lat_target.rs).
+    pub lat_target: Option<LatTarget>,
     /// libaio's userspace_reap: when the thread polls for completions
     /// (iodepth_batch_complete_min=0, sim/iopoll.rs) it reads the ring in user space,
     /// without io_getevents.
@@ -269,6 +271,19 @@ pub struct JobConfig {
     /// fio's wait_for: the job starts only once these jobs (indices into the run's job
     /// list, all earlier than this one) have finished, besides its stonewall turn.
     pub wait_for: Vec<usize>,
+}
+
+/// fio's latency profile: the queue depth search of sim/lat_target.rs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LatTarget {
+    /// latency_target: the total latency an I/O may take.
+    pub target_ns: u64,
+    /// latency_window: how long each depth is tried.
+    pub window_ns: u64,
+    /// latency_percentile: the share of I/Os (percent) that must meet the target.
+    pub percentile: f64,
+    /// latency_run: keep searching instead of ending at the depth found.
+    pub run: bool,
 }
 
 /// A job's place in fio's flow control (sim/flow.rs).
@@ -338,6 +353,7 @@ impl JobConfig {
             hipri: false,
             reap_max: 0,
             flow: None,
+            lat_target: None,
             user_reap: false,
             seed: 0x5eed,
             stonewall: false,
