@@ -25,7 +25,7 @@ pub struct JobMeta {
     pub percentile_list: Vec<f64>,
     pub kb_base: u32,
     pub iodepth: u32,
-    /// latency_target and latency_window (µs) and latency_percentile, as fio reports
+    /// latency_target (ns), latency_window (µs) and latency_percentile, as fio reports
     /// them with the depth its latency profile found.
     pub latency: (u64, u64, f64),
     /// Statistics the job does not record (gtod_reduce, disable_*).

@@ -224,10 +224,6 @@ fn engine_options_not_modelled_are_refused_with_why() {
         &["--ioengine=libaio", "--io_submit_mode=offload"],
         &["io_submit_mode=offload"],
     );
-    refused(
-        &["--latency_target=10ms"],
-        &["latency_target", "queue depth"],
-    );
     // userspace_reap and iodepth_batch_complete_max run.
     let j = json(&[
         "--ioengine=libaio",
@@ -307,5 +303,61 @@ fn flow_keeps_the_jobs_issues_in_their_weights_ratio() {
             .unwrap();
         let n = ios(&o.stdout);
         assert!((n[0] / n[1] - 3.0).abs() < 0.1, "{n:?}");
+    }
+}
+
+#[test]
+fn the_latency_profile_example_runs_and_reports_the_depth() {
+    // fio's examples/latency-profile.fio with a shorter window and a UFS board.
+    let d = scratch("latprof");
+    let job = d.join("lp.fio");
+    std::fs::write(
+        &job,
+        "[global]\nbs=4k\nrw=randread\nrandom_generator=lfsr\ndirect=1\nioengine=libaio\n\
+         iodepth=128\nlatency_target=500000\nlatency_window=50000\nlatency_percentile=99.9\n\
+         size=256m\n\n[device]\nfilename=/dev/sda\n",
+    )
+    .unwrap();
+    let o = flashpath(&[
+        "fio",
+        "--host",
+        "sd835-phone",
+        "--device",
+        "ufs21-64g",
+        job.to_str().unwrap(),
+    ]);
+    let out = ok(&o);
+    // A 500 ms target is met at every depth: the search doubles up to iodepth.
+    assert!(
+        out.contains(
+            "     latency   : target=500000000, window=50000, percentile=99.90%, depth=128"
+        ),
+        "{out}"
+    );
+    if have("fio") {
+        // Real fio prints the same line (the target in ns, the window in µs).
+        let o = Command::new("fio")
+            .args([
+                "--name=x",
+                "--size=4000k",
+                "--rw=randread",
+                "--ioengine=libaio",
+                "--iodepth=16",
+                "--latency_target=500000",
+                "--latency_window=200000",
+                "--latency_percentile=99.9",
+                "--runtime=2",
+                "--time_based",
+            ])
+            .arg(format!("--filename={}", d.join("f").display()))
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            text.contains(
+                "     latency   : target=500000000, window=200000, percentile=99.90%, depth=16"
+            ),
+            "{text}"
+        );
     }
 }

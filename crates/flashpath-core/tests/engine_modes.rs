@@ -267,3 +267,65 @@ fn flow_weights_share_the_issues_and_a_stalled_job_spins_or_sleeps() {
     let ratio = r.jobs[0].dirs[0].ios as f64 / r.jobs[1].dirs[0].ios as f64;
     assert!((ratio - 1.0).abs() < 0.05, "{ratio}");
 }
+
+fn aio_job(depth: u32, ios: u64) -> JobConfig {
+    let mut j = JobConfig::simple("lp", Pattern::Random, 100, 4096, 4096 * ios);
+    j.submission = Submission::Async {
+        depth,
+        batch_submit: 1,
+        batch_complete_min: 1,
+    };
+    j
+}
+
+#[test]
+fn latency_profile_finds_the_deepest_queue_within_the_target() {
+    use flashpath_core::workload::LatTarget;
+    // Total latency at each depth, steady state (max over a plain run).
+    let lat_at = |d: u32| {
+        let (r, _) = run_jobs(costed_host(), vec![aio_job(d, 4000)]).unwrap();
+        r.jobs[0].dirs[0].lat.max()
+    };
+    let lats: Vec<u64> = (1..=16).map(lat_at).collect();
+    assert!(lats.windows(2).all(|w| w[0] <= w[1]), "{lats:?}");
+    // A target between depth 5's and depth 6's: with percentile 100 every I/O over it
+    // fails its depth, so the search ends on 5.
+    let target = (lats[4] + lats[5]) / 2;
+    assert!(lats[4] < target && target < lats[5], "{lats:?}");
+    let mut j = aio_job(16, 100_000);
+    j.io_limit = 4096 * 20_000;
+    j.lat_target = Some(LatTarget {
+        target_ns: target,
+        window_ns: 20_000_000,
+        percentile: 100.0,
+        run: false,
+    });
+    let (r, _) = run_jobs(costed_host(), vec![j.clone()]).unwrap();
+    let s = &r.jobs[0];
+    assert!(s.error.is_none());
+    assert_eq!(s.lat_depth, Some(5), "{lats:?}");
+    // The final run restarts the statistics at the depth found and lasts one more
+    // window (its success with the depth unchanged ends the job: fio's td->done):
+    // every I/O within the target.
+    assert!(
+        (20_000_000..21_000_000).contains(&s.runtime_ns),
+        "{}",
+        s.runtime_ns
+    );
+    assert!(s.dirs[0].ios > 100);
+    assert!(s.dirs[0].lat.max() <= target);
+    // A target below depth 1's latency is fatal, with fio's message and ETIMEDOUT.
+    j.lat_target.as_mut().unwrap().target_ns = lats[0] / 2;
+    let (r, _) = run_jobs(costed_host(), vec![j]).unwrap();
+    let e = r.jobs[0].error.as_ref().expect("fatal at depth 1");
+    assert_eq!((e.errno, e.func), (110, "max latency exceeded"));
+    assert!(
+        e.message.starts_with("fio: latency of ")
+            && e.message.contains(&format!(
+                "exceeds specified max ({} nsec): %FILE% read ",
+                lats[0] / 2
+            )),
+        "{}",
+        e.message
+    );
+}

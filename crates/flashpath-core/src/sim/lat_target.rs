@@ -11,7 +11,9 @@
 //! which creeps up by one after three stable successes just below it), capped at
 //! iodepth; else the depth bisects down towards the highest depth that met it. A
 //! failure at depth 1 is fatal: `fio: latency of N nsec exceeds specified max (M nsec)`,
-//! err=110 (ETIMEDOUT). A ramp-down first quiesces the queue (io_u_quiesce). A success
+//! err=110 (ETIMEDOUT). A ramp-down first quiesces the queue (io_u_quiesce); the I/Os
+//! it drains, issued at the failed depth, do not count against the new one (fio's
+//! stated intent; its nested accounting inside io_u_quiesce was not followed). A success
 //! that leaves the depth unchanged (without latency_run) quiesces, resets the job's
 //! statistics, I/O count and clock (reset_all_stats: the final run at the depth found),
 //! and the next such success ends the job. The depth found is reported (`latency :
@@ -97,7 +99,10 @@ impl Sim {
             let th = &mut self.threads[t as usize];
             let p = th.lat.as_mut().expect("a latency profile");
             p.done_ios += 1;
-            if lat <= lt.target_ns {
+            // I/Os issued at a depth that already failed complete during the quiesce
+            // (fio reaps them inside io_u_quiesce, "to prevent a storm of ramp downs
+            // due to pending higher depth"): they do not fail the new depth.
+            if lat <= lt.target_ns || p.quiesce.is_some() {
                 continue;
             }
             if lt.percentile < 100.0 {
