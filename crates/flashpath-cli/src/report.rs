@@ -25,6 +25,9 @@ pub struct JobMeta {
     pub percentile_list: Vec<f64>,
     pub kb_base: u32,
     pub iodepth: u32,
+    /// latency_target (ns), latency_window (µs) and latency_percentile, as fio reports
+    /// them with the depth its latency profile found.
+    pub latency: (u64, u64, f64),
     /// Statistics the job does not record (gtod_reduce, disable_*).
     pub disabled: Disabled,
 }
@@ -67,7 +70,8 @@ fn job_report(meta: &JobMeta, s: &JobStats) -> JobReport {
     r.lat_percentiles = meta.lat_percentiles;
     r.percentile_list = meta.percentile_list.clone();
     r.kb_base = meta.kb_base;
-    r.latency_depth = meta.iodepth;
+    r.latency_depth = s.lat_depth.unwrap_or(meta.iodepth);
+    (r.latency_target, r.latency_window, r.latency_percentile) = meta.latency;
     // fio (backend.c update_runtime): elapsed microseconds rounded up to milliseconds.
     let runtime_ms = (s.runtime_ns / 1000).div_ceil(1000);
     let full_windows = (s.runtime_ns / BW_INTERVAL_NS) as usize;
@@ -142,10 +146,35 @@ pub fn build(
     for (meta, s) in metas.iter().zip(&res.jobs) {
         let mut jr = job_report(meta, s);
         jr.elapsed_s = s.end_ns.div_ceil(1_000_000_000);
+        if let Some(e) = &s.error {
+            // td_verror's text; fio prints it when the thread exits, after `Starting`.
+            jr.error = e.errno;
+            jr.verror = fio_verror(e);
+            rep.startup_lines.push(format!(
+                "fio: pid={}, err={}/{}",
+                jr.pid, jr.error, jr.verror
+            ));
+        }
         rep.jobs.push(jr);
     }
     rep.counters = counters(&res.system);
     rep
+}
+
+/// fio's `verror` for a job error: `file:<fio source>:<line>, func=<func>,
+/// error=<strerror>`, as fio 3.33 prints it (td_verror records __FILE__ and __LINE__).
+pub fn fio_verror(e: &flashpath_core::stats::JobError) -> String {
+    let at = match e.func {
+        "check_min_rate" => "backend.c:1131",
+        "max latency exceeded" => "io_u.c:1432",
+        _ => "backend.c",
+    };
+    let strerror = match e.errno {
+        5 => "Input/output error",
+        110 => "Connection timed out",
+        _ => "Unknown error",
+    };
+    format!("file:{at}, func={}, error={strerror}", e.func)
 }
 
 /// The run's device and HPB counters (JSON root `flashpath`), preconditioning included.

@@ -406,6 +406,19 @@ pub fn fio_command(args: &[String]) -> Result<()> {
     {
         fiologs::write_bandwidth_logs()?;
     }
+    // What fio logs as a job fails (log_err, on stderr while the jobs run).
+    for (j, e) in result
+        .jobs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, j)| j.error.as_ref().map(|e| (i, e)))
+    {
+        // fio names the job's file (its filename, else the job's name).
+        let job = &inv.jobs[j];
+        let file = job.options.filename.as_deref().unwrap_or(&job.name);
+        eprintln!("{}", e.message.replace("%FILE%", file));
+    }
+    let failed = result.jobs.iter().any(|j| j.error.is_some());
     let mut rep = report::build(&plan.metas, &result, plan.global_options);
     if let Some(h) = &logs {
         // fio's report takes bw/iops from the logs' samples when they are written.
@@ -433,5 +446,9 @@ pub fn fio_command(args: &[String]) -> Result<()> {
     };
     jobmap::write_formats(&inv, &rep, &mut out).context("writing the report")?;
     out.flush().context("writing the report")?;
+    if failed {
+        // fio exits 1 when a job ended with an error (its messages are printed).
+        return Err(crate::flashbench::ExitStatus(1).into());
+    }
     Ok(())
 }

@@ -195,6 +195,33 @@ impl Cpu {
             }
         }
     }
+    /// Kernel and interrupt work booked on `core` so far, ns: a mark for [`Cpu::spin`].
+    pub fn preempting_busy_ns(&self, core: u32) -> u64 {
+        let c = core as usize;
+        self.kernel[c].busy_ns() + self.irq[c].busy_ns()
+    }
+
+    /// A thread that spun on `core` from `from` until `until` in a kernel polling loop
+    /// (io_uring's iopoll): the core was busy all along, its task lane with the spin and
+    /// the kernel and interrupt work booked since `preempt_mark`
+    /// ([`Cpu::preempting_busy_ns`]) on top of it. The spin starts once the task work
+    /// booked before it is done; it takes the span's time those did not. Returns the
+    /// spin's CPU time.
+    pub fn spin(&mut self, core: u32, from: SimTime, until: SimTime, preempt_mark: u64) -> u64 {
+        let c = core as usize;
+        let start = from.max(self.cores[c].free_at());
+        if until <= start {
+            return 0;
+        }
+        let preempted = self.preempting_busy_ns(core).saturating_sub(preempt_mark);
+        let cost = (until - start).saturating_sub(preempted);
+        let (s, _) = self.cores[c].book(start, cost);
+        if self.rec.is_some() {
+            self.keep(core, s, until, CpuLane::Task, "iopoll spin");
+        }
+        cost
+    }
+
     /// Runs `cost` ns of interrupt-context work on `core`: ahead of task and kernel
     /// work, which it delays; returns when it ends.
     #[inline]

@@ -147,6 +147,22 @@ impl DriverKind {
             DriverKind::SdRtsx { multi_seq: true } => "sd-rtsx-multiseq",
         }
     }
+    /// Whether the driver's blk-mq queue has poll queues (a `.poll` op and HCTX_TYPE_POLL
+    /// maps), so that hipri I/O completes by polling instead of its interrupt
+    /// (sim/iopoll.rs). None of the modelled drivers has them: mmc_mq_ops has no `.poll`
+    /// in any kernel (drivers/mmc/core/queue.c, including hsq and CQE, which share it;
+    /// rtsx SD cards too), and ufshcd's `.mq_poll = ufshcd_poll` comes with MCQ in 6.3,
+    /// after the modelled UFS hosts' kernels.
+    pub fn poll_queues(self) -> bool {
+        match self {
+            DriverKind::MmcLegacy
+            | DriverKind::MmcHsq { .. }
+            | DriverKind::MmcCqe { .. }
+            | DriverKind::SdRtsx { .. }
+            | DriverKind::Ufs
+            | DriverKind::UfsHpb { .. } => false,
+        }
+    }
     /// The UFS host controller driver, with or without HPB.
     pub fn is_ufs(self) -> bool {
         matches!(self, DriverKind::Ufs | DriverKind::UfsHpb { .. })

@@ -28,14 +28,20 @@ use crate::host::cpu::Cpu;
 use crate::host::{Cmd13Mode, DriverKind, HostConfig};
 use crate::stats::{ddir_index, DirStats, JobStats, RunResult, Span, Spans, SystemStats};
 use crate::trace::{self, BlkAction, Ctx, Trace, TraceKind};
-use crate::workload::{rate_gate, Dir, ExitWhat, IoSource, JobConfig, Submission};
+use crate::workload::{
+    rate_gate, Dir, ExitWhat, IoSource, JobConfig, MinRate, PoissonClock, Submission,
+};
 use flashpath_hist::{batch_bucket, depth_level_bucket};
 
 mod blkev;
 mod buffered;
 mod cqe;
 mod discard;
+mod flow;
+mod iopoll;
 mod journal;
+mod lat_target;
+mod min_rate;
 mod null_engine;
 mod observer;
 mod replay;
@@ -293,6 +299,16 @@ struct Thread {
     last_change: SimTime,
     /// A replay job's trace position (sim/replay.rs).
     replay: Option<Box<replay::ReplayThread>>,
+    /// Polled completion (sim/iopoll.rs).
+    spin: iopoll::Spin,
+    /// rate_process=poisson: the issue clock (workload/rate.rs).
+    poisson: Option<PoissonClock>,
+    /// rate_min / rate_iops_min: fio's check state (workload/rate.rs).
+    min_rate: Option<MinRate>,
+    /// fio's flow control (sim/flow.rs).
+    flow: Option<flow::FlowSeat>,
+    /// fio's latency profile (sim/lat_target.rs).
+    lat: Option<lat_target::LatProfile>,
 }
 
 /// The legacy MMC driver's state (one request on the bus, one prepared).
@@ -363,6 +379,8 @@ pub struct Sim {
     disc: discard::DiscardState,
     /// Followers of the reported jobs' I/Os (`sim/observer.rs`).
     observers: Vec<Box<dyn IoObserver>>,
+    /// fio's flow_id groups (sim/flow.rs).
+    flows: Vec<flow::FlowGroup>,
 }
 
 impl Sim {
@@ -424,11 +442,14 @@ impl Sim {
         cfg.host.bus.negotiate(card_mode);
         ufs_hpb::check(&cfg)?;
         ufs_hpb::configure_device(&mut cfg);
+        iopoll::check(&cfg)?;
+        flow::check(&cfg)?;
         buffered::check(&cfg)?;
         journal::check(&cfg)?;
         discard::check(&cfg)?;
         let host = &cfg.host;
         let cqe = cqe::MmcCqe::new(cfg.driver, host)?;
+        let (flows, mut flow_seats) = flow::seats(&cfg);
         let threads = cfg
             .jobs
             .iter()
@@ -472,12 +493,23 @@ impl Sim {
                         dir_spans: Default::default(),
                         sync_lat_ns: Vec::new(),
                         script_lat_ns: Vec::new(),
+                        error: None,
+                        lat_depth: None,
                     },
                     last_change: 0,
                     replay: match &j.replay {
                         Some(r) => Some(Box::new(replay::ReplayThread::new((r.open)()?))),
                         None => None,
                     },
+                    spin: iopoll::Spin {
+                        on: Sim::spins(j),
+                        ..Default::default()
+                    },
+                    poisson: (j.rate_process == crate::workload::RateProcess::Poisson)
+                        .then(|| PoissonClock::new(j.seed)),
+                    min_rate: j.rate_min.any().then(MinRate::default),
+                    flow: flow_seats[i].take(),
+                    lat: None,
                 })
             })
             .collect::<Result<Vec<_>, String>>()?;
@@ -489,6 +521,7 @@ impl Sim {
             blk_plug: blkev::PlugTrace::default(),
             disc: discard::DiscardState::default(),
             observers: Vec::new(),
+            flows,
             rtsx: rtsx::Rtsx::default(),
             buf: buffered::Buffered::new(&cfg),
             jbd: journal::Journal::new(&cfg),
@@ -803,6 +836,9 @@ impl Sim {
         th.measure_start = now + ramp;
         th.last_change = now;
         th.stats.start_ns = now;
+        if cfg.lat_target.is_some() {
+            self.lat_target_start(t);
+        }
         if t as usize >= self.prefill {
             let job = t as usize - self.prefill;
             for o in &mut self.observers {
@@ -887,8 +923,13 @@ impl Sim {
     /// The thread runs: it reaps what completed, then issues as its engine allows.
     fn thread_run(&mut self, t: u32) {
         let now = self.now;
-        // Reap completions (their completion latency ends now, when fio sees them).
+        // Reap completions (their completion latency ends now, when fio sees them), at
+        // most iodepth_batch_complete_max of them (the rest wait for the next reap).
         let mut done = std::mem::take(&mut self.threads[t as usize].completed);
+        let reap_max = self.cfg.jobs[self.threads[t as usize].cfg].reap_max as usize;
+        if reap_max > 0 && done.len() > reap_max {
+            self.threads[t as usize].completed = done.split_off(reap_max);
+        }
         if !done.is_empty() {
             self.account_outstanding(t);
         }
@@ -905,11 +946,18 @@ impl Sim {
                 return self.o_sync_direct_fsync(t, io);
             }
         }
+        if !done.is_empty() && self.threads[t as usize].lat.is_some() {
+            self.lat_target_reaped(t, &done);
+        }
         for &io in &done {
             self.record_io(t, io);
         }
+        if !done.is_empty() && self.threads[t as usize].min_rate.is_some() {
+            self.check_min_rate(t);
+        }
         done.clear();
-        self.threads[t as usize].completed = done;
+        let rest = std::mem::replace(&mut self.threads[t as usize].completed, done);
+        self.threads[t as usize].completed.extend(rest);
         if self.buf_sync_due(t) {
             return;
         }
@@ -921,15 +969,24 @@ impl Sim {
                 }
                 self.thread_finish(t);
             } else {
-                self.threads[t as usize].state = ThreadState::Sleeping;
+                self.wait_for_completions(t);
             }
+            return;
+        }
+        if self.threads[t as usize].lat.is_some() && self.lat_target_check(t) {
+            // The latency profile quiesces the queue before it moves on.
+            self.wait_for_completions(t);
             return;
         }
         let th = &self.threads[t as usize];
         if th.inflight >= th.depth {
-            self.threads[t as usize].state = ThreadState::Sleeping;
+            self.wait_for_completions(t);
             return;
         }
+        if th.flow.is_some() && self.flow_stalled(t) {
+            return;
+        }
+        let th = &self.threads[t as usize];
         if th.replay.is_some() {
             if !self.replay_step(t) {
                 return;
@@ -951,9 +1008,25 @@ impl Sim {
         if think {
             gate = now + cfg.thinktime_ns;
         }
+        let th = &mut self.threads[t as usize];
+        if let Some(p) = &mut th.poisson {
+            // rate_process=poisson (workload/rate.rs): each issue draws the next gap.
+            for i in 0..2 {
+                let iops = if cfg.rate_iops[i] > 0 {
+                    cfg.rate_iops[i]
+                } else {
+                    cfg.rate_bytes_per_s[i] / cfg.bs[i].min().max(1)
+                };
+                if iops > 0 {
+                    let at = p.next_issue_ns(i, th.src.issued_per_dir[i], iops);
+                    gate = gate.max(th.start + at);
+                }
+            }
+        }
+        let th = &self.threads[t as usize];
         for d in [Dir::Read, Dir::Write] {
             let i = d.index();
-            if cfg.rate_bytes_per_s[i] > 0 || cfg.rate_iops[i] > 0 {
+            if th.poisson.is_none() && (cfg.rate_bytes_per_s[i] > 0 || cfg.rate_iops[i] > 0) {
                 let s = &th.stats.dirs[i];
                 let g = rate_gate(
                     th.start,
@@ -1066,6 +1139,9 @@ impl Sim {
             picked.push(io);
         }
         self.account_outstanding(t);
+        if self.threads[t as usize].flow.is_some() {
+            self.flow_issued(t, picked.len() as u64);
+        }
         let th = &mut self.threads[t as usize];
         th.outstanding += picked.len() as u32;
         th.stats.submit_hist[batch_bucket(picked.len() as u32)] += 1;
@@ -1269,7 +1345,7 @@ impl Sim {
                     let end = self.cpu.run_l(th.core, now, cost, "aio reap");
                     self.q.push(end, Ev::ThreadRun(t));
                 } else {
-                    self.threads[t as usize].state = ThreadState::Sleeping;
+                    self.wait_for_completions(t);
                 }
             }
         }
@@ -1349,6 +1425,7 @@ impl Sim {
         th.stats.end_ns = now;
         th.stats.runtime_ns = now.saturating_sub(th.measure_start);
         self.unfinished -= 1;
+        self.flow_exit(t);
         if t as usize >= self.prefill {
             for o in &mut self.observers {
                 o.job_finished(t as usize - self.prefill, now);
@@ -1501,6 +1578,12 @@ impl Sim {
             } => batch_complete_min.max(1).min(th.inflight),
         };
         if (th.completed.len() as u32) < need {
+            return;
+        }
+        if th.spin.waiting {
+            // io_uring's iopoll saw it (sim/iopoll.rs): no wake-up.
+            let end = self.iopoll_seen(t);
+            self.q.push(end, Ev::ThreadRun(t));
             return;
         }
         th.state = ThreadState::Running;

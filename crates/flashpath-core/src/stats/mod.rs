@@ -51,7 +51,7 @@ impl DirStats {
 }
 
 /// One job thread's results.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct JobStats {
     /// Index of the job in the run's job list.
     pub job: usize,
@@ -97,6 +97,22 @@ pub struct JobStats {
     /// A scripted job's I/O latencies (submission to return), in script order; empty
     /// for other jobs. It grows with the script the caller holds, not with the run.
     pub script_lat_ns: Vec<u64>,
+    /// The error that ended the job (fio's td_verror), if one did.
+    pub error: Option<JobError>,
+    /// latency_target: the queue depth fio's latency profile settled on (sim/lat_target.rs).
+    pub lat_depth: Option<u32>,
+}
+
+/// An error that ends a job as fio's td_verror does: the job stops issuing, its report
+/// carries `err=` and the run fails.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobError {
+    /// The errno fio records (EIO = 5 for a missed minimum rate).
+    pub errno: i32,
+    /// The fio function that failed (`check_min_rate`).
+    pub func: &'static str,
+    /// What fio logs when it happens (log_err).
+    pub message: String,
 }
 
 impl JobStats {

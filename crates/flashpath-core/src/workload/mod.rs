@@ -16,18 +16,28 @@
 //! TRIM when the last write and trim positions meet), counting both in the job's bytes
 //! (fio adds the region once more to the bytes to do).
 //!
+//! Random offsets come from the run's seeded stream (fio's tausworthe: the sequence
+//! differs from fio's while the distribution is the same), or from fio's own LFSR with
+//! `random_generator=lfsr` (workload/lfsr.rs: fio's sequence). Rate processes and the
+//! minimum-rate check are in workload/rate.rs.
+//!
 //! Leaves out: verify, trim_percentage/trim_backlog (verify trims), file layout (a job
-//! addresses the raw device), fio's tausworthe generator (offsets come from the run's seeded ChaCha stream, so the
-//! sequence differs from fio's while the distribution is the same).
+//! addresses the raw device).
 //! Units: bytes, nanoseconds.
 
 mod files;
+mod gauss;
+mod lfsr;
 mod offsets;
+mod rate;
 mod replay;
 mod strided;
 
 pub use files::{FileExtent, FileService, Files};
+pub use gauss::Gauss;
+pub use lfsr::Lfsr;
 pub use offsets::OffsetGen;
+pub use rate::{MinRate, MinRateLimits, PoissonClock, RateProcess};
 pub use replay::{Replay, ReplayKind, ReplayOp, ReplayOpen, ReplaySource, VecSource};
 pub use strided::StridedZones;
 
@@ -75,6 +85,9 @@ pub enum Distribution {
     Zipf(f64),
     /// Pareto with shape h in (0, 1).
     Pareto(f64),
+    /// fio's normal:dev (workload/gauss.rs): a bell over the blocks, hashed over the
+    /// region; the deviation in percent of the region.
+    Normal(f64),
     /// The region's blocks in a fixed order the caller gives (block indices, each block
     /// the job's smallest block size), taken in turn and repeated when exhausted: a
     /// benchmark's own shuffle, such as iozone's record order for its random tests.
@@ -84,6 +97,18 @@ pub enum Distribution {
     /// 1..=100 picks the zone whose cumulative access percentage covers it, then a
     /// uniform block inside the zone. Zones follow each other from the region's start.
     Zoned(std::sync::Arc<[Zone]>),
+}
+
+/// Which generator draws uniform random blocks (fio's random_generator).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum RandomGenerator {
+    /// The job's seeded stream, with the random map unless norandommap (fio's
+    /// tausworthe and tausworthe64 play this part: the distribution is theirs).
+    #[default]
+    Stream,
+    /// fio's LFSR (workload/lfsr.rs) from this seed: each block once per pass, in fio's
+    /// own order, without a random map.
+    Lfsr { seed: u64 },
 }
 
 /// One zone of a zoned distribution: its share of the accesses and of the region.
@@ -173,6 +198,8 @@ pub struct JobConfig {
     pub distribution: Distribution,
     /// Allow repeated blocks within a pass (fio's norandommap).
     pub norandommap: bool,
+    /// The generator of uniform random blocks (fio's random_generator).
+    pub generator: RandomGenerator,
     pub submission: Submission,
     /// O_DIRECT; false: buffered I/O through the page cache (sim/buffered.rs).
     pub direct: bool,
@@ -203,6 +230,26 @@ pub struct JobConfig {
     pub rate_bytes_per_s: [u64; 2],
     /// Upper bound on IOPS per direction (0 = none).
     pub rate_iops: [u64; 2],
+    /// How the rate limit spaces the I/Os (fio's rate_process; workload/rate.rs).
+    pub rate_process: RateProcess,
+    /// fio's rate_min / rate_iops_min / rate_cycle: the job fails when its rate falls
+    /// below (workload/rate.rs).
+    pub rate_min: MinRateLimits,
+    /// Polled completion (io_uring's hipri: IORING_SETUP_IOPOLL; pvsync2's hipri:
+    /// RWF_HIPRI): see sim/iopoll.rs.
+    pub hipri: bool,
+    /// Completions reaped per io_getevents/io_uring_enter at most (fio's
+    /// iodepth_batch_complete_max; 0: all that are there).
+    pub reap_max: u32,
+    /// fio's flow control (flow, flow_id, flow_sleep; sim/flow.rs), if the job has a
+    /// flow weight.
+    pub flow: Option<FlowConfig>,
+    /// fio's latency profile (latency_target and its family; sim/lat_target.rs).
+    pub lat_target: Option<LatTarget>,
+    /// libaio's userspace_reap: when the thread polls for completions
+    /// (iodepth_batch_complete_min=0, sim/iopoll.rs) it reads the ring in user space,
+    /// without io_getevents.
+    pub user_reap: bool,
     /// Seed of this thread's random streams.
     pub seed: u64,
     /// Wait until every earlier job has finished (fio's stonewall).
@@ -248,6 +295,31 @@ pub struct JobConfig {
     pub replay: Option<Replay>,
 }
 
+/// fio's latency profile: the queue depth search of sim/lat_target.rs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LatTarget {
+    /// latency_target: the total latency an I/O may take.
+    pub target_ns: u64,
+    /// latency_window: how long each depth is tried.
+    pub window_ns: u64,
+    /// latency_percentile: the share of I/Os (percent) that must meet the target.
+    pub percentile: f64,
+    /// latency_run: keep searching instead of ending at the depth found.
+    pub run: bool,
+}
+
+/// A job's place in fio's flow control (sim/flow.rs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FlowConfig {
+    /// fio's flow_id: the jobs sharing it share a counter.
+    pub id: u32,
+    /// fio's flow: the job's weight (1..=1000).
+    pub weight: u32,
+    /// fio's flow_sleep: how long a stalled job sleeps before trying again (0: it
+    /// spins).
+    pub sleep_ns: u64,
+}
+
 /// posix_fadvise advice on a file (mm/fadvise.c), as it changes the file's readahead.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Fadvise {
@@ -278,6 +350,7 @@ impl JobConfig {
             rand_every: 1,
             distribution: Distribution::Uniform,
             norandommap: false,
+            generator: RandomGenerator::Stream,
             submission: Submission::Sync,
             direct: true,
             fsync_every: 0,
@@ -293,6 +366,17 @@ impl JobConfig {
             thinktime_blocks: 1,
             rate_bytes_per_s: [0, 0],
             rate_iops: [0, 0],
+            rate_process: RateProcess::Linear,
+            rate_min: MinRateLimits {
+                bytes_per_s: [0, 0],
+                iops: [0, 0],
+                cycle_ms: 1000,
+            },
+            hipri: false,
+            reap_max: 0,
+            flow: None,
+            lat_target: None,
+            user_reap: false,
             seed: 0x5eed,
             stonewall: false,
             cpu: None,
@@ -498,6 +582,24 @@ impl JobConfig {
             }
             return Ok(());
         }
+        if let RandomGenerator::Lfsr { seed } = self.generator {
+            let nblocks = self.size / min_bs.max(1);
+            if Lfsr::new(nblocks, seed).is_none() {
+                return Err(format!(
+                    "job '{}': fio: failed initializing LFSR",
+                    self.name
+                ));
+            }
+        }
+        if self.rate_process == RateProcess::Poisson
+            && self.rate_bytes_per_s == [0, 0]
+            && self.rate_iops == [0, 0]
+        {
+            return Err(format!(
+                "job '{}': rate_process=poisson needs a rate or rate_iops",
+                self.name
+            ));
+        }
         if self.time_based && self.runtime_ns.is_none() {
             return Err(format!("job '{}': time_based needs a runtime", self.name));
         }
@@ -550,6 +652,8 @@ pub struct IoSource {
     pub replay_next: Option<IoSpec>,
     pub issued_bytes: u64,
     pub issued_ios: u64,
+    /// Reads and writes issued (fio's io_issues, per direction; trims count as writes).
+    pub issued_per_dir: [u64; 2],
 }
 
 impl IoSource {
@@ -581,6 +685,7 @@ impl IoSource {
             replay_next: None,
             issued_bytes: 0,
             issued_ios: 0,
+            issued_per_dir: [0; 2],
         }
     }
 
@@ -685,6 +790,7 @@ impl IoSource {
         let offset = self.next_offset(len);
         self.issued_bytes += len;
         self.issued_ios += 1;
+        self.issued_per_dir[dir.index()] += 1;
         IoSpec {
             dir,
             trim: false,

@@ -4,9 +4,13 @@
 //! fio's axmap does, so each block is written once per pass; `norandommap` allows repeats.
 //! Zipf and Pareto ranks are spread over the region by a fixed bijection, as fio hashes
 //! them, so hot blocks are not all at the start. An explicit order (`Distribution::Order`)
-//! is replayed as given.
+//! is replayed as given. With fio's LFSR (`RandomGenerator::Lfsr`) uniform blocks come
+//! from the register, each once per pass, and there is no random map (fio allocates no
+//! axmap then); a pass that runs out starts the same sequence again (fio_file_reset).
+//! Normal blocks come from fio's gauss (workload/gauss.rs); fio keeps no random map for
+//! zipf, pareto or normal either.
 
-use super::{Distribution, JobConfig, Pattern};
+use super::{Distribution, Gauss, JobConfig, Lfsr, Pattern, RandomGenerator};
 use crate::engine::SimRng;
 
 pub struct OffsetGen {
@@ -22,6 +26,10 @@ pub struct OffsetGen {
     since_rand: u32,
     dist: Distribution,
     map: Option<RandomMap>,
+    /// fio's LFSR in place of the stream and the map (random_generator=lfsr).
+    lfsr: Option<Lfsr>,
+    /// `Distribution::Normal`: fio's gauss state.
+    gauss: Option<Gauss>,
     /// Position in a `Distribution::Order`.
     order_pos: usize,
     /// `Distribution::Zoned`: per zone (cumulative access percent, first block, blocks).
@@ -59,10 +67,13 @@ fn zone_blocks(zones: &[super::Zone], nblocks: u64, align: u64) -> Vec<(u32, u64
 impl OffsetGen {
     pub fn new(cfg: &JobConfig, align: u64) -> Self {
         let nblocks = (cfg.size / align).max(1);
-        let map = if cfg.pattern == Pattern::Random
-            && !cfg.norandommap
-            && cfg.distribution == Distribution::Uniform
-        {
+        let uniform = cfg.pattern == Pattern::Random && cfg.distribution == Distribution::Uniform;
+        let lfsr = match cfg.generator {
+            // JobConfig::validate refuses a seed the register cannot start from.
+            RandomGenerator::Lfsr { seed } if uniform => Lfsr::new(nblocks, seed),
+            _ => None,
+        };
+        let map = if uniform && !cfg.norandommap && lfsr.is_none() {
             Some(RandomMap::new(nblocks))
         } else {
             None
@@ -79,6 +90,11 @@ impl OffsetGen {
             since_rand: 0,
             dist: cfg.distribution.clone(),
             map,
+            lfsr,
+            gauss: match cfg.distribution {
+                Distribution::Normal(dev) => Some(Gauss::new(nblocks, dev)),
+                _ => None,
+            },
             order_pos: 0,
             zones: match &cfg.distribution {
                 Distribution::Zoned(z) => zone_blocks(z, nblocks, align),
@@ -136,6 +152,15 @@ impl OffsetGen {
         let n = self.nblocks;
         match self.dist {
             Distribution::Uniform => {
+                if let Some(l) = &mut self.lfsr {
+                    return match l.next_block() {
+                        Some(b) => b,
+                        None => {
+                            l.reset();
+                            l.next_block().expect("a reset register has blocks")
+                        }
+                    };
+                }
                 let pick = self.rng.below(n);
                 match &mut self.map {
                     Some(m) => m.take_from(pick),
@@ -158,6 +183,10 @@ impl OffsetGen {
                 let pow = h.ln() / (1.0 - h).ln();
                 let rank = ((n - 1) as f64 * u.powf(pow)) as u64;
                 self.rank_to_block(rank.min(n - 1))
+            }
+            Distribution::Normal(_) => {
+                let g = self.gauss.as_ref().expect("normal has its gauss state");
+                g.next(&mut self.rng).min(n - 1)
             }
             Distribution::Zoned(_) => {
                 // fio: v = rand_between(1, 100); the zone; then a block below its size,
@@ -273,6 +302,25 @@ mod tests {
             seen.iter().all(|&c| c == 2),
             "each block exactly once per pass"
         );
+    }
+
+    #[test]
+    fn lfsr_offsets_visit_each_block_once_per_pass_in_fios_order() {
+        let mut cfg = JobConfig::simple("l", Pattern::Random, 100, 4096, 4096 * 1000);
+        cfg.offset = 1 << 20;
+        cfg.generator = RandomGenerator::Lfsr { seed: 0xb189_9bed };
+        let mut g = OffsetGen::new(&cfg, 4096);
+        assert!(g.map.is_none(), "no random map with the LFSR");
+        let mut lf = Lfsr::new(1000, 0xb189_9bed).unwrap();
+        let mut seen = vec![0u32; 1000];
+        for i in 0..2000 {
+            let b = (g.next(4096) - (1 << 20)) / 4096;
+            if i < 1000 {
+                assert_eq!(Some(b), lf.next_block(), "the register's own order");
+            }
+            seen[b as usize] += 1;
+        }
+        assert!(seen.iter().all(|&c| c == 2), "each block once per pass");
     }
 
     #[test]

@@ -95,6 +95,12 @@ pub struct JobOptions {
     pub rate_iops_min: PerDir<u32>,
     pub rate_process: RateProcess,
     pub rate_cycle_ms: u32,
+    /// latency_target, latency_window (0 = none), latency_percentile (100),
+    /// latency_run: fio's latency profile.
+    pub latency_target_ns: u64,
+    pub latency_window_ns: u64,
+    pub latency_percentile: f64,
+    pub latency_run: bool,
     pub randseed: u64,
     /// Whether `randseed` was given explicitly.
     pub randseed_set: bool,
@@ -213,6 +219,10 @@ impl Default for JobOptions {
             rate_iops_min: [0; 3],
             rate_process: RateProcess::Linear,
             rate_cycle_ms: 1000,
+            latency_target_ns: 0,
+            latency_window_ns: 0,
+            latency_percentile: 100.0,
+            latency_run: false,
             randseed: 0x89,
             randseed_set: false,
             randrepeat: true,
@@ -554,6 +564,12 @@ pub fn apply(
                 RateProcess::Linear
             }
         }
+        "latency_target" => o.latency_target_ns = us_to_ns(num(conv, 0).unwrap_or(0)),
+        "latency_window" => o.latency_window_ns = us_to_ns(num(conv, 0).unwrap_or(0)),
+        "latency_percentile" => {
+            o.latency_percentile = conv.floats.first().copied().unwrap_or(100.0)
+        }
+        "latency_run" => o.latency_run = b(conv).unwrap_or(false),
         "rate_cycle" => o.rate_cycle_ms = num(conv, 0).unwrap_or(1000) as u32,
         "randseed" => {
             o.randseed = num(conv, 0).unwrap_or(0x89);

@@ -1,0 +1,363 @@
+//! fio's engine options and rate and distribution options on `flashpath fio` (issue 20
+//! items 9 and 10): hipri, polling, the LFSR and normal offsets, Poisson rates, the
+//! minimum rate check, and the options refused with their reason. Real fio is the
+//! oracle for the messages where it is installed.
+mod common;
+
+use common::{flashpath, have, ok, scratch};
+use serde_json::Value;
+use std::process::Command;
+
+const BASE: &[&str] = &[
+    "fio",
+    "--name=t",
+    "--rw=randread",
+    "--bs=4k",
+    "--size=4m",
+    "--direct=1",
+];
+
+fn args(extra: &[&str]) -> Vec<String> {
+    BASE.iter().chain(extra).map(|s| s.to_string()).collect()
+}
+
+fn json(extra: &[&str]) -> Value {
+    let mut a = args(extra);
+    a.push("--output-format=json".into());
+    let a: Vec<&str> = a.iter().map(String::as_str).collect();
+    serde_json::from_str(&ok(&flashpath(&a))).unwrap()
+}
+
+/// One line on stderr, a failure status, and the line contains each of `want`.
+fn refused(extra: &[&str], want: &[&str]) {
+    let a = args(extra);
+    let a: Vec<&str> = a.iter().map(String::as_str).collect();
+    let o = flashpath(&a);
+    assert!(!o.status.success(), "{a:?}");
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(e.lines().count(), 1, "{e}");
+    for w in want {
+        assert!(e.contains(w), "{w}: {e}");
+    }
+}
+
+#[test]
+fn a_job_below_rate_min_fails_as_fio_fails() {
+    let slow = [
+        "--ioengine=psync",
+        "--thinktime=10ms",
+        "--rate_iops_min=1000",
+        "--runtime=4",
+        "--time_based",
+    ];
+    let a = args(&slow);
+    let a: Vec<&str> = a.iter().map(String::as_str).collect();
+    let o = flashpath(&a);
+    assert_eq!(o.status.code(), Some(1), "fio exits 1");
+    let err = String::from_utf8_lossy(&o.stderr);
+    let out = String::from_utf8_lossy(&o.stdout);
+    let shape = |s: &str| {
+        // Numbers vary between a board and the simulation; the words do not.
+        let mut out = String::new();
+        for c in s.chars() {
+            if !c.is_ascii_digit() {
+                out.push(c);
+            } else if !out.ends_with('#') {
+                out.push('#');
+            }
+        }
+        out
+    };
+    assert_eq!(err.trim(), "t: rate_iops_min=1000 not met, got 97 IOPS");
+    let verror = "file:backend.c:1131, func=check_min_rate, error=Input/output error";
+    let pid_line = format!("fio: pid=0, err=5/{verror}");
+    assert!(out.lines().any(|l| l == pid_line), "{out}");
+    assert!(
+        out.contains(&format!("t: (groupid=0, jobs=1): err= 5 ({verror}): pid=0")),
+        "{out}"
+    );
+    assert!(
+        out.contains("/3003msec)"),
+        "runs until the check at 3 s: {out}"
+    );
+    if have("fio") {
+        let d = scratch("ratemin");
+        let f = d.join("file");
+        let o = Command::new("fio")
+            .args(["--name=t", "--rw=randread", "--bs=4k", "--size=4m"])
+            .args(slow)
+            .arg(format!("--filename={}", f.display()))
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(1));
+        let ferr = String::from_utf8_lossy(&o.stderr);
+        let fout = String::from_utf8_lossy(&o.stdout);
+        let line = ferr.lines().find(|l| l.contains("not met")).unwrap();
+        assert_eq!(shape(line), shape(err.trim()));
+        let fpid = fout.lines().find(|l| l.starts_with("fio: pid=")).unwrap();
+        assert_eq!(shape(fpid), shape(&pid_line));
+        assert!(fout.contains(&format!("err= 5 ({verror})")), "{fout}");
+    }
+    // JSON carries the error.
+    let mut a = args(&slow);
+    a.push("--output-format=json".into());
+    let a: Vec<&str> = a.iter().map(String::as_str).collect();
+    let o = flashpath(&a);
+    assert_eq!(o.status.code(), Some(1));
+    let j: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["jobs"][0]["error"], 5);
+    // Met: no error.
+    let j = json(&[
+        "--ioengine=psync",
+        "--rate_iops_min=100",
+        "--runtime=3",
+        "--time_based",
+    ]);
+    assert_eq!(j["jobs"][0]["error"], 0);
+}
+
+#[test]
+fn rate_options_fio_refuses_are_refused_with_its_message() {
+    refused(
+        &["--rate=1m", "--rate_iops=10"],
+        &["fio: rate and rate_iops are mutually exclusive"],
+    );
+    refused(
+        &["--rate=1m", "--rate_min=2m"],
+        &["fio: minimum rate exceeds rate, ddir 0"],
+    );
+    if have("fio") {
+        let d = scratch("rateex");
+        let o = Command::new("fio")
+            .args(["--name=x", "--size=1m", "--rate=1m", "--rate_iops=10"])
+            .arg(format!("--filename={}", d.join("f").display()))
+            .output()
+            .unwrap();
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            e.contains("fio: rate and rate_iops are mutually exclusive"),
+            "{e}"
+        );
+    }
+}
+
+#[test]
+fn poisson_rate_keeps_the_mean_rate() {
+    let j = json(&[
+        "--ioengine=psync",
+        "--rate_iops=500",
+        "--rate_process=poisson",
+        "--size=8m",
+    ]);
+    let iops = j["jobs"][0]["read"]["iops"].as_f64().unwrap();
+    assert!((iops / 500.0 - 1.0).abs() < 0.08, "{iops}");
+    // The linear process has the same mean (the gaps' shape is tested in the core's
+    // tests/engine_modes.rs).
+    let lin = json(&["--ioengine=psync", "--rate_iops=500", "--size=8m"]);
+    let liops = lin["jobs"][0]["read"]["iops"].as_f64().unwrap();
+    assert!((liops / 500.0 - 1.0).abs() < 0.02, "{liops}");
+}
+
+#[test]
+fn lfsr_and_normal_run_and_their_unmodelled_forms_are_refused() {
+    let j = json(&["--ioengine=psync", "--random_generator=lfsr"]);
+    assert_eq!(j["jobs"][0]["read"]["total_ios"], 1024);
+    let j = json(&["--ioengine=psync", "--random_generator=tausworthe64"]);
+    assert_eq!(j["jobs"][0]["read"]["total_ios"], 1024);
+    let j = json(&["--ioengine=psync", "--random_distribution=normal:10"]);
+    assert_eq!(j["jobs"][0]["read"]["total_ios"], 1024);
+    refused(
+        &["--random_distribution=normal:10:0.2"],
+        &["random_distribution", "a center is not"],
+    );
+    refused(
+        &[
+            "--random_generator=lfsr",
+            "--random_distribution=zoned:50/50:50/50",
+        ],
+        &["random_generator=lfsr", "zoned"],
+    );
+}
+
+#[test]
+fn io_uring_hipri_polls_where_the_kernel_allows_it() {
+    // The default board runs 5.4: io_uring with IOPOLL; the thread spins, so the job
+    // makes no context switches and its system time is most of the run.
+    let plain = json(&["--ioengine=io_uring", "--iodepth=1"]);
+    let polled = json(&["--ioengine=io_uring", "--iodepth=1", "--hipri"]);
+    let (p, q) = (&plain["jobs"][0], &polled["jobs"][0]);
+    assert!(p["ctx"].as_u64().unwrap() >= 1024);
+    assert_eq!(q["ctx"], 0);
+    assert!(q["sys_cpu"].as_f64().unwrap() > 80.0, "{}", q["sys_cpu"]);
+    assert!(p["sys_cpu"].as_f64().unwrap() < 50.0, "{}", p["sys_cpu"]);
+    assert!(
+        q["read"]["clat_ns"]["mean"].as_f64().unwrap()
+            < p["read"]["clat_ns"]["mean"].as_f64().unwrap()
+    );
+    // A board on 4.4 has no io_uring.
+    refused(
+        &[
+            "--ioengine=io_uring",
+            "--hipri",
+            "--host",
+            "sd835-phone",
+            "--device",
+            "ufs21-64g",
+        ],
+        &["hipri", "Linux 5.1", "4.4"],
+    );
+    // Buffered: io_uring refuses IOPOLL.
+    let a = ["--ioengine=io_uring", "--hipri", "--direct=0"];
+    refused(&a, &["hipri", "EOPNOTSUPP"]);
+}
+
+#[test]
+fn engine_options_not_modelled_are_refused_with_why() {
+    for (opt, why) in [
+        ("--sqthread_poll", "SQPOLL"),
+        ("--fixedbufs", "get_user_pages"),
+        ("--registerfiles", "fget"),
+    ] {
+        refused(&["--ioengine=io_uring", opt], &[&opt[2..], why]);
+    }
+    refused(
+        &["--ioengine=libaio", "--io_submit_mode=offload"],
+        &["io_submit_mode=offload"],
+    );
+    // userspace_reap and iodepth_batch_complete_max run.
+    let j = json(&[
+        "--ioengine=libaio",
+        "--iodepth=8",
+        "--userspace_reap",
+        "--iodepth_batch_complete_min=0",
+        "--iodepth_batch_complete_max=4",
+    ]);
+    assert_eq!(j["jobs"][0]["read"]["total_ios"], 1024);
+    assert_eq!(j["jobs"][0]["ctx"], 0, "fio polls: no sleep");
+}
+
+#[test]
+fn iodepth_batch_complete_max_caps_each_reap() {
+    // UFS completes several commands between two reaps; fio reaps at most
+    // iodepth_batch_complete_max per call, never fewer than the min (fixup_options).
+    let run = |extra: &[&str]| {
+        let mut a = vec![
+            "--host",
+            "sd835-phone",
+            "--device",
+            "ufs21-64g",
+            "--ioengine=libaio",
+            "--iodepth=32",
+            "--iodepth_batch_submit=32",
+            "--iodepth_batch_complete_min=8",
+            "--size=64m",
+        ];
+        a.extend_from_slice(extra);
+        let j = json(&a);
+        let c = j["jobs"][0]["iodepth_complete"].clone();
+        assert_eq!(j["jobs"][0]["read"]["total_ios"], 16384);
+        c
+    };
+    let all = run(&[]);
+    assert!(all["16"].as_f64().unwrap() > 0.0, "{all}");
+    let capped = run(&["--iodepth_batch_complete_max=1"]);
+    assert_eq!(capped["8"], 100.0, "{capped}");
+}
+
+#[test]
+fn flow_keeps_the_jobs_issues_in_their_weights_ratio() {
+    let jobs = [
+        "--size=4000k",
+        "--rw=randread",
+        "--bs=4k",
+        "--runtime=1",
+        "--time_based",
+        "--name=a",
+        "--flow=3",
+        "--name=b",
+        "--flow=1",
+    ];
+    let ios = |out: &[u8]| -> Vec<f64> {
+        let j: Value = serde_json::from_slice(out).unwrap();
+        j["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x["read"]["total_ios"].as_f64().unwrap())
+            .collect()
+    };
+    let mut a = vec!["fio", "--output-format=json", "--direct=1"];
+    a.extend_from_slice(&jobs);
+    let o = flashpath(&a);
+    ok(&o);
+    let n = ios(&o.stdout);
+    assert!((n[0] / n[1] - 3.0).abs() < 0.05, "{n:?}");
+    if have("fio") {
+        // Real fio keeps the same ratio on a file (1049:348 in one run).
+        let d = scratch("flow");
+        let o = Command::new("fio")
+            .arg("--output-format=json")
+            .arg(format!("--filename={}", d.join("f").display()))
+            .args(jobs)
+            .output()
+            .unwrap();
+        let n = ios(&o.stdout);
+        assert!((n[0] / n[1] - 3.0).abs() < 0.1, "{n:?}");
+    }
+}
+
+#[test]
+fn the_latency_profile_example_runs_and_reports_the_depth() {
+    // fio's examples/latency-profile.fio with a shorter window and a UFS board.
+    let d = scratch("latprof");
+    let job = d.join("lp.fio");
+    std::fs::write(
+        &job,
+        "[global]\nbs=4k\nrw=randread\nrandom_generator=lfsr\ndirect=1\nioengine=libaio\n\
+         iodepth=128\nlatency_target=500000\nlatency_window=50000\nlatency_percentile=99.9\n\
+         size=256m\n\n[device]\nfilename=/dev/sda\n",
+    )
+    .unwrap();
+    let o = flashpath(&[
+        "fio",
+        "--host",
+        "sd835-phone",
+        "--device",
+        "ufs21-64g",
+        job.to_str().unwrap(),
+    ]);
+    let out = ok(&o);
+    // A 500 ms target is met at every depth: the search doubles up to iodepth.
+    assert!(
+        out.contains(
+            "     latency   : target=500000000, window=50000, percentile=99.90%, depth=128"
+        ),
+        "{out}"
+    );
+    if have("fio") {
+        // Real fio prints the same line (the target in ns, the window in µs).
+        let o = Command::new("fio")
+            .args([
+                "--name=x",
+                "--size=4000k",
+                "--rw=randread",
+                "--ioengine=libaio",
+                "--iodepth=16",
+                "--latency_target=500000",
+                "--latency_window=200000",
+                "--latency_percentile=99.9",
+                "--runtime=2",
+                "--time_based",
+            ])
+            .arg(format!("--filename={}", d.join("f").display()))
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            text.contains(
+                "     latency   : target=500000000, window=200000, percentile=99.90%, depth=16"
+            ),
+            "{text}"
+        );
+    }
+}
