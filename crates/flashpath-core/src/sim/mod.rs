@@ -40,9 +40,14 @@ mod observer;
 mod rtsx;
 mod ufs;
 mod ufs_hpb;
+mod verify;
 pub use buffered::CacheStats;
 pub use observer::{IoDone, IoObserver, IoQueued};
 pub use rtsx::IDLE_STOP_NS as RTSX_IDLE_STOP_NS;
+pub use verify::{
+    content_tag, default_cost_per_4k_ns, FailureKind, VerifyAlgo, VerifyConfig, VerifyFailure,
+    EILSEQ, UNTRACKED_NUMBERIO,
+};
 
 /// Everything a run needs.
 #[derive(Clone, Debug)]
@@ -355,6 +360,9 @@ pub struct Sim {
     disc: discard::DiscardState,
     /// Followers of the reported jobs' I/Os (`sim/observer.rs`).
     observers: Vec<Box<dyn IoObserver>>,
+    /// fio's verify, when some job verifies (`sim/verify.rs`); the device then tracks
+    /// content.
+    verify: Option<Box<verify::Verify>>,
 }
 
 impl Sim {
@@ -418,6 +426,7 @@ impl Sim {
         buffered::check(&cfg)?;
         journal::check(&cfg)?;
         discard::check(&cfg)?;
+        let verify = verify::setup(&cfg)?;
         let host = &cfg.host;
         let cqe = cqe::MmcCqe::new(cfg.driver, host)?;
         let threads = cfg
@@ -462,6 +471,7 @@ impl Sim {
                         dir_spans: Default::default(),
                         sync_lat_ns: Vec::new(),
                         script_lat_ns: Vec::new(),
+                        verify_failure: None,
                     },
                     last_change: 0,
                 }
@@ -475,6 +485,7 @@ impl Sim {
             blk_plug: blkev::PlugTrace::default(),
             disc: discard::DiscardState::default(),
             observers: Vec::new(),
+            verify,
             rtsx: rtsx::Rtsx::default(),
             buf: buffered::Buffered::new(&cfg),
             jbd: journal::Journal::new(&cfg),
@@ -505,6 +516,9 @@ impl Sim {
         };
         discard::setup(&mut sim);
         sim.ufs_hpb_setup();
+        if sim.verify.is_some() {
+            sim.dev.track_content();
+        }
         if instant_pre {
             for j in precondition_jobs(&sim.cfg.jobs, sim.cfg.device.capacity_bytes) {
                 sim.dev.precondition(j.offset / 512, j.size / 512);
@@ -566,6 +580,11 @@ impl Sim {
         Ok(v)
     }
 
+    /// The simulated device (tests: fault injection between run steps).
+    pub fn device_mut(&mut self) -> &mut Device {
+        &mut self.dev
+    }
+
     /// The trace recorded so far, if enabled.
     pub fn trace(&self) -> Option<&Trace> {
         self.trace.as_ref()
@@ -620,6 +639,13 @@ impl Sim {
         self.sys.device = self.dev.stats().clone();
         self.sys.hpb = self.ufs.hpb.as_ref().map(|h| h.drv.stats);
         self.sys.au = self.dev.allocation_unit().map(|a| a.au_stats().clone());
+        if let Some(v) = &mut self.verify {
+            for (t, j) in v.jobs.iter_mut().enumerate() {
+                if let Some(j) = j {
+                    self.threads[t].stats.verify_failure = j.failure.take();
+                }
+            }
+        }
         let prefill = self.prefill;
         RunResult {
             jobs: self
@@ -741,6 +767,9 @@ impl Sim {
     }
 
     fn device(&mut self, input: device::Input) {
+        if self.verify.is_some() {
+            self.verify_stage_write(&input);
+        }
         let now = self.now;
         let mut out = std::mem::take(&mut self.dev_out);
         self.dev.handle(now, input, &mut out);
@@ -769,6 +798,9 @@ impl Sim {
         th.measure_start = now + ramp;
         th.last_change = now;
         th.stats.start_ns = now;
+        if self.verify.is_some() {
+            self.verify_dry_run(t);
+        }
         if t as usize >= self.prefill {
             let job = t as usize - self.prefill;
             for o in &mut self.observers {
@@ -830,9 +862,16 @@ impl Sim {
                 return true;
             }
         }
-        th.terminated
-            || (!cfg.time_based && th.src.issued_bytes >= cfg.io_limit)
-            || (cfg.max_ios > 0 && th.src.issued_ios >= cfg.max_ios)
+        let src_done = (!cfg.time_based && th.src.issued_bytes >= cfg.io_limit)
+            || (cfg.max_ios > 0 && th.src.issued_ios >= cfg.max_ios);
+        if let Some(j) = self
+            .verify
+            .as_ref()
+            .and_then(|v| v.jobs[t as usize].as_ref())
+        {
+            return th.terminated || j.done(src_done);
+        }
+        th.terminated || src_done
     }
 
     fn account_outstanding(&mut self, t: u32) {
@@ -868,11 +907,20 @@ impl Sim {
                 return self.o_sync_direct_fsync(t, io);
             }
         }
+        let mut verified_4k = 0;
         for &io in &done {
+            if self.verify.is_some() {
+                verified_4k += self.verify_reaped(t, io);
+            }
             self.record_io(t, io);
         }
         done.clear();
         self.threads[t as usize].completed = done;
+        if verified_4k > 0 {
+            // fio checks what it read in the completion path, on the reaping thread's
+            // core, before it goes on.
+            return self.verify_cpu(t, verified_4k);
+        }
         if self.buf_sync_due(t) {
             return;
         }
@@ -950,13 +998,27 @@ impl Sim {
         let mut picked = std::mem::take(&mut self.threads[t as usize].submitting);
         for _ in 0..batch {
             let th = &mut self.threads[t as usize];
-            if th.inflight + picked.len() as u32 >= th.depth
-                || (!time_based && th.src.issued_bytes >= io_limit)
-                || (max_ios > 0 && th.src.issued_ios >= max_ios)
-            {
+            if th.inflight + picked.len() as u32 >= th.depth {
                 break;
             }
-            let spec = th.src.next_io();
+            let src_done = (!time_based && th.src.issued_bytes >= io_limit)
+                || (max_ios > 0 && th.src.issued_ios >= max_ios);
+            let mut verify_of = None;
+            let spec = match self
+                .verify
+                .as_mut()
+                .and_then(|v| v.jobs[t as usize].as_mut())
+            {
+                None if src_done => break,
+                None => th.src.next_io(),
+                Some(j) => match j.next(&mut th.src, src_done, th.inflight + picked.len() as u32) {
+                    verify::Next::Io { spec, verify } => {
+                        verify_of = verify;
+                        spec
+                    }
+                    verify::Next::Wait | verify::Next::Done => break,
+                },
+            };
             let nbios = if spec.trim {
                 // __blkdev_issue_discard and blk_bio_discard_split: pieces of at most
                 // max_discard_sectors, granularity-aligned.
@@ -997,6 +1059,9 @@ impl Sim {
             if direct && !spec.trim && spec.dir == Dir::Write {
                 self.o_sync_direct(t, io);
             }
+            if let Some(v) = &mut self.verify {
+                verify::issued(v, t as usize, io, &spec, verify_of);
+            }
             if !self.observers.is_empty() && t as usize >= self.prefill {
                 let q = IoQueued {
                     job: t as usize - self.prefill,
@@ -1011,6 +1076,13 @@ impl Sim {
                 }
             }
             picked.push(io);
+        }
+        if picked.is_empty() {
+            // A verifying job waits for a write it must verify next, or for the write
+            // phase to end: a completion wakes it.
+            self.threads[t as usize].submitting = picked;
+            self.threads[t as usize].state = ThreadState::Sleeping;
+            return;
         }
         self.account_outstanding(t);
         let th = &mut self.threads[t as usize];
@@ -1342,6 +1414,9 @@ impl Sim {
             self.blk_rq(now, r, BlkAction::Complete, 0);
         }
         self.record_request_spans(r);
+        if self.verify.is_some() {
+            self.verify_read_data(r);
+        }
         let (hw_at, irq_at) = {
             let q = self.block.req(r);
             (q.hw_at, q.irq_at)

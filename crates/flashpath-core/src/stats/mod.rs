@@ -94,6 +94,8 @@ pub struct JobStats {
     /// A scripted job's I/O latencies (submission to return), in script order; empty
     /// for other jobs. It grows with the script the caller holds, not with the run.
     pub script_lat_ns: Vec<u64>,
+    /// The job's first verify failure (fio's EILSEQ), if it verifies and one failed.
+    pub verify_failure: Option<crate::sim::VerifyFailure>,
 }
 
 impl JobStats {

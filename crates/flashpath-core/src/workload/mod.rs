@@ -16,7 +16,7 @@
 //! TRIM when the last write and trim positions meet), counting both in the job's bytes
 //! (fio adds the region once more to the bytes to do).
 //!
-//! Leaves out: verify, trim_percentage/trim_backlog (verify trims), file layout (a job
+//! Verify (fio's verify family) is `sim/verify.rs`. Leaves out: trim_percentage/trim_backlog (verify trims), file layout (a job
 //! addresses the raw device), fio's tausworthe generator (offsets come from the run's seeded ChaCha stream, so the
 //! sequence differs from fio's while the distribution is the same).
 //! Units: bytes, nanoseconds.
@@ -224,6 +224,8 @@ pub struct JobConfig {
     /// fio's wait_for: the job starts only once these jobs (indices into the run's job
     /// list, all earlier than this one) have finished, besides its stonewall turn.
     pub wait_for: Vec<usize>,
+    /// fio's verify family (`sim/verify.rs`); `None`: verify=0.
+    pub verify: Option<crate::sim::VerifyConfig>,
 }
 
 /// posix_fadvise advice on a file (mm/fadvise.c), as it changes the file's readahead.
@@ -280,6 +282,7 @@ impl JobConfig {
             max_ios: 0,
             block_align: 0,
             wait_for: Vec::new(),
+            verify: None,
         }
     }
 
