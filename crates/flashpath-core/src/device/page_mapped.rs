@@ -309,6 +309,20 @@ impl PageMappedDevice {
                 buf: vec![UNWRITTEN; self.buf.capacity() as usize],
                 gc_fault: false,
             }));
+            // Data already on the device is data, but no fio write's.
+            let c = self.content.as_mut().unwrap();
+            let mut lpn = 0;
+            while lpn < self.ftl.user_lpns() {
+                if !self.ftl.chunk_touched(lpn) {
+                    lpn = self.ftl.next_chunk_start(lpn);
+                    continue;
+                }
+                let e = self.ftl.get(lpn);
+                if e != UNMAPPED && e & BUF_FLAG == 0 {
+                    c.nand.set(e, UNWRITTEN);
+                }
+                lpn += 1;
+            }
         }
     }
 
