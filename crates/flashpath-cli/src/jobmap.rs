@@ -306,7 +306,10 @@ fn block_sizes(job: &Job, d: usize) -> BlockSizes {
 fn check_modelled(job: &Job) -> Result<()> {
     for s in &job.set_options {
         let name = s.name.as_str();
-        if !MODELLED.contains(&name) && !NO_EFFECT.iter().any(|(n, _)| *n == name) {
+        if !MODELLED.contains(&name)
+            && !crate::verifymap::MODELLED.contains(&name)
+            && !NO_EFFECT.iter().any(|(n, _)| *n == name)
+        {
             bail!(
                 "option '{}' ({}) is not modelled by flashpath",
                 s.name,
@@ -555,7 +558,10 @@ fn job_config(job: &Job, dev: &DeviceConfig) -> Result<JobConfig> {
             .unwrap_or(0),
         // Resolved against the other jobs by `plan`.
         wait_for: Vec::new(),
+        verify: None,
     };
+    let mut cfg = cfg;
+    cfg.verify = crate::verifymap::verify_config(job, &cfg)?;
     cfg.validate().map_err(|e| anyhow::anyhow!("{e}"))?;
     Ok(cfg)
 }
@@ -809,6 +815,7 @@ mod option_walk {
                     accepted += 1;
                     let n = def.name.as_str();
                     let listed = MODELLED.contains(&n)
+                        || crate::verifymap::MODELLED.contains(&n)
                         || NO_EFFECT.iter().any(|(x, _)| *x == n)
                             && readme.contains(&format!("`{n}`"));
                     if !listed {

@@ -15,6 +15,7 @@ mod report;
 mod repro;
 mod run;
 mod validate;
+mod verifymap;
 
 use std::process::ExitCode;
 

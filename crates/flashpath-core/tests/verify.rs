@@ -15,6 +15,7 @@ fn verify(algo: VerifyAlgo, interval: u64) -> VerifyConfig {
         algo,
         do_verify: true,
         interval,
+        header_offset: 0,
         backlog: 0,
         backlog_batch: 0,
         only: false,
@@ -22,6 +23,8 @@ fn verify(algo: VerifyAlgo, interval: u64) -> VerifyConfig {
         check_numberio: true,
         seed_from_header: true,
         any_writer: false,
+        pattern_id: 0,
+        pattern_per_offset: false,
     }
 }
 

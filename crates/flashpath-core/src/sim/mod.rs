@@ -467,11 +467,13 @@ impl Sim {
                         submit_hist: [0; 7],
                         complete_hist: [0; 7],
                         sys_ns: 0,
+                        usr_ns: 0,
                         spans: Spans::default(),
                         dir_spans: Default::default(),
                         sync_lat_ns: Vec::new(),
                         script_lat_ns: Vec::new(),
                         verify_failure: None,
+                        dir_runtime_ns: [None, None],
                     },
                     last_change: 0,
                 }
@@ -642,7 +644,10 @@ impl Sim {
         if let Some(v) = &mut self.verify {
             for (t, j) in v.jobs.iter_mut().enumerate() {
                 if let Some(j) = j {
-                    self.threads[t].stats.verify_failure = j.failure.take();
+                    let th = &mut self.threads[t];
+                    th.stats.verify_failure = j.failure.take();
+                    th.stats.dir_runtime_ns =
+                        j.runtimes(th.measure_start, th.end, self.cfg.jobs[t].read_pct > 0);
                 }
             }
         }
@@ -1011,7 +1016,12 @@ impl Sim {
             {
                 None if src_done => break,
                 None => th.src.next_io(),
-                Some(j) => match j.next(&mut th.src, src_done, th.inflight + picked.len() as u32) {
+                Some(j) => match j.next(
+                    &mut th.src,
+                    src_done,
+                    th.inflight + picked.len() as u32,
+                    now,
+                ) {
                     verify::Next::Io { spec, verify } => {
                         verify_of = verify;
                         spec

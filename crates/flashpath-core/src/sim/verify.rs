@@ -49,14 +49,16 @@ pub enum VerifyAlgo {
     Sha3_256,
     Sha3_384,
     Sha3_512,
-    /// A header only (fio's `meta`, `verify=pattern` with a header): no checksum.
+    /// The header alone (fio's `meta`, VERIFY_HDR_ONLY): no checksum of the data.
+    Meta,
+    /// No header: every block must hold the verify_pattern (VERIFY_PATTERN_NO_HDR).
     Pattern,
     /// Checks nothing (`verify=null`).
     Null,
 }
 
 impl VerifyAlgo {
-    pub const ALL: [VerifyAlgo; 16] = [
+    pub const ALL: [VerifyAlgo; 17] = [
         VerifyAlgo::Md5,
         VerifyAlgo::Crc64,
         VerifyAlgo::Crc32c,
@@ -71,6 +73,7 @@ impl VerifyAlgo {
         VerifyAlgo::Sha3_256,
         VerifyAlgo::Sha3_384,
         VerifyAlgo::Sha3_512,
+        VerifyAlgo::Meta,
         VerifyAlgo::Pattern,
         VerifyAlgo::Null,
     ];
@@ -92,6 +95,7 @@ impl VerifyAlgo {
             VerifyAlgo::Sha3_256 => "sha3-256",
             VerifyAlgo::Sha3_384 => "sha3-384",
             VerifyAlgo::Sha3_512 => "sha3-512",
+            VerifyAlgo::Meta => "meta",
             VerifyAlgo::Pattern => "pattern",
             VerifyAlgo::Null => "null",
         }
@@ -114,7 +118,8 @@ impl VerifyAlgo {
             "sha3-256" => VerifyAlgo::Sha3_256,
             "sha3-384" => VerifyAlgo::Sha3_384,
             "sha3-512" => VerifyAlgo::Sha3_512,
-            "pattern" | "meta" => VerifyAlgo::Pattern,
+            "meta" => VerifyAlgo::Meta,
+            "pattern" => VerifyAlgo::Pattern,
             "null" => VerifyAlgo::Null,
             _ => return None,
         })
@@ -130,6 +135,9 @@ pub struct VerifyConfig {
     /// Bytes per verify header (fio's verify_interval; its default is the write block
     /// size). A multiple of 4 KiB here.
     pub interval: u64,
+    /// Where the header sits in its interval (fio's verify_offset), a multiple of 4 KiB
+    /// below `interval`.
+    pub header_offset: u64,
     /// fio's verify_backlog (0: off) and verify_backlog_batch (0: = backlog).
     pub backlog: u64,
     pub backlog_batch: u64,
@@ -148,6 +156,10 @@ pub struct VerifyConfig {
     /// Any fio write at the right offset will do (verify_only, a job that only reads):
     /// fio checks the header's offset, not whose write it was, then the data under it.
     pub any_writer: bool,
+    /// verify=pattern: the pattern's identity (every block written holds it) and
+    /// whether it carries the block's offset (`%o`).
+    pub pattern_id: u32,
+    pub pattern_per_offset: bool,
 }
 
 /// How a verify read failed, as fio reports it.
@@ -257,6 +269,9 @@ fn write_seed(seed: u32, numberio: u32) -> u64 {
 /// numberio of the writes of jobs the host does not follow (content of no verify job).
 pub const UNTRACKED_NUMBERIO: u32 = u32::MAX;
 
+/// The numberio of pattern data (verify=pattern: no write identity).
+const PATTERN_NUMBERIO: u32 = u32::MAX - 1;
+
 /// The most decode attempts (tag digests) a job spends naming stale data.
 const DECODE_BUDGET: u64 = 1 << 24;
 
@@ -297,6 +312,8 @@ pub(crate) struct JobVerify {
     pub failure: Option<VerifyFailure>,
     decode_left: u64,
     async_reap: bool,
+    /// When the verify phase began.
+    verify_start: Option<crate::engine::SimTime>,
     /// The job only reads: every read is verified.
     read_only: bool,
 }
@@ -337,6 +354,7 @@ impl JobVerify {
             failure: None,
             decode_left: DECODE_BUDGET,
             async_reap,
+            verify_start: None,
             read_only,
         }
     }
@@ -407,7 +425,13 @@ impl JobVerify {
 
     /// The job's next I/O: `src_done` once the job's own I/O is all issued,
     /// `inflight` its I/Os in flight.
-    pub fn next(&mut self, src: &mut IoSource, src_done: bool, inflight: u32) -> Next {
+    pub fn next(
+        &mut self,
+        src: &mut IoSource,
+        src_done: bool,
+        inflight: u32,
+        now: crate::engine::SimTime,
+    ) -> Next {
         if self.failure.is_some() {
             return Next::Done;
         }
@@ -448,12 +472,31 @@ impl JobVerify {
                 return Next::Wait;
             }
             self.verifying = true;
+            self.verify_start = Some(now);
         }
         match self.next_piece() {
             Some(p) => self.verify_io(p),
             None if self.hist_len() > 0 || inflight > 0 => Next::Wait,
             None => Next::Done,
         }
+    }
+
+    /// The job's runtime per direction (read, write), as fio's update_runtime counts
+    /// them: writes over the write phase; reads over the verify phase (with the write
+    /// phase too for a job that also reads). From `start` (after ramp) to `end`.
+    pub fn runtimes(
+        &self,
+        start: crate::engine::SimTime,
+        end: crate::engine::SimTime,
+        reads: bool,
+    ) -> [Option<u64>; 2] {
+        let vs = self.verify_start.unwrap_or(end).max(start);
+        let read = if reads {
+            end - start
+        } else {
+            end.saturating_sub(vs)
+        };
+        [Some(read), Some(vs - start)]
     }
 
     /// Whether the job has nothing more to issue.
@@ -465,11 +508,16 @@ impl JobVerify {
             || (self.cfg.only && self.dry_run_done && self.hist_len() == 0)
     }
 
-    /// do_dry_run: verify_only logs the job's writes without issuing them.
-    pub fn dry_run(&mut self, src: &mut IoSource, io_limit: u64, max_ios: u64) {
+    /// do_dry_run: verify_only logs the job's writes without issuing them. fio counts
+    /// them as done (io_u_sync_complete: bytes and issued I/Os, no runtime): returned
+    /// as (I/Os, bytes).
+    pub fn dry_run(&mut self, src: &mut IoSource, io_limit: u64, max_ios: u64) -> (u64, u64) {
+        let (mut ios, mut bytes) = (0, 0);
         while src.issued_bytes < io_limit && (max_ios == 0 || src.issued_ios < max_ios) {
             let spec = src.next_io();
             if spec.dir == Dir::Write && !spec.trim {
+                ios += 1;
+                bytes += spec.len;
                 let n = self.writes;
                 self.writes += 1;
                 self.log(Piece {
@@ -481,6 +529,7 @@ impl JobVerify {
             }
         }
         self.dry_run_done = true;
+        (ios, bytes)
     }
 
     /// A write I/O `io` is issued: logged (in flight), numbered.
@@ -524,8 +573,20 @@ impl JobVerify {
         self.seed
     }
 
+    /// The tag of 4 KiB block `lpn` written by this job's write `numberio`.
+    pub fn write_tag(&self, numberio: u32, lpn: u64) -> u32 {
+        if self.cfg.algo == VerifyAlgo::Pattern {
+            // Every write holds the pattern: the same data whoever wrote it, when.
+            let at = if self.cfg.pattern_per_offset { lpn } else { 0 };
+            return content_tag(self.cfg.pattern_id, PATTERN_NUMBERIO, at);
+        }
+        content_tag(self.seed, numberio, lpn)
+    }
+
     /// Checks what verify read of `p` returned (`tags`, one per 4 KiB); records the
-    /// first failure.
+    /// first failure. Per verify interval: the header block (verify_header's checks in
+    /// fio's order), then the data under it (the checksum); `meta` checks the header
+    /// only, `pattern` (no header) every block against the pattern.
     fn check(
         &mut self,
         p: Piece,
@@ -537,22 +598,33 @@ impl JobVerify {
         }
         let first_lpn = p.offset / 4096;
         let per = (self.cfg.interval / 4096).max(1) as usize;
+        let hb = (self.cfg.header_offset / 4096) as usize;
         let nblocks = (p.len / 4096) as usize;
+        let tag_at = |k: usize| tags.get(k).copied().unwrap_or(UNWRITTEN);
         let mut h = 0;
         while h < nblocks {
-            let hdr_lpn = first_lpn + h as u64;
-            let found = tags.get(h).copied().unwrap_or(UNWRITTEN);
-            let wanted = content_tag(self.seed, p.numberio, hdr_lpn);
-            let hdr_len = (per.min(nblocks - h) * 4096) as u64;
+            let end = (h + per).min(nblocks);
             let fail = |kind| VerifyFailure {
                 kind,
                 algo: self.cfg.algo,
                 offset: p.offset + h as u64 * 4096,
-                len: hdr_len,
+                len: ((end - h) * 4096) as u64,
                 req_offset: p.offset,
                 req_len: p.len,
                 async_reap: self.async_reap,
             };
+            if self.cfg.algo == VerifyAlgo::Pattern {
+                if (h..end).any(|k| tag_at(k) != self.write_tag(0, first_lpn + k as u64)) {
+                    self.failure = Some(fail(FailureKind::Checksum));
+                    return;
+                }
+                h = end;
+                continue;
+            }
+            let hdr = (h + hb).min(end - 1);
+            let hdr_lpn = first_lpn + hdr as u64;
+            let found = tag_at(hdr);
+            let wanted = content_tag(self.seed, p.numberio, hdr_lpn);
             // The write whose header the block holds: (job seed, numberio).
             let mut data_of = (self.seed, p.numberio);
             if found != wanted || self.cfg.any_writer {
@@ -597,16 +669,16 @@ impl JobVerify {
                     return;
                 }
             }
-            if self.cfg.algo != VerifyAlgo::Pattern || per > 1 {
-                let end = (h + per).min(nblocks);
-                for (k, &t) in tags.iter().enumerate().take(end).skip(h + 1) {
-                    if t != content_tag(data_of.0, data_of.1, first_lpn + k as u64) {
-                        self.failure = Some(fail(FailureKind::Checksum));
-                        return;
-                    }
+            if self.cfg.algo != VerifyAlgo::Meta {
+                let bad = (h..end).any(|k| {
+                    k != hdr && tag_at(k) != content_tag(data_of.0, data_of.1, first_lpn + k as u64)
+                });
+                if bad {
+                    self.failure = Some(fail(FailureKind::Checksum));
+                    return;
                 }
             }
-            h += per;
+            h = end;
         }
     }
 }
@@ -819,7 +891,7 @@ impl super::Sim {
                     let t = x.thread as usize;
                     match v.jobs[t].as_ref() {
                         Some(j) => match j.numberio_of(io) {
-                            Some(n) => content_tag(j.seed(), n, lpn),
+                            Some(n) => j.write_tag(n, lpn),
                             None => content_tag(j.seed(), UNTRACKED_NUMBERIO, lpn),
                         },
                         // A job that writes no fio headers.
@@ -861,7 +933,12 @@ impl super::Sim {
         let v = self.verify.as_mut().expect("verifying");
         if let Some(j) = v.jobs[t as usize].as_mut() {
             if j.cfg.only {
-                j.dry_run(&mut self.threads[t as usize].src, io_limit, max_ios);
+                let th = &mut self.threads[t as usize];
+                let (ios, bytes) = j.dry_run(&mut th.src, io_limit, max_ios);
+                th.stats.dirs[1].ios += ios;
+                th.stats.dirs[1].bytes += bytes;
+                // io_u_mark_depth(td, 1) for each.
+                th.stats.depth_hist[0] += ios;
             }
         }
     }
@@ -889,6 +966,8 @@ impl super::Sim {
         let cost = self.cfg.host.costs.verify_per_4k_ns(algo) * blocks;
         let th = &mut self.threads[t as usize];
         th.state = super::ThreadState::Running;
+        // User time: fio's verify_io_u runs in fio itself.
+        th.stats.usr_ns += cost;
         let core = th.core;
         let end = self.cpu.run_l(core, self.now, cost, "verify");
         self.q.push(end, super::Ev::ThreadRun(t));
@@ -922,6 +1001,8 @@ pub fn default_cost_per_4k_ns(algo: VerifyAlgo) -> u64 {
         VerifyAlgo::Sha3_256 => 442,
         VerifyAlgo::Sha3_384 => 307,
         VerifyAlgo::Sha3_512 => 246,
+        // The header's crc32c alone (its 4 KiB read as crc32c's rate is an upper bound).
+        VerifyAlgo::Meta => 42241,
         VerifyAlgo::Pattern => 95367, // 10 GB/s
         VerifyAlgo::Null => return 0,
     };

@@ -80,6 +80,8 @@ pub struct JobStats {
     pub complete_hist: [u64; 7],
     /// CPU time spent by this thread (system side), ns.
     pub sys_ns: u64,
+    /// CPU time spent in user space that the model counts (fio's verify), ns.
+    pub usr_ns: u64,
     /// Where the time of its requests went (see [`Span`]), over all its I/Os: the
     /// merge of `dir_spans`, made when the run ends.
     pub spans: Spans,
@@ -96,6 +98,9 @@ pub struct JobStats {
     pub script_lat_ns: Vec<u64>,
     /// The job's first verify failure (fio's EILSEQ), if it verifies and one failed.
     pub verify_failure: Option<crate::sim::VerifyFailure>,
+    /// Runtime per direction (read, write) where it is not `runtime_ns`: a verifying
+    /// job's write phase and verify phase (fio's update_runtime per direction).
+    pub dir_runtime_ns: [Option<u64>; 2],
 }
 
 impl JobStats {
