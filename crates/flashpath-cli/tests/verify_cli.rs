@@ -242,3 +242,72 @@ fn what_a_simulated_verify_cannot_do_is_refused_naming_it() {
         }
     }
 }
+
+/// Every host driver and both FTLs return what was written: eMMC (legacy, hsq, CQE),
+/// UFS with and without HPB (the verify reads go out as HPB READs, served from the
+/// host's map entries), SD cards and an eMMC with an allocation-unit FTL.
+#[test]
+fn verify_passes_through_every_driver_and_ftl() {
+    for system in [
+        &["--driver", "mmc-legacy"][..],
+        &["--driver", "mmc-hsq"],
+        &["--host", "sprd-sc9863a-cqe", "--driver", "mmc-cqe"],
+        &[
+            "--host",
+            "sd835-phone",
+            "--device",
+            "ufs21-64g",
+            "--driver",
+            "ufs",
+        ],
+        &[
+            "--host",
+            "sd835-phone",
+            "--device",
+            "ufs21-64g",
+            "--driver",
+            "ufs-hpb",
+        ],
+        &[
+            "--host",
+            "x86-laptop-rtsx",
+            "--device",
+            "microsd-lexar-633x-32g",
+            "--driver",
+            "sd-rtsx-multiseq",
+        ],
+        &["--device", "emmc441-2011-au-8g"],
+    ] {
+        let mut a = vec!["fio"];
+        a.extend(system);
+        a.extend([
+            "--name=v",
+            "--rw=randwrite",
+            "--bs=4k",
+            "--size=16m",
+            "--direct=1",
+            "--ioengine=libaio",
+            "--iodepth=4",
+            "--verify=crc32c",
+            "--verify_state_save=0",
+            "--output-format=json",
+        ]);
+        let (code, out, err) = run(&a);
+        assert_eq!(code, 0, "{system:?}: {err}");
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let j = &v["jobs"][0];
+        assert_eq!(j["error"], 0, "{system:?}");
+        assert_eq!(
+            (
+                j["read"]["total_ios"].as_u64(),
+                j["write"]["total_ios"].as_u64()
+            ),
+            (Some(4096), Some(4096)),
+            "{system:?}"
+        );
+        if system.contains(&"ufs-hpb") {
+            let hits = v["flashpath"]["device"]["hpb_entry_hits"].as_u64().unwrap();
+            assert!(hits > 3000, "verify reads served through HPB: {hits}");
+        }
+    }
+}
