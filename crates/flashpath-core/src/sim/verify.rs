@@ -1009,3 +1009,188 @@ pub fn default_cost_per_4k_ns(algo: VerifyAlgo) -> u64 {
     // 4 KiB = 1/256 MiB: ns = 1e9 / (256 * MiB/s), rounded up.
     (10_000_000_000u64).div_ceil(256 * mib_per_s_x10)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::{JobConfig, Pattern};
+
+    fn vcfg(backlog: u64, batch: u64) -> VerifyConfig {
+        VerifyConfig {
+            algo: VerifyAlgo::Crc32c,
+            do_verify: true,
+            interval: 4096,
+            header_offset: 0,
+            backlog,
+            backlog_batch: batch,
+            only: false,
+            fatal: false,
+            check_numberio: true,
+            seed_from_header: true,
+            any_writer: false,
+            pattern_id: 0,
+            pattern_per_offset: false,
+        }
+    }
+
+    /// The I/Os a write-only job asks for, as (read?, offset), with every I/O reaped at
+    /// once (`inflight` 0) until `n` writes are issued.
+    fn sequence(j: &mut JobVerify, src: &mut IoSource, writes: u64) -> Vec<(bool, u64)> {
+        let mut out = Vec::new();
+        let mut io = 0;
+        loop {
+            let src_done = src.issued_ios >= writes;
+            match j.next(src, src_done, 0, 0) {
+                Next::Io { spec, verify } => {
+                    if verify.is_none() {
+                        j.write_issued(io, spec.offset, spec.len);
+                        j.write_reaped(io);
+                    }
+                    io += 1;
+                    out.push((verify.is_some(), spec.offset));
+                }
+                Next::Wait => panic!("nothing in flight to wait for"),
+                Next::Done => return out,
+            }
+        }
+    }
+
+    #[test]
+    fn pieces_are_verified_in_write_order_with_a_random_map_and_by_offset_without() {
+        let mut job = JobConfig::simple("v", Pattern::Random, 0, 4096, 64 * 4096);
+        let mut src = IoSource::new(&job);
+        let mut j = JobVerify::new(vcfg(0, 0), 1, true, false, false);
+        let s = sequence(&mut j, &mut src, 64);
+        let (w, r): (Vec<(bool, u64)>, Vec<(bool, u64)>) = s.iter().partition(|(read, _)| !read);
+        assert_eq!(w.len(), 64);
+        assert_eq!(
+            r.iter().map(|x| x.1).collect::<Vec<_>>(),
+            w.iter().map(|x| x.1).collect::<Vec<_>>()
+        );
+        // norandommap, twice the region: fio's rb-tree keeps the newest piece of each
+        // block, read back by offset.
+        job.norandommap = true;
+        let mut src = IoSource::new(&job);
+        let mut j = JobVerify::new(vcfg(0, 0), 1, false, false, false);
+        let s = sequence(&mut j, &mut src, 128);
+        let r: Vec<u64> = s.iter().filter(|x| x.0).map(|x| x.1).collect();
+        let mut written: Vec<u64> = s.iter().filter(|x| !x.0).map(|x| x.1).collect();
+        written.sort_unstable();
+        written.dedup();
+        assert_eq!(r, written);
+    }
+
+    #[test]
+    fn verify_backlog_reads_a_batch_each_time_the_backlog_fills() {
+        let job = JobConfig::simple("v", Pattern::Sequential, 0, 4096, 64 * 4096);
+        let mut src = IoSource::new(&job);
+        let mut j = JobVerify::new(vcfg(8, 2), 1, false, false, false);
+        let s = sequence(&mut j, &mut src, 64);
+        let kinds: String = s.iter().map(|x| if x.0 { 'r' } else { 'w' }).collect();
+        // 8 logged: 2 reads (6 left); 2 more writes make 8 again; and so on.
+        assert!(kinds.starts_with("wwwwwwwwrrwwrrwwrr"), "{kinds}");
+        assert_eq!(kinds.matches('r').count(), 64);
+        // Reads go in offset order, each after its write.
+        let r: Vec<u64> = s.iter().filter(|x| x.0).map(|x| x.1).collect();
+        assert!(r.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn a_piece_whose_write_is_in_flight_waits() {
+        let job = JobConfig::simple("v", Pattern::Sequential, 0, 4096, 2 * 4096);
+        let mut src = IoSource::new(&job);
+        let mut j = JobVerify::new(vcfg(0, 0), 1, false, false, false);
+        for io in 0..2 {
+            let Next::Io { spec, .. } = j.next(&mut src, false, io, 0) else {
+                panic!()
+            };
+            j.write_issued(io, spec.offset, spec.len);
+        }
+        // The write phase is over but its writes are in flight: do_verify waits.
+        assert!(matches!(j.next(&mut src, true, 2, 0), Next::Wait));
+        j.write_reaped(0);
+        j.write_reaped(1);
+        assert!(matches!(
+            j.next(&mut src, true, 0, 5),
+            Next::Io {
+                verify: Some(0),
+                ..
+            }
+        ));
+        assert_eq!(j.runtimes(0, 9, false), [Some(4), Some(5)]);
+    }
+
+    #[test]
+    fn header_failures_follow_fios_checks_in_order() {
+        let p = Piece {
+            offset: 8192,
+            len: 16384,
+            numberio: 3,
+            in_flight: false,
+        };
+        let mut cfg = vcfg(0, 0);
+        cfg.interval = 16384;
+        let good: Vec<u32> = (2..6).map(|l| content_tag(9, 3, l)).collect();
+        let stale: Vec<u32> = (2..6).map(|l| content_tag(9, 1, l)).collect();
+        let check = |cfg: &VerifyConfig, tags: &[u32]| {
+            let mut j = JobVerify::new(cfg.clone(), 0, true, false, false);
+            j.seed = 9;
+            j.writes = 4;
+            let writers = [(9u32, 4u32)];
+            let mut budget = 100;
+            j.check(p, tags, &mut |t, l| decode(&writers, t, l, &mut budget));
+            j.failure.map(|f| f.kind)
+        };
+        assert_eq!(check(&cfg, &good), None);
+        assert_eq!(
+            check(&cfg, &[0, good[1], good[2], good[3]]),
+            Some(FailureKind::BadMagic { found: 0 })
+        );
+        assert_eq!(
+            check(&cfg, &stale),
+            Some(FailureKind::BadNumberio {
+                found: 1,
+                wanted: 3
+            })
+        );
+        let mut mixed = good.clone();
+        mixed[2] = stale[2];
+        assert_eq!(check(&cfg, &mixed), Some(FailureKind::Checksum));
+        // meta checks the header alone.
+        let mut meta = cfg.clone();
+        meta.algo = VerifyAlgo::Meta;
+        assert_eq!(check(&meta, &mixed), None);
+        // A job mixing reads and writes without a backlog checks the seed first.
+        let mut rw = cfg.clone();
+        rw.seed_from_header = false;
+        assert!(matches!(
+            check(&rw, &stale),
+            Some(FailureKind::BadSeed { .. })
+        ));
+        // verify_only: any whole fio write of the offset passes, a torn one does not.
+        let mut only = cfg.clone();
+        only.any_writer = true;
+        only.check_numberio = false;
+        assert_eq!(check(&only, &stale), None);
+        assert_eq!(check(&only, &mixed), Some(FailureKind::Checksum));
+        // verify_offset: the header is the second block.
+        let mut off = cfg.clone();
+        off.header_offset = 4096;
+        assert_eq!(
+            check(&off, &[0, good[1], good[2], good[3]]),
+            Some(FailureKind::Checksum)
+        );
+        assert_eq!(
+            check(&off, &[good[0], 0, good[2], good[3]]),
+            Some(FailureKind::BadMagic { found: 0 })
+        );
+    }
+
+    #[test]
+    fn default_costs_are_fios_crctest_rates() {
+        // crc32c at 4224.1 MiB/s: 4 KiB in 925 ns.
+        assert_eq!(default_cost_per_4k_ns(VerifyAlgo::Crc32c), 925);
+        assert_eq!(default_cost_per_4k_ns(VerifyAlgo::Md5), 10414);
+        assert_eq!(default_cost_per_4k_ns(VerifyAlgo::Null), 0);
+    }
+}
