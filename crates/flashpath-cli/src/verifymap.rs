@@ -101,14 +101,14 @@ pub fn verify_config(job: &Job, cfg: &JobConfig) -> Result<Option<VerifyConfig>>
         } else if reads && interval > min_r {
             interval = min_r;
         }
-        if interval == 0 || min_w % interval != 0 || max_w % interval != 0 {
+        if interval == 0 || !min_w.is_multiple_of(interval) || !max_w.is_multiple_of(interval) {
             interval = gcd(min_w, max_w);
         }
     } else if interval == 0 {
         interval = min_r;
     }
     let header_offset = int(job, "verify_offset", kb_base)?.unwrap_or(0);
-    if header_offset % 4096 != 0 || header_offset >= interval {
+    if !header_offset.is_multiple_of(4096) || header_offset >= interval {
         bail!(
             "verify_offset={header_offset}{}: the header must start a 4 KiB block inside the {interval}-byte verify interval (the device keeps content per 4 KiB)",
             at("verify_offset")

@@ -505,15 +505,6 @@ impl AuDevice {
         self.content.as_mut().expect("track_content first")[p] = tag;
     }
 
-    /// The tag the write being served carries for logical slot `slot`.
-    fn tag_for(&self, slot: u64) -> u32 {
-        if self.port.has_write(self.cur_write) {
-            self.port.write_tag(self.cur_write, slot)
-        } else {
-            self.write_seq
-        }
-    }
-
     /// The tag of the data a read of 4 KiB slot `slot` returns (0: never written),
     /// with `track_content`.
     pub fn content_of(&self, slot: u64) -> u32 {
@@ -989,12 +980,11 @@ impl AuDevice {
         }
         a.wp = padded;
         a.ram_from = padded;
-        if self.content.is_some() {
+        if let Some(c) = &mut self.content {
             let base = (pau * self.spa + fill) as usize;
             let lbase = lau as u64 * self.spa as u64 + o as u64;
             for i in 0..n as usize {
-                let v = self.tag_for(lbase + i as u64);
-                self.content.as_mut().unwrap()[base + i] = v;
+                c[base + i] = tag_for(&self.port, self.cur_write, self.write_seq, lbase + i as u64);
             }
         }
         self.stats.host_slots_programmed += n as u64;
@@ -1123,11 +1113,10 @@ impl AuDevice {
         }
         let pau = log.paus[(pos / self.spa) as usize];
         let off = pos % self.spa;
-        if self.content.is_some() {
+        if let Some(c) = &mut self.content {
             let b = (pau * self.spa + off) as usize;
             for (i, slot) in (first..last).enumerate() {
-                let v = self.tag_for(slot);
-                self.content.as_mut().unwrap()[b + i] = v;
+                c[b + i] = tag_for(&self.port, self.cur_write, self.write_seq, slot);
             }
         }
         self.stats.host_slots_programmed += n as u64;
@@ -1295,14 +1284,18 @@ impl AuDevice {
     // ------------------------------------------------------------------ content tags
 
     fn set_content(&mut self, lau: u32, pau: u32, o: u32, e: u32) {
-        if self.content.is_none() {
+        let Some(c) = &mut self.content else {
             return;
-        }
+        };
         let b = (pau * self.spa) as usize;
         let lbase = lau as u64 * self.spa as u64;
         for off in o..e {
-            let v = self.tag_for(lbase + off as u64);
-            self.content.as_mut().unwrap()[b + off as usize] = v;
+            c[b + off as usize] = tag_for(
+                &self.port,
+                self.cur_write,
+                self.write_seq,
+                lbase + off as u64,
+            );
         }
     }
 
@@ -1327,6 +1320,16 @@ impl super::Model for AuDevice {
     }
     fn stats(&self) -> &DeviceStats {
         AuDevice::stats(self)
+    }
+}
+
+/// The tag write command `cur` carries for logical slot `slot`: the host's staged tag,
+/// or the command's number when it staged none.
+fn tag_for(port: &super::content::Port, cur: u32, write_seq: u32, slot: u64) -> u32 {
+    if port.has_write(cur) {
+        port.write_tag(cur, slot)
+    } else {
+        write_seq
     }
 }
 

@@ -823,16 +823,16 @@ pub(crate) fn setup(cfg: &super::SimConfig) -> Result<Option<Box<Verify>>, Strin
                 ..
             }
         );
-        if sizes.iter().any(|b| b % 4096 != 0)
+        if sizes.iter().any(|b| !b.is_multiple_of(4096))
             || unaligned
-            || j.offset % 4096 != 0
-            || (j.block_align != 0 && j.block_align % 4096 != 0)
+            || !j.offset.is_multiple_of(4096)
+            || (j.block_align != 0 && !j.block_align.is_multiple_of(4096))
         {
             return Err(format!(
                 "job '{name}': verify needs block sizes and offsets in whole 4 KiB blocks (the device keeps content per 4 KiB)"
             ));
         }
-        if v.interval == 0 || v.interval % 4096 != 0 {
+        if v.interval == 0 || !v.interval.is_multiple_of(4096) {
             return Err(format!(
                 "job '{name}': verify_interval={} is not a multiple of 4 KiB (the device keeps content per 4 KiB)",
                 v.interval
@@ -1061,7 +1061,8 @@ mod tests {
         let mut src = IoSource::new(&job);
         let mut j = JobVerify::new(vcfg(0, 0), 1, true, false, false);
         let s = sequence(&mut j, &mut src, 64);
-        let (w, r): (Vec<(bool, u64)>, Vec<(bool, u64)>) = s.iter().partition(|(read, _)| !read);
+        let w: Vec<&(bool, u64)> = s.iter().filter(|x| !x.0).collect();
+        let r: Vec<&(bool, u64)> = s.iter().filter(|x| x.0).collect();
         assert_eq!(w.len(), 64);
         assert_eq!(
             r.iter().map(|x| x.1).collect::<Vec<_>>(),
