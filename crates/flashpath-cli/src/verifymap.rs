@@ -123,6 +123,12 @@ pub fn verify_config(job: &Job, cfg: &JobConfig) -> Result<Option<VerifyConfig>>
     let pattern = set(job, "verify_pattern")
         .and_then(|s| s.value.clone())
         .unwrap_or_default();
+    if algo == VerifyAlgo::Pattern && pattern.is_empty() {
+        bail!(
+            "verify=pattern{} needs a verify_pattern (fio 3.33 aborts on an assertion without one)",
+            at("verify")
+        );
+    }
     Ok(Some(VerifyConfig {
         algo,
         do_verify,

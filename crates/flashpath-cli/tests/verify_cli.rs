@@ -225,6 +225,7 @@ fn what_a_simulated_verify_cannot_do_is_refused_naming_it() {
             &["--direct=1", "--time_based", "--runtime=1"][..],
             "time_based",
         ),
+        (&["--direct=1", "--verify=pattern"][..], "verify_pattern"),
     ] {
         let mut a = base.to_vec();
         a.extend(extra);
@@ -309,5 +310,29 @@ fn verify_passes_through_every_driver_and_ftl() {
             let hits = v["flashpath"]["device"]["hpb_entry_hits"].as_u64().unwrap();
             assert!(hits > 3000, "verify reads served through HPB: {hits}");
         }
+    }
+}
+
+#[test]
+fn pattern_verify_passes_and_meta_checks_headers() {
+    for v in [
+        &["--verify=pattern", "--verify_pattern=0xdeadbeef"][..],
+        &["--verify=pattern", "--verify_pattern=%o"],
+        &["--verify=meta"],
+        &[
+            "--verify=sha256",
+            "--verify_interval=8k",
+            "--verify_offset=4k",
+        ],
+        &["--verify=null"],
+    ] {
+        let mut a = WRITE_VERIFY.to_vec();
+        a.extend(["--bs=16k"]);
+        a.extend(v);
+        let (code, out, err) = run(&a);
+        assert_eq!(code, 0, "{v:?}: {err}");
+        let j = json_job(&out, 0);
+        assert_eq!(j["read"]["total_ios"], 512, "{v:?}");
+        assert_eq!(j["error"], 0, "{v:?}");
     }
 }
