@@ -195,3 +195,26 @@ fn verify_runs_are_deterministic() {
     };
     assert_eq!(run(), run());
 }
+
+/// Content tags are kept only for the erase blocks that hold data: a verify job over
+/// 4 MiB of a 48 MiB device holds tags for about its region, not the device.
+#[test]
+fn content_memory_follows_the_data_written_not_the_device() {
+    let mut j = JobConfig::simple("v", Pattern::Random, 0, 4096, 4 << 20);
+    j.verify = Some(verify(VerifyAlgo::Crc32c, 4096));
+    let mut sim = Sim::new(cfg(vec![j])).unwrap();
+    sim.run_until(u64::MAX);
+    let d = sim.device_mut().page_mapped().unwrap();
+    let held = d.content_blocks_held();
+    let block_bytes = d.page_map().slots_per_block() as u64 * 4096;
+    let blocks = d.page_map().blocks() as u64;
+    // Written twice (preconditioning, then the job): at most about twice the region's
+    // blocks, far from the device's.
+    assert!(
+        held as u64 * block_bytes <= 2 * (4 << 20) + 4 * block_bytes,
+        "{held} blocks of {block_bytes}"
+    );
+    assert!((held as u64) < blocks / 4, "{held} of {blocks}");
+    let r = sim.finish();
+    assert_eq!(r.jobs[0].verify_failure, None);
+}
