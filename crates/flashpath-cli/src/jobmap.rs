@@ -502,6 +502,7 @@ fn check_modelled(job: &Job) -> Result<()> {
         }
         if !MODELLED.contains(&name)
             && !crate::fiologs::LOG_OPTIONS.contains(&name)
+            && !crate::verifymap::MODELLED.contains(&name)
             && !NO_EFFECT.iter().any(|(n, _)| *n == name)
         {
             bail!(
@@ -875,7 +876,10 @@ fn job_config(job: &Job, dev: &DeviceConfig) -> Result<(JobConfig, files::Target
         zones: strided_zones(job)?,
         // Set by `plan` (replay.rs).
         replay: None,
+        verify: None,
     };
+    let mut cfg = cfg;
+    cfg.verify = crate::verifymap::verify_config(job, &cfg)?;
     Ok((cfg, target))
 }
 
@@ -1370,6 +1374,7 @@ mod option_walk {
                     let n = def.name.as_str();
                     let listed = MODELLED.contains(&n)
                         || crate::fiologs::LOG_OPTIONS.contains(&n)
+                        || crate::verifymap::MODELLED.contains(&n)
                         || NO_EFFECT.iter().any(|(x, _)| *x == n)
                             && readme.contains(&format!("`{n}`"));
                     if !listed {
@@ -1408,7 +1413,7 @@ mod option_walk {
             .map(|s| s.to_string())
             .collect();
             let inv = parse_command_line(&args, &Env::from_process()).unwrap();
-            let e = plan(&inv, &dev).err().expect(name).to_string();
+            let e = plan(&inv, &dev, None).err().expect(name).to_string();
             assert!(e.contains(name) && e.contains(why), "{e}");
         }
     }

@@ -20,6 +20,7 @@ mod repro;
 mod run;
 mod trace_out;
 mod validate;
+mod verifymap;
 
 use std::process::ExitCode;
 

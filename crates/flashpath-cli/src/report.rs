@@ -72,6 +72,11 @@ fn job_report(meta: &JobMeta, s: &JobStats) -> JobReport {
     r.kb_base = meta.kb_base;
     r.latency_depth = s.lat_depth.unwrap_or(meta.iodepth);
     (r.latency_target, r.latency_window, r.latency_percentile) = meta.latency;
+    if let Some(f) = &s.verify_failure {
+        // fio's td_verror(EILSEQ) where the failing read was reaped.
+        r.error = flashpath_core::sim::EILSEQ;
+        r.verror = f.verror().to_string();
+    }
     // fio (backend.c update_runtime): elapsed microseconds rounded up to milliseconds.
     let runtime_ms = (s.runtime_ns / 1000).div_ceil(1000);
     let full_windows = (s.runtime_ns / BW_INTERVAL_NS) as usize;
@@ -85,7 +90,13 @@ fn job_report(meta: &JobMeta, s: &JobStats) -> JobReport {
         let dst = r.dir_mut(d);
         dst.io_bytes = src.bytes;
         dst.total_ios = src.ios;
-        dst.runtime_ms = if src.ios > 0 { runtime_ms } else { 0 };
+        let dir_runtime_ms = match d {
+            Ddir::Read => s.dir_runtime_ns[0],
+            Ddir::Write => s.dir_runtime_ns[1],
+            Ddir::Trim => None,
+        }
+        .map_or(runtime_ms, |ns| (ns / 1000).div_ceil(1000));
+        dst.runtime_ms = if src.ios > 0 { dir_runtime_ms } else { 0 };
         let off = meta.disabled;
         let hist = |h: &flashpath_hist::LatHist, disabled: bool| {
             LatStat::from_hist(if disabled {

@@ -437,6 +437,14 @@ pub fn fio_command(args: &[String]) -> Result<()> {
         let name = BlkDevice::for_driver(driver).name;
         rep.disk_util.push(report::disk_util(name, &result.system));
     }
+    let (verify_failed, verify_lines) =
+        crate::verifymap::failures(&inv, &plan.metas, &result, &rep);
+    let normal = inv
+        .formats
+        .contains(&flashpath_fio::parse::OutputFormat::Normal);
+    if normal {
+        rep.startup_lines.extend(verify_lines.iter().cloned());
+    }
     let mut out: Box<dyn Write> = match &inv.output {
         Some(p) => Box::new(std::io::BufWriter::new(
             std::fs::File::create(p)
@@ -444,9 +452,14 @@ pub fn fio_command(args: &[String]) -> Result<()> {
         )),
         None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
     };
+    if !normal {
+        for l in &verify_lines {
+            writeln!(out, "{l}").context("writing the report")?;
+        }
+    }
     jobmap::write_formats(&inv, &rep, &mut out).context("writing the report")?;
     out.flush().context("writing the report")?;
-    if failed {
+    if failed || verify_failed {
         // fio exits 1 when a job ended with an error (its messages are printed).
         return Err(crate::flashbench::ExitStatus(1).into());
     }

@@ -416,9 +416,15 @@ pub struct AuDevice {
     log: Option<Log>,
     stats: DeviceStats,
     au: AuStats,
-    /// Content tags per physical slot (tests): the write that put the data there.
+    /// Content tags per physical slot (tests, verify; `super::content`): the host's tag
+    /// for the data, or the number of the write command that put it there when the host
+    /// staged none.
     content: Option<Vec<u32>>,
     write_seq: u32,
+    /// Data of host commands in and out, when content is tracked.
+    port: super::content::Port,
+    /// The write command being served (its staged tags).
+    cur_write: u32,
 }
 
 impl AuDevice {
@@ -463,6 +469,8 @@ impl AuDevice {
             au: AuStats::default(),
             content: None,
             write_seq: 0,
+            port: super::content::Port::default(),
+            cur_write: 0,
             c: c.clone(),
         }
     }
@@ -476,10 +484,25 @@ impl AuDevice {
     }
 
     /// Keeps a content tag per physical slot from now on (tests, verify): each host
-    /// write command is numbered from 1 and every copy carries the tag.
+    /// write carries its staged tags (`content_port`), or its command number from 1 if
+    /// none were staged, and every copy carries the tag.
     pub fn track_content(&mut self) {
-        let n = self.c.physical_aus() as usize * self.spa as usize;
-        self.content = Some(vec![0; n]);
+        if self.content.is_none() {
+            let n = self.c.physical_aus() as usize * self.spa as usize;
+            self.content = Some(vec![0; n]);
+        }
+    }
+
+    /// The host data port, when content is tracked.
+    pub fn content_port(&mut self) -> Option<&mut super::content::Port> {
+        self.content.as_ref()?;
+        Some(&mut self.port)
+    }
+
+    /// Overwrites the tag where logical slot `slot`'s data is now (tests).
+    pub fn corrupt_content(&mut self, slot: u64, tag: u32) {
+        let p = self.locate(slot).slot() as usize;
+        self.content.as_mut().expect("track_content first")[p] = tag;
     }
 
     /// The tag of the data a read of 4 KiB slot `slot` returns (0: never written),
@@ -569,6 +592,13 @@ impl AuDevice {
         match cmd.op {
             DevOp::Read | DevOp::HpbRead => {
                 let (first_ready, last_ready) = self.read(t, cmd.lba, end);
+                if self.content.is_some() {
+                    // The data of the locations the read used.
+                    for slot in first..last {
+                        let v = self.content_of(slot);
+                        self.port.push_read(cmd.tag, v);
+                    }
+                }
                 out.emit(
                     first_ready.max(now),
                     Output::ReadReady {
@@ -578,7 +608,11 @@ impl AuDevice {
                 );
             }
             DevOp::Write => {
+                self.cur_write = cmd.tag;
                 let t = self.write(t, first, last, cmd.fua);
+                if self.content.is_some() {
+                    self.port.end_write(cmd.tag);
+                }
                 if !cmd.lba.is_multiple_of(SECTORS_PER_LPN) || !end.is_multiple_of(SECTORS_PER_LPN)
                 {
                     self.stats.partial_writes += 1;
@@ -917,7 +951,7 @@ impl AuDevice {
             }
             t_end = t_end.max(self.program_units(t0, pau, first_new, ue));
         }
-        self.set_content(pau, o, e);
+        self.set_content(lau, pau, o, e);
         self.stats.host_slots_programmed += (e - o) as u64;
         let a = &mut self.open[k];
         a.wp = wp.max(e);
@@ -929,7 +963,7 @@ impl AuDevice {
     /// at the update AU's next free unit and programmed at once, the last unit padded
     /// (a page-mapped area keeps no partial unit in RAM).
     fn write_any(&mut self, t: SimTime, k: usize, o: u32, e: u32) -> SimTime {
-        let (pau, fill) = (self.open[k].pau, self.open[k].wp);
+        let (pau, fill, lau) = (self.open[k].pau, self.open[k].wp, self.open[k].lau);
         let n = e - o;
         let a = &mut self.open[k];
         if o != fill {
@@ -948,7 +982,10 @@ impl AuDevice {
         a.ram_from = padded;
         if let Some(c) = &mut self.content {
             let base = (pau * self.spa + fill) as usize;
-            c[base..base + n as usize].fill(self.write_seq);
+            let lbase = lau as u64 * self.spa as u64 + o as u64;
+            for i in 0..n as usize {
+                c[base + i] = tag_for(&self.port, self.cur_write, self.write_seq, lbase + i as u64);
+            }
         }
         self.stats.host_slots_programmed += n as u64;
         self.stats.padding_slots += (padded - fill - n) as u64;
@@ -1078,7 +1115,9 @@ impl AuDevice {
         let off = pos % self.spa;
         if let Some(c) = &mut self.content {
             let b = (pau * self.spa + off) as usize;
-            c[b..b + n as usize].fill(self.write_seq);
+            for (i, slot) in (first..last).enumerate() {
+                c[b + i] = tag_for(&self.port, self.cur_write, self.write_seq, slot);
+            }
         }
         self.stats.host_slots_programmed += n as u64;
         self.stats.padding_slots += (units * self.spu - n) as u64;
@@ -1244,11 +1283,19 @@ impl AuDevice {
 
     // ------------------------------------------------------------------ content tags
 
-    fn set_content(&mut self, pau: u32, o: u32, e: u32) {
-        let seq = self.write_seq;
-        if let Some(c) = &mut self.content {
-            let b = (pau * self.spa) as usize;
-            c[b + o as usize..b + e as usize].fill(seq);
+    fn set_content(&mut self, lau: u32, pau: u32, o: u32, e: u32) {
+        let Some(c) = &mut self.content else {
+            return;
+        };
+        let b = (pau * self.spa) as usize;
+        let lbase = lau as u64 * self.spa as u64;
+        for off in o..e {
+            c[b + off as usize] = tag_for(
+                &self.port,
+                self.cur_write,
+                self.write_seq,
+                lbase + off as u64,
+            );
         }
     }
 
@@ -1273,6 +1320,16 @@ impl super::Model for AuDevice {
     }
     fn stats(&self) -> &DeviceStats {
         AuDevice::stats(self)
+    }
+}
+
+/// The tag write command `cur` carries for logical slot `slot`: the host's staged tag,
+/// or the command's number when it staged none.
+fn tag_for(port: &super::content::Port, cur: u32, write_seq: u32, slot: u64) -> u32 {
+    if port.has_write(cur) {
+        port.write_tag(cur, slot)
+    } else {
+        write_seq
     }
 }
 

@@ -116,6 +116,11 @@ impl Harness {
     }
 
     /// Runs a command right after the previous one finished (QD1, zero host time).
+    /// The tag the next command will carry (to stage its data in the content port).
+    pub fn next_tag(&self) -> u32 {
+        self.next_tag
+    }
+
     pub fn next(&mut self, op: DevOp, lba: u64, sectors: u32) -> Completion {
         self.run(self.last_done.max(self.now), op, lba, sectors)
     }

@@ -77,6 +77,7 @@
 
 pub mod allocation_unit;
 pub mod config;
+pub mod content;
 pub mod cq;
 pub mod ftl;
 pub mod harness;
@@ -313,6 +314,7 @@ impl Device {
                 busy: crate::engine::FifoResource::new(),
                 capacity_sectors,
                 stats: DeviceStats::default(),
+                content: None,
             }),
             DeviceModel::PageMapped(n) => {
                 let mut d = page_mapped::PageMappedDevice::new(n, cfg.capacity_bytes);
@@ -392,6 +394,54 @@ impl Device {
         }
     }
 
+    /// Keeps a content tag per 4 KiB from now on (`content`): writes take the tags the
+    /// host stages in `content_port`, reads return the tags of what they read there.
+    pub fn track_content(&mut self) {
+        match &mut self.inner {
+            Inner::Ideal(d) => {
+                if d.content.is_none() {
+                    let lpns = self.capacity_sectors.div_ceil(config::SECTORS_PER_LPN);
+                    d.content = Some(Box::new((
+                        content::Port::default(),
+                        vec![content::UNWRITTEN; lpns as usize],
+                    )));
+                }
+            }
+            Inner::PageMapped(d) => d.track_content(),
+            Inner::AllocationUnit(d) => d.track_content(),
+        }
+    }
+
+    /// The host's data port, when content is tracked (`None` otherwise: the one test a
+    /// command pays when nothing is tracked).
+    #[inline]
+    pub fn content_port(&mut self) -> Option<&mut content::Port> {
+        match &mut self.inner {
+            Inner::Ideal(d) => d.content.as_mut().map(|c| &mut c.0),
+            Inner::PageMapped(d) => d.content_port(),
+            Inner::AllocationUnit(d) => d.content_port(),
+        }
+    }
+
+    /// Overwrites the tag of the data `lpn` reads now (tests: a corrupted block).
+    pub fn corrupt_content(&mut self, lpn: u64, tag: u32) {
+        match &mut self.inner {
+            Inner::Ideal(d) => {
+                d.content.as_mut().expect("track_content first").1[lpn as usize] = tag
+            }
+            Inner::PageMapped(d) => d.corrupt_content(lpn as u32, tag),
+            Inner::AllocationUnit(d) => d.corrupt_content(lpn, tag),
+        }
+    }
+
+    /// The page-mapped model, mutable (tests: fault injection).
+    pub fn page_mapped_mut(&mut self) -> Option<&mut page_mapped::PageMappedDevice> {
+        match &mut self.inner {
+            Inner::PageMapped(d) => Some(d),
+            _ => None,
+        }
+    }
+
     /// The allocation-unit model, mutable (tests: content tracking).
     pub fn allocation_unit_mut(&mut self) -> Option<&mut allocation_unit::AuDevice> {
         match &mut self.inner {
@@ -407,6 +457,8 @@ struct IdealDevice {
     busy: crate::engine::FifoResource,
     capacity_sectors: u64,
     stats: DeviceStats,
+    /// Content tags per 4 KiB, when tracked: no FTL, so the logical block is the place.
+    content: Option<Box<(content::Port, Vec<u32>)>>,
 }
 
 impl Model for IdealDevice {
@@ -441,6 +493,32 @@ impl Model for IdealDevice {
             return;
         }
         let slots = (cmd.sectors as u64).div_ceil(config::SECTORS_PER_LPN);
+        if let Some(c) = &mut self.content {
+            let (port, tags) = &mut **c;
+            let first = cmd.lba / config::SECTORS_PER_LPN;
+            let end = (cmd.lba + cmd.sectors as u64).div_ceil(config::SECTORS_PER_LPN);
+            match cmd.op {
+                DevOp::Read | DevOp::HpbRead => {
+                    for lpn in first..end {
+                        port.push_read(cmd.tag, tags[lpn as usize]);
+                    }
+                }
+                DevOp::Write => {
+                    for lpn in first..end {
+                        tags[lpn as usize] = port.write_tag(cmd.tag, lpn);
+                    }
+                    port.end_write(cmd.tag);
+                }
+                DevOp::Discard => {
+                    let first = cmd.lba.div_ceil(config::SECTORS_PER_LPN);
+                    let end = (cmd.lba + cmd.sectors as u64) / config::SECTORS_PER_LPN;
+                    for lpn in first..end {
+                        tags[lpn as usize] = content::UNWRITTEN;
+                    }
+                }
+                _ => {}
+            }
+        }
         let dur = match cmd.op {
             DevOp::Read | DevOp::HpbRead => {
                 self.stats.host_read_slots += slots;

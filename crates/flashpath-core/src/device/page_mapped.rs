@@ -61,10 +61,17 @@
 //!   clean, i.e. once their data and everything buffered before it is programmed (the
 //!   buffer drains in arrival order; a partial row goes out padded, as for a flush).
 //! - No SLC cache, no wear levelling beyond FIFO reuse of erased blocks, no power loss.
+//! - Content (`super::content`, when tracked): a write's tags go into its buffer slots
+//!   as it is admitted (a coalesced overwrite replaces the slot's tag), into the NAND
+//!   slots of its row when the row's program is issued, and with each GC copy; an erase
+//!   forgets its block's tags. A read returns, per 4 KiB, the tag of the buffer slot or
+//!   NAND slot its map entry (or, for the first block of an HPB READ, the host's entry)
+//!   names, zero for an unmapped block.
 //!
 //! Units: ns, bytes. No randomness.
 
 use super::config::{GcCopy, NandDeviceConfig, LPN_BYTES, SECTORS_PER_LPN};
+use super::content::{BlockTags, Port, UNWRITTEN};
 use super::ftl::{Lpn, PageMap, Ppa, Stream, BUF_FLAG, UNMAPPED};
 use super::hpb::{HpbControl, HpbDevice, HpbDeviceConfig, HPB_ENTRY_BYTES};
 use super::map_cache::{MapAccess, MapCache};
@@ -154,6 +161,18 @@ pub struct PageMappedDevice {
     nand_log: Option<Vec<NandSlice>>,
     /// UFS HPB, when the device has it and the host uses it (`super::hpb`).
     hpb: Option<HpbDevice>,
+    /// Content tags, when tracked (`super::content`).
+    content: Option<Box<PmContent>>,
+}
+
+/// The tags of the data the device holds: per write buffer slot and per NAND slot.
+struct PmContent {
+    port: Port,
+    nand: BlockTags,
+    buf: Vec<u32>,
+    /// A deliberately broken GC (tests of verify): each copy takes the tag of the
+    /// slot after its source.
+    gc_fault: bool,
 }
 
 impl PageMappedDevice {
@@ -276,7 +295,115 @@ impl PageMappedDevice {
             gc_scratch: vec![(0, 0); row],
             nand_log: None,
             hpb: None,
+            content: None,
             c: c.clone(),
+        }
+    }
+
+    /// Keeps a content tag per 4 KiB from now on (see `super::content`).
+    pub fn track_content(&mut self) {
+        if self.content.is_none() {
+            self.content = Some(Box::new(PmContent {
+                port: Port::default(),
+                nand: BlockTags::new(self.ftl.blocks(), self.ftl.slots_per_block()),
+                buf: vec![UNWRITTEN; self.buf.capacity() as usize],
+                gc_fault: false,
+            }));
+            // Data already on the device is data, but no fio write's.
+            let c = self.content.as_mut().unwrap();
+            let mut lpn = 0;
+            while lpn < self.ftl.user_lpns() {
+                if !self.ftl.chunk_touched(lpn) {
+                    lpn = self.ftl.next_chunk_start(lpn);
+                    continue;
+                }
+                let e = self.ftl.get(lpn);
+                if e != UNMAPPED && e & BUF_FLAG == 0 {
+                    c.nand.set(e, UNWRITTEN);
+                }
+                lpn += 1;
+            }
+        }
+    }
+
+    /// The host data port, when content is tracked.
+    pub fn content_port(&mut self) -> Option<&mut Port> {
+        self.content.as_mut().map(|c| &mut c.port)
+    }
+
+    /// The tag a read of `lpn` returns now (content tracked).
+    pub fn content_of(&self, lpn: Lpn) -> u32 {
+        let c = self.content.as_ref().expect("track_content first");
+        let e = self.ftl.get(lpn);
+        if e == UNMAPPED {
+            UNWRITTEN
+        } else if e & BUF_FLAG != 0 {
+            c.buf[(e & !BUF_FLAG) as usize]
+        } else {
+            c.nand.get(e)
+        }
+    }
+
+    /// Overwrites the tag where `lpn`'s data is now (tests: a corrupted block).
+    pub fn corrupt_content(&mut self, lpn: Lpn, tag: u32) {
+        let e = self.ftl.get(lpn);
+        let c = self.content.as_mut().expect("track_content first");
+        if e == UNMAPPED {
+            return;
+        }
+        if e & BUF_FLAG != 0 {
+            c.buf[(e & !BUF_FLAG) as usize] = tag;
+        } else {
+            c.nand.set(e, tag);
+        }
+    }
+
+    /// Breaks GC on purpose (tests of verify): each copy takes its neighbour's data.
+    pub fn break_gc_copy(&mut self) {
+        self.content.as_mut().expect("track_content first").gc_fault = true;
+    }
+
+    /// Erase blocks holding content tags now.
+    pub fn content_blocks_held(&self) -> usize {
+        self.content.as_ref().map_or(0, |c| c.nand.blocks_held())
+    }
+
+    /// GC moved `lpn`'s data from `src` to `dst`: its tag moves with it.
+    fn content_copy(&mut self, src: Ppa, dst: Ppa) {
+        if let Some(c) = &mut self.content {
+            let from = if c.gc_fault { src ^ 1 } else { src };
+            let v = c.nand.get(from);
+            c.nand.set(dst, v);
+        }
+    }
+
+    fn content_erase(&mut self, block: u32) {
+        if let Some(c) = &mut self.content {
+            c.nand.erase(block);
+        }
+    }
+
+    /// What read `cmd` returns, per 4 KiB, into the port (`hpb_first`: the first block
+    /// is read where the host's HPB entry says).
+    fn content_read(&mut self, cmd: &DevCommand, hpb_first: bool) {
+        let (first, end) = Self::lpn_range(cmd);
+        let Some(c) = &mut self.content else {
+            return;
+        };
+        for lpn in first..end {
+            let e = if lpn == first && hpb_first {
+                cmd.hpb
+            } else {
+                self.ftl.get(lpn)
+            };
+            let v = if e == UNMAPPED {
+                UNWRITTEN
+            } else if e & BUF_FLAG != 0 {
+                c.buf[(e & !BUF_FLAG) as usize]
+            } else {
+                c.nand.get(e)
+            };
+            c.port.push_read(cmd.tag, v);
         }
     }
 
@@ -380,6 +507,10 @@ impl PageMappedDevice {
             self.ftl.supersede(lpn, UNMAPPED);
             self.ftl.place(ppa, lpn);
             self.ftl.complete(ppa, lpn, true);
+            if let Some(c) = &mut self.content {
+                // Data that is there, but no fio write's.
+                c.nand.set(ppa, UNWRITTEN);
+            }
             pos += 1;
         }
         for d in 0..dies {
@@ -402,10 +533,12 @@ impl PageMappedDevice {
                     .alloc_slot(die, Stream::Gc)
                     .expect("GC has a block");
                 self.ftl.relocate(lpn, src, dst);
+                self.content_copy(src, dst);
             }
         }
         self.gc_scratch = scratch;
         self.ftl.erase(victim);
+        self.content_erase(victim);
         true
     }
 
@@ -764,6 +897,9 @@ impl PageMappedDevice {
         }
         let first_ready = first_ready.unwrap_or(t0).max(now);
         self.stream_read_ready = last_ready;
+        if self.content.is_some() {
+            self.content_read(&cmd, hpb_first);
+        }
         out.emit(
             first_ready,
             Output::ReadReady {
@@ -879,12 +1015,18 @@ impl PageMappedDevice {
                 {
                     // Still waiting for the drain: overwrite the buffered copy in place.
                     self.stats.coalesced_writes += 1;
+                    if let Some(c) = &mut self.content {
+                        c.buf[(e & !BUF_FLAG) as usize] = c.port.write_tag(aw.tag, lpn as u64);
+                    }
                 } else {
                     if self.buf.free_slots() == 0 {
                         break;
                     }
                     let slot = self.buf.insert(lpn);
                     self.ftl.supersede(lpn, BUF_FLAG | slot);
+                    if let Some(c) = &mut self.content {
+                        c.buf[slot as usize] = c.port.write_tag(aw.tag, lpn as u64);
+                    }
                 }
                 admitted += 1;
                 aw.next += 1;
@@ -896,6 +1038,9 @@ impl PageMappedDevice {
                 self.buffer_data_ready = self.buffer_data_ready.max(e);
             }
             if aw.next == aw.end {
+                if let Some(c) = &mut self.content {
+                    c.port.end_write(aw.tag);
+                }
                 if let Some(since) = aw.stalled_since {
                     // Waited from when the data could have gone in until the last space freed.
                     self.stats.write_stall_ns += now.saturating_sub(since);
@@ -1006,6 +1151,10 @@ impl PageMappedDevice {
             let ppa = base + i as u32;
             self.ftl.place(ppa, lpn);
             units.push((slot, lpn, ppa));
+            if let Some(c) = &mut self.content {
+                // The row's data leaves the buffer for the die now.
+                c.nand.set(ppa, c.buf[slot as usize]);
+            }
         }
         self.take_scratch = take;
         self.stats.host_slots_programmed += n as u64;
@@ -1213,6 +1362,7 @@ impl PageMappedDevice {
         let (_, end) = self.book_die(d as u32, "erase", now, self.c.t_erase_ns);
         self.invalidate_registers(die);
         self.ftl.erase(victim);
+        self.content_erase(victim);
         self.stats.erases += 1;
         self.gc[d].victim = NONE;
         self.gc[d].scheduled = true;
@@ -1239,6 +1389,7 @@ impl PageMappedDevice {
                 .alloc_slot(die, Stream::Gc)
                 .expect("GC ran out of free blocks (over-provisioning too small)");
             self.ftl.relocate(lpn, src, dst);
+            self.content_copy(src, dst);
             self.stats.gc_copies += 1;
             let seg = self.segment_of(lpn);
             if seg != last_seg {

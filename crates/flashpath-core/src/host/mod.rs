@@ -220,6 +220,16 @@ pub struct HostCosts {
     pub complete_ns: u64,
     /// System-call return to the thread and fio's own per-I/O work (accounting, next offset).
     pub syscall_return_ns: u64,
+    /// fio's verify of 4 KiB read back, by algorithm (`costs.verify_per_4k`, a table of
+    /// fio's algorithm names; defaults in `sim::verify::default_cost_per_4k_ns`).
+    pub verify_per_4k_ns: [u64; crate::sim::VerifyAlgo::ALL.len()],
+}
+
+impl HostCosts {
+    /// The CPU cost of fio checking 4 KiB with `algo`.
+    pub fn verify_per_4k_ns(&self, algo: crate::sim::VerifyAlgo) -> u64 {
+        self.verify_per_4k_ns[algo as usize]
+    }
 }
 
 /// The block layer's queue limits.
@@ -650,6 +660,9 @@ pub struct RawCosts {
     pub wakeup: String,
     pub complete: String,
     pub syscall_return: String,
+    /// fio verify cost per 4 KiB by algorithm name (`crc32c = "0.8us"`); optional.
+    #[serde(default)]
+    pub verify_per_4k: std::collections::BTreeMap<String, String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -760,6 +773,20 @@ impl RawHost {
             wakeup_ns: cost("costs.wakeup", &c.wakeup)?,
             complete_ns: cost("costs.complete", &c.complete)?,
             syscall_return_ns: cost("costs.syscall_return", &c.syscall_return)?,
+            verify_per_4k_ns: {
+                let mut v = crate::sim::VerifyAlgo::ALL.map(crate::sim::default_cost_per_4k_ns);
+                for (k, val) in &c.verify_per_4k {
+                    let field = format!("costs.verify_per_4k.{k}");
+                    let Some(a) = crate::sim::VerifyAlgo::parse(k) else {
+                        return Err(ConfigError::new(
+                            &field,
+                            "is not one of fio's verify algorithms",
+                        ));
+                    };
+                    v[a as usize] = cost(&field, val)?;
+                }
+                v
+            },
         };
         let scheduler = match self.block.scheduler.as_str() {
             "none" => Scheduler::None,
@@ -956,6 +983,7 @@ impl HostConfig {
                 wakeup_ns: 0,
                 complete_ns: 0,
                 syscall_return_ns: 0,
+                verify_per_4k_ns: [0; crate::sim::VerifyAlgo::ALL.len()],
             },
             block: BlockConfig {
                 scheduler: Scheduler::None,

@@ -48,9 +48,14 @@ mod replay;
 mod rtsx;
 mod ufs;
 mod ufs_hpb;
+mod verify;
 pub use buffered::CacheStats;
 pub use observer::{IoDone, IoObserver, IoQueued};
 pub use rtsx::IDLE_STOP_NS as RTSX_IDLE_STOP_NS;
+pub use verify::{
+    content_tag, default_cost_per_4k_ns, FailureKind, VerifyAlgo, VerifyConfig, VerifyFailure,
+    EILSEQ, UNTRACKED_NUMBERIO,
+};
 
 /// Everything a run needs.
 #[derive(Clone, Debug)]
@@ -381,6 +386,9 @@ pub struct Sim {
     observers: Vec<Box<dyn IoObserver>>,
     /// fio's flow_id groups (sim/flow.rs).
     flows: Vec<flow::FlowGroup>,
+    /// fio's verify, when some job verifies (`sim/verify.rs`); the device then tracks
+    /// content.
+    verify: Option<Box<verify::Verify>>,
 }
 
 impl Sim {
@@ -447,6 +455,7 @@ impl Sim {
         buffered::check(&cfg)?;
         journal::check(&cfg)?;
         discard::check(&cfg)?;
+        let verify = verify::setup(&cfg)?;
         let host = &cfg.host;
         let cqe = cqe::MmcCqe::new(cfg.driver, host)?;
         let (flows, mut flow_seats) = flow::seats(&cfg);
@@ -495,6 +504,8 @@ impl Sim {
                         script_lat_ns: Vec::new(),
                         error: None,
                         lat_depth: None,
+                        verify_failure: None,
+                        dir_runtime_ns: [None, None],
                     },
                     last_change: 0,
                     replay: match &j.replay {
@@ -522,6 +533,7 @@ impl Sim {
             disc: discard::DiscardState::default(),
             observers: Vec::new(),
             flows,
+            verify,
             rtsx: rtsx::Rtsx::default(),
             buf: buffered::Buffered::new(&cfg),
             jbd: journal::Journal::new(&cfg),
@@ -552,6 +564,9 @@ impl Sim {
         };
         discard::setup(&mut sim);
         sim.ufs_hpb_setup();
+        if sim.verify.is_some() {
+            sim.dev.track_content();
+        }
         if instant_pre {
             for j in precondition_jobs(&sim.cfg.jobs, sim.cfg.device.capacity_bytes) {
                 sim.dev.precondition(j.offset / 512, j.size / 512);
@@ -633,6 +648,11 @@ impl Sim {
         Ok(v)
     }
 
+    /// The simulated device (tests: fault injection between run steps).
+    pub fn device_mut(&mut self) -> &mut Device {
+        &mut self.dev
+    }
+
     /// The trace recorded so far, if enabled.
     pub fn trace(&self) -> Option<&Trace> {
         self.trace.as_ref()
@@ -687,6 +707,16 @@ impl Sim {
         self.sys.device = self.dev.stats().clone();
         self.sys.hpb = self.ufs.hpb.as_ref().map(|h| h.drv.stats);
         self.sys.au = self.dev.allocation_unit().map(|a| a.au_stats().clone());
+        if let Some(v) = &mut self.verify {
+            for (t, j) in v.jobs.iter_mut().enumerate() {
+                if let Some(j) = j {
+                    let th = &mut self.threads[t];
+                    th.stats.verify_failure = j.failure.take();
+                    th.stats.dir_runtime_ns =
+                        j.runtimes(th.measure_start, th.end, self.cfg.jobs[t].read_pct > 0);
+                }
+            }
+        }
         let prefill = self.prefill;
         RunResult {
             jobs: self
@@ -808,6 +838,9 @@ impl Sim {
     }
 
     fn device(&mut self, input: device::Input) {
+        if self.verify.is_some() {
+            self.verify_stage_write(&input);
+        }
         let now = self.now;
         let mut out = std::mem::take(&mut self.dev_out);
         self.dev.handle(now, input, &mut out);
@@ -838,6 +871,9 @@ impl Sim {
         th.stats.start_ns = now;
         if cfg.lat_target.is_some() {
             self.lat_target_start(t);
+        }
+        if self.verify.is_some() {
+            self.verify_dry_run(t);
         }
         if t as usize >= self.prefill {
             let job = t as usize - self.prefill;
@@ -903,9 +939,16 @@ impl Sim {
                 return true;
             }
         }
-        th.terminated
-            || (!cfg.time_based && th.src.issued_bytes >= cfg.io_limit)
-            || (cfg.max_ios > 0 && th.src.issued_ios >= cfg.max_ios)
+        let src_done = (!cfg.time_based && th.src.issued_bytes >= cfg.io_limit)
+            || (cfg.max_ios > 0 && th.src.issued_ios >= cfg.max_ios);
+        if let Some(j) = self
+            .verify
+            .as_ref()
+            .and_then(|v| v.jobs[t as usize].as_ref())
+        {
+            return th.terminated || j.done(src_done);
+        }
+        th.terminated || src_done
     }
 
     fn account_outstanding(&mut self, t: u32) {
@@ -949,7 +992,11 @@ impl Sim {
         if !done.is_empty() && self.threads[t as usize].lat.is_some() {
             self.lat_target_reaped(t, &done);
         }
+        let mut verified_4k = 0;
         for &io in &done {
+            if self.verify.is_some() {
+                verified_4k += self.verify_reaped(t, io);
+            }
             self.record_io(t, io);
         }
         if !done.is_empty() && self.threads[t as usize].min_rate.is_some() {
@@ -958,6 +1005,11 @@ impl Sim {
         done.clear();
         let rest = std::mem::replace(&mut self.threads[t as usize].completed, done);
         self.threads[t as usize].completed.extend(rest);
+        if verified_4k > 0 {
+            // fio checks what it read in the completion path, on the reaping thread's
+            // core, before it goes on.
+            return self.verify_cpu(t, verified_4k);
+        }
         if self.buf_sync_due(t) {
             return;
         }
@@ -1072,13 +1124,32 @@ impl Sim {
         let mut picked = std::mem::take(&mut self.threads[t as usize].submitting);
         for _ in 0..batch {
             let th = &mut self.threads[t as usize];
-            if th.inflight + picked.len() as u32 >= th.depth
-                || (!time_based && th.src.issued_bytes >= io_limit)
-                || (max_ios > 0 && th.src.issued_ios >= max_ios)
-            {
+            if th.inflight + picked.len() as u32 >= th.depth {
                 break;
             }
-            let spec = th.src.next_io();
+            let src_done = (!time_based && th.src.issued_bytes >= io_limit)
+                || (max_ios > 0 && th.src.issued_ios >= max_ios);
+            let mut verify_of = None;
+            let spec = match self
+                .verify
+                .as_mut()
+                .and_then(|v| v.jobs[t as usize].as_mut())
+            {
+                None if src_done => break,
+                None => th.src.next_io(),
+                Some(j) => match j.next(
+                    &mut th.src,
+                    src_done,
+                    th.inflight + picked.len() as u32,
+                    now,
+                ) {
+                    verify::Next::Io { spec, verify } => {
+                        verify_of = verify;
+                        spec
+                    }
+                    verify::Next::Wait | verify::Next::Done => break,
+                },
+            };
             let nbios = if spec.trim {
                 // __blkdev_issue_discard and blk_bio_discard_split: pieces of at most
                 // max_discard_sectors, granularity-aligned.
@@ -1123,6 +1194,9 @@ impl Sim {
             if direct && !null && !spec.trim && spec.dir == Dir::Write {
                 self.o_sync_direct(t, io);
             }
+            if let Some(v) = &mut self.verify {
+                verify::issued(v, t as usize, io, &spec, verify_of);
+            }
             if !self.observers.is_empty() && t as usize >= self.prefill {
                 let q = IoQueued {
                     job: t as usize - self.prefill,
@@ -1137,6 +1211,13 @@ impl Sim {
                 }
             }
             picked.push(io);
+        }
+        if picked.is_empty() {
+            // A verifying job waits for a write it must verify next, or for the write
+            // phase to end: a completion wakes it.
+            self.threads[t as usize].submitting = picked;
+            self.threads[t as usize].state = ThreadState::Sleeping;
+            return;
         }
         self.account_outstanding(t);
         if self.threads[t as usize].flow.is_some() {
@@ -1483,6 +1564,9 @@ impl Sim {
             self.blk_rq(now, r, BlkAction::Complete, 0);
         }
         self.record_request_spans(r);
+        if self.verify.is_some() {
+            self.verify_read_data(r);
+        }
         let (hw_at, irq_at) = {
             let q = self.block.req(r);
             (q.hw_at, q.irq_at)

@@ -80,8 +80,8 @@ pub struct JobStats {
     pub complete_hist: [u64; 7],
     /// CPU time spent by this thread (system side), ns.
     pub sys_ns: u64,
-    /// CPU time spent by this thread in user space, ns (fio's own work where it is
-    /// modelled apart: the null engine).
+    /// CPU time spent by this thread in user space, ns, where the model counts it
+    /// (fio's own work under the null engine, fio's verify).
     pub usr_ns: u64,
     /// Where the time of its requests went (see [`Span`]), over all its I/Os: the
     /// merge of `dir_spans`, made when the run ends.
@@ -97,6 +97,11 @@ pub struct JobStats {
     /// A scripted job's I/O latencies (submission to return), in script order; empty
     /// for other jobs. It grows with the script the caller holds, not with the run.
     pub script_lat_ns: Vec<u64>,
+    /// The job's first verify failure (fio's EILSEQ), if it verifies and one failed.
+    pub verify_failure: Option<crate::sim::VerifyFailure>,
+    /// Runtime per direction (read, write) where it is not `runtime_ns`: a verifying
+    /// job's write phase and verify phase (fio's update_runtime per direction).
+    pub dir_runtime_ns: [Option<u64>; 2],
     /// The error that ended the job (fio's td_verror), if one did.
     pub error: Option<JobError>,
     /// latency_target: the queue depth fio's latency profile settled on (sim/lat_target.rs).

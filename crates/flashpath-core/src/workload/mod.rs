@@ -21,7 +21,7 @@
 //! `random_generator=lfsr` (workload/lfsr.rs: fio's sequence). Rate processes and the
 //! minimum-rate check are in workload/rate.rs.
 //!
-//! Leaves out: verify, trim_percentage/trim_backlog (verify trims), file layout (a job
+//! Verify (fio's verify family) is sim/verify.rs. Leaves out: trim_percentage/trim_backlog (verify trims), file layout (a job
 //! addresses the raw device).
 //! Units: bytes, nanoseconds.
 
@@ -293,6 +293,8 @@ pub struct JobConfig {
     /// source, in place of the pattern, block sizes and io size; the job ends when the
     /// source does. Its region (`offset`, `size`) is the span the trace covers.
     pub replay: Option<Replay>,
+    /// fio's verify family (`sim/verify.rs`); `None`: verify=0.
+    pub verify: Option<crate::sim::VerifyConfig>,
 }
 
 /// fio's latency profile: the queue depth search of sim/lat_target.rs.
@@ -392,6 +394,7 @@ impl JobConfig {
             null_engine: false,
             zones: None,
             replay: None,
+            verify: None,
         }
     }
 
