@@ -39,6 +39,7 @@ mod journal;
 mod null_engine;
 mod observer;
 mod rtsx;
+pub mod steadystate;
 mod ufs;
 mod ufs_hpb;
 pub use buffered::CacheStats;
@@ -223,6 +224,8 @@ enum Ev {
     Jbd(journal::JbdEv),
     /// A discard request's synchronous issue in the MMC drivers (`sim/discard.rs`).
     Discard(discard::DiscardEv),
+    /// fio's helper thread checks steady state (`sim/steadystate.rs`).
+    SteadyStateCheck,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -358,6 +361,8 @@ pub struct Sim {
     disc: discard::DiscardState,
     /// Followers of the reported jobs' I/Os (`sim/observer.rs`).
     observers: Vec<Box<dyn IoObserver>>,
+    /// fio's steady-state detection (`sim/steadystate.rs`).
+    ss: steadystate::SteadyState,
 }
 
 impl Sim {
@@ -467,6 +472,7 @@ impl Sim {
                         dir_spans: Default::default(),
                         sync_lat_ns: Vec::new(),
                         script_lat_ns: Vec::new(),
+                        steadystate: None,
                     },
                     last_change: 0,
                 }
@@ -480,6 +486,7 @@ impl Sim {
             blk_plug: blkev::PlugTrace::default(),
             disc: discard::DiscardState::default(),
             observers: Vec::new(),
+            ss: steadystate::SteadyState::default(),
             rtsx: rtsx::Rtsx::default(),
             buf: buffered::Buffered::new(&cfg),
             jbd: journal::Journal::new(&cfg),
@@ -509,6 +516,7 @@ impl Sim {
             cfg,
         };
         discard::setup(&mut sim);
+        steadystate::setup(&mut sim)?;
         sim.ufs_hpb_setup();
         if instant_pre {
             for j in precondition_jobs(&sim.cfg.jobs, sim.cfg.device.capacity_bytes) {
@@ -589,6 +597,9 @@ impl Sim {
                 return true;
             }
             let (t, ev) = self.q.pop().expect("peeked");
+            if matches!(ev, Ev::SteadyStateCheck) && !self.ss_wanted() {
+                continue; // a check after the last steady-state job ended: time stays
+            }
             debug_assert!(t >= self.now, "time never goes backwards");
             self.now = t;
             self.sys.events += 1;
@@ -626,6 +637,9 @@ impl Sim {
         self.sys.hpb = self.ufs.hpb.as_ref().map(|h| h.drv.stats);
         self.sys.au = self.dev.allocation_unit().map(|a| a.au_stats().clone());
         let prefill = self.prefill;
+        for t in prefill..self.threads.len() {
+            self.threads[t].stats.steadystate = self.ss_result(t);
+        }
         RunResult {
             jobs: self
                 .threads
@@ -690,6 +704,7 @@ impl Sim {
             Ev::Buf(e) => self.buf_handle(e),
             Ev::Jbd(e) => self.jbd_handle(e),
             Ev::Discard(e) => self.discard_handle(e),
+            Ev::SteadyStateCheck => self.ss_check(),
         }
     }
 
@@ -779,6 +794,7 @@ impl Sim {
             for o in &mut self.observers {
                 o.job_started(job, now, now + ramp);
             }
+            self.ss_thread_started(t as usize);
         }
         if t as usize == self.prefill && self.trace.is_some() {
             if let Some(tr) = &mut self.trace {

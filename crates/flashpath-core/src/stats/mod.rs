@@ -97,6 +97,8 @@ pub struct JobStats {
     /// A scripted job's I/O latencies (submission to return), in script order; empty
     /// for other jobs. It grows with the script the caller holds, not with the run.
     pub script_lat_ns: Vec<u64>,
+    /// fio's steady-state detection, for a job with `ss_dur` (`sim/steadystate.rs`).
+    pub steadystate: Option<crate::sim::steadystate::SteadyStateResult>,
 }
 
 impl JobStats {

@@ -236,7 +236,12 @@ pub struct JobConfig {
     pub files: Option<Files>,
     /// fio's null engine (`sim/null_engine.rs`): no system call, no kernel, no device.
     pub null_engine: bool,
+    /// fio's steady-state detection (`steadystate`, `ss_dur`, `ss_ramp`): the job (or
+    /// its group) ends once the criterion holds (`sim/steadystate.rs`).
+    pub steadystate: Option<crate::sim::steadystate::SteadyStateConfig>,
 }
+
+pub use crate::sim::steadystate::{SsCriterion, SteadyStateConfig};
 
 /// posix_fadvise advice on a file (mm/fadvise.c), as it changes the file's readahead.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -296,6 +301,7 @@ impl JobConfig {
             wait_for: Vec::new(),
             files: None,
             null_engine: false,
+            steadystate: None,
         }
     }
 
