@@ -110,6 +110,8 @@ const TICK_NS: SimTime = 1_000_000_000;
 /// fio's `struct steadystate_data` of one job thread.
 #[derive(Clone, Debug)]
 struct SsData {
+    /// The window in seconds (`ss->dur`).
+    dur: usize,
     state: u32,
     head: usize,
     tail: usize,
@@ -163,6 +165,7 @@ pub(super) fn setup(sim: &mut Sim) -> Result<(), String> {
             state |= RAMP_OVER;
         }
         data[i] = Some(SsData {
+            dur: n as usize,
             state,
             head: 0,
             tail: 0,
@@ -197,37 +200,37 @@ pub(super) fn setup(sim: &mut Sim) -> Result<(), String> {
     // the last job of each run of the same group does.
     let mut prev_gid: Option<u32> = None;
     let mut prev: Option<usize> = None;
-    let alloc = |d: &mut Option<SsData>, n: usize| {
-        if let Some(d) = d {
-            d.bw_data = vec![0; n];
-            d.iops_data = vec![0; n];
-            d.state |= DATA;
-        }
-    };
+    let gr = |i: usize| jobs[i].steadystate.as_ref().is_some_and(|c| c.group_reporting);
     for i in from..jobs.len() {
-        let Some(c) = jobs[i].steadystate.as_ref().filter(|_| data[i].is_some()) else {
+        if data[i].is_none() {
             continue;
-        };
-        let n = c.dur_s as usize;
-        if !c.group_reporting {
-            alloc(&mut data[i], n);
+        }
+        if !gr(i) {
+            alloc(&mut data[i]);
             continue;
         }
         if prev_gid != Some(jobs[i].group_id) {
             if let Some(p) = prev {
-                alloc(&mut data[p], n);
+                alloc(&mut data[p]);
             }
             prev_gid = Some(jobs[i].group_id);
         }
         prev = Some(i);
     }
-    if let Some(p) = prev {
-        if let Some(c) = jobs[p].steadystate.as_ref().filter(|c| c.group_reporting) {
-            alloc(&mut data[p], c.dur_s as usize);
-        }
+    if let Some(p) = prev.filter(|&p| gr(p)) {
+        alloc(&mut data[p]);
     }
     sim.ss = SteadyState { data, armed: false };
     Ok(())
+}
+
+/// `steadystate_alloc`: the job holds a ring of its own `ss_dur` samples.
+fn alloc(d: &mut Option<SsData>) {
+    if let Some(d) = d {
+        d.bw_data = vec![0; d.dur];
+        d.iops_data = vec![0; d.dur];
+        d.state |= DATA;
+    }
 }
 
 fn crit_bits(c: SsCriterion) -> u32 {
@@ -387,25 +390,7 @@ impl Sim {
     pub(super) fn ss_result(&self, t: usize) -> Option<SteadyStateResult> {
         let d = self.ss.data.get(t)?.as_ref()?;
         let c = self.cfg.jobs[t].steadystate.as_ref()?;
-        let n = c.dur_s as usize;
-        let (mut bw, mut iops) = (vec![0; n], vec![0; n]);
-        if d.state & DATA != 0 {
-            // stat.c: "if ss was attained or the buffer is not full, ss->head points to
-            // the first element in the list. otherwise it actually points to the
-            // second element in the list".
-            let j = if d.state & ATTAINED != 0 || d.state & BUFFER_FULL == 0 {
-                d.head
-            } else if d.head == 0 {
-                n - 1
-            } else {
-                d.head - 1
-            };
-            for l in 0..n {
-                let k = (j + l) % n;
-                bw[l] = d.bw_data[k];
-                iops[l] = d.iops_data[k];
-            }
-        }
+        let (bw, iops) = ring_order(d);
         Some(SteadyStateResult {
             criterion: c.criterion,
             pct: c.pct,
@@ -419,6 +404,32 @@ impl Sim {
             iops,
         })
     }
+}
+
+/// The ring's samples (bytes/s, IOPS) oldest first, as stat.c's JSON prints them; zeros
+/// for a job that holds none.
+fn ring_order(d: &SsData) -> (Vec<u64>, Vec<u64>) {
+    let n = d.dur;
+    let (mut bw, mut iops) = (vec![0; n], vec![0; n]);
+    if d.state & DATA == 0 {
+        return (bw, iops);
+    }
+    // stat.c: "if ss was attained or the buffer is not full, ss->head points to the
+    // first element in the list. otherwise it actually points to the second element
+    // in the list".
+    let j = if d.state & ATTAINED != 0 || d.state & BUFFER_FULL == 0 {
+        d.head
+    } else if d.head == 0 {
+        n - 1
+    } else {
+        d.head - 1
+    };
+    for l in 0..n {
+        let k = (j + l) % n;
+        bw[l] = d.bw_data[k];
+        iops[l] = d.iops_data[k];
+    }
+    (bw, iops)
 }
 
 /// The ring's tail moves on (the criterion was not met).
@@ -518,4 +529,147 @@ fn deviation(ss: &mut SsData, c: &SteadyStateConfig, iops: u64, bw: u64) -> bool
     }
     advance(ss, n);
     false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn data(c: &SteadyStateConfig) -> SsData {
+        let n = c.dur_s;
+        SsData {
+            dur: n as usize,
+            state: crit_bits(c.criterion) | if c.pct { 1 << 6 } else { 0 } | RAMP_OVER | DATA,
+            head: 0,
+            tail: 0,
+            iops_data: vec![0; n as usize],
+            bw_data: vec![0; n as usize],
+            slope: 0.0,
+            deviation: 0.0,
+            criterion: 0.0,
+            sum_y: 0,
+            sum_x: n * (n - 1) / 2,
+            sum_x_sq: (n - 1) * n * (2 * n - 1) / 6,
+            sum_xy: 0,
+            oldest_y: 0,
+            prev_time: 0,
+            prev_iops: 0,
+            prev_bytes: 0,
+        }
+    }
+
+    fn cfg(criterion: SsCriterion, pct: bool, limit: f64, dur_s: u64) -> SteadyStateConfig {
+        SteadyStateConfig {
+            criterion,
+            pct,
+            limit,
+            dur_s,
+            ramp_ns: 0,
+            group_reporting: false,
+        }
+    }
+
+    /// The least-squares slope of a line is its slope, in the first full window and in
+    /// each window the incremental sums (`sum_xy - sum_y + dur * new`) move on to; the
+    /// percentage is of the integer mean.
+    #[test]
+    fn slope_of_a_line_through_the_rolling_window() {
+        let c = cfg(SsCriterion::IopsSlope, false, 0.5, 4);
+        let mut d = data(&c);
+        // Not judged before the window is full.
+        for y in [10, 20, 30] {
+            assert!(!slope(&mut d, &c, y, 0));
+            assert_eq!(d.state & BUFFER_FULL, 0);
+        }
+        assert!(!slope(&mut d, &c, 40, 0));
+        assert_eq!(d.slope, 10.0);
+        for y in [50, 60, 70] {
+            assert!(!slope(&mut d, &c, y, 0));
+            assert_eq!(d.slope, 10.0, "window ending at {y}");
+            assert_eq!(d.sum_y, 4 * y - 60);
+        }
+        // A flat stretch: the slope falls, then the window is flat and it holds.
+        for y in [70, 70, 70] {
+            assert!(!slope(&mut d, &c, y, 0));
+        }
+        assert!(slope(&mut d, &c, 70, 0));
+        assert_eq!(d.slope, 0.0);
+
+        // Percent: 100 * slope / (sum_y / dur) with an integer mean: y = 1, 2, 4 has
+        // slope 1.5 and sum_y / dur = 7 / 3 = 2, so 75% (not 64.3%).
+        let c = cfg(SsCriterion::BwSlope, true, 80.0, 3);
+        let mut d = data(&c);
+        assert!(!slope(&mut d, &c, 0, 1));
+        assert!(!slope(&mut d, &c, 0, 2));
+        assert!(slope(&mut d, &c, 0, 4));
+        assert_eq!(d.slope, 1.5);
+        assert_eq!(d.criterion, 75.0);
+        // A falling line counts by its magnitude.
+        let c = cfg(SsCriterion::BwSlope, false, 2.0, 3);
+        let mut d = data(&c);
+        for y in [9, 8] {
+            assert!(!slope(&mut d, &c, 0, y));
+        }
+        assert!(slope(&mut d, &c, 0, 7));
+        assert_eq!(d.slope, -1.0);
+    }
+
+    /// The deviation is the largest distance of a sample from the window's mean; the
+    /// limit is strict (a deviation of exactly the limit does not attain).
+    #[test]
+    fn deviation_over_the_window_and_its_strict_limit() {
+        let c = cfg(SsCriterion::Iops, false, 2.0, 3);
+        let mut d = data(&c);
+        for y in [100, 104] {
+            assert!(!deviation(&mut d, &c, y, 0));
+        }
+        // 100, 104, 102: mean 102, deviation 2: not below 2.
+        assert!(!deviation(&mut d, &c, 102, 0));
+        assert_eq!(d.deviation, 2.0);
+        // 104, 102, 103 (the 100 rolled out): mean 103, deviation 1.
+        assert!(deviation(&mut d, &c, 103, 0));
+        assert_eq!(d.sum_y, 309);
+        assert_eq!(d.deviation, 1.0);
+
+        let c = cfg(SsCriterion::Bw, true, 10.0, 2);
+        let mut d = data(&c);
+        assert!(!deviation(&mut d, &c, 0, 90));
+        // 90, 110: mean 100, 10% off: not below 10%.
+        assert!(!deviation(&mut d, &c, 0, 110));
+        assert_eq!(d.criterion, 10.0);
+        assert!(deviation(&mut d, &c, 0, 105));
+    }
+
+    /// stat.c's order of the ring: oldest first, whether attained, full or not.
+    #[test]
+    fn the_ring_reads_oldest_first() {
+        let c = cfg(SsCriterion::Iops, false, 0.0, 3);
+        let mut d = data(&c);
+        for y in 1..=5 {
+            assert!(!deviation(&mut d, &c, y, 0));
+        }
+        // Samples 3, 4, 5 are in the ring; head is one past the oldest (stat.c's note).
+        assert_eq!(ring_order(&d).1, [3, 4, 5]);
+        // Not full: from the first.
+        let mut d = data(&c);
+        deviation(&mut d, &c, 7, 0);
+        assert_eq!(ring_order(&d).1, [7, 0, 0]);
+        // Attained: the tail stays on the newest; head is the oldest.
+        let c = cfg(SsCriterion::Iops, false, 1.0, 3);
+        let mut d = data(&c);
+        for y in [1, 5, 6] {
+            assert!(!deviation(&mut d, &c, y, 0));
+        }
+        assert!(deviation(&mut d, &c, 5, 0));
+        d.state |= ATTAINED;
+        assert_eq!(ring_order(&d).1, [5, 6, 5]);
+        // Attained on the first full window.
+        let mut d = data(&c);
+        for y in [4, 5] {
+            deviation(&mut d, &c, y, 0);
+        }
+        assert!(deviation(&mut d, &c, 6, 0));
+        d.state |= ATTAINED;
+        assert_eq!(ring_order(&d).1, [4, 5, 6]);
+    }
 }
