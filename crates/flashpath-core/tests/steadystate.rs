@@ -65,7 +65,12 @@ fn ends_at_check(j: &flashpath_core::stats::JobStats, k: u64) {
 /// sample is 1000 I/Os in 1000 ms.
 #[test]
 fn a_constant_rate_attains_when_the_first_window_fills() {
-    let r = sim(vec![paced("a", 1000, 60, Some(ss(SsCriterion::Iops, true, 1.0, 3, 2)))]);
+    let r = sim(vec![paced(
+        "a",
+        1000,
+        60,
+        Some(ss(SsCriterion::Iops, true, 1.0, 3, 2)),
+    )]);
     let j = &r.jobs[0];
     ends_at_check(j, 2 + 1 + 3);
     let s = j.steadystate.as_ref().unwrap();
@@ -77,7 +82,12 @@ fn a_constant_rate_attains_when_the_first_window_fills() {
 
     // Without ss_ramp the first check's interval (999 whole ms from the epoch) is the
     // first sample: 1000 I/Os in 999 ms is 1001 IOPS; the window fills at ss_dur s.
-    let r = sim(vec![paced("a", 1000, 60, Some(ss(SsCriterion::Iops, true, 1.0, 3, 0)))]);
+    let r = sim(vec![paced(
+        "a",
+        1000,
+        60,
+        Some(ss(SsCriterion::Iops, true, 1.0, 3, 0)),
+    )]);
     let j = &r.jobs[0];
     ends_at_check(j, 3);
     let s = j.steadystate.as_ref().unwrap();
@@ -93,9 +103,18 @@ fn a_constant_rate_attains_when_the_first_window_fills() {
 /// its runtime, and the report keeps the last window.
 #[test]
 fn a_criterion_never_met_runs_to_the_runtime() {
-    let r = sim(vec![paced("a", 1000, 8, Some(ss(SsCriterion::Iops, false, 0.0, 3, 0)))]);
+    let r = sim(vec![paced(
+        "a",
+        1000,
+        8,
+        Some(ss(SsCriterion::Iops, false, 0.0, 3, 0)),
+    )]);
     let j = &r.jobs[0];
-    assert!(j.end_ns >= 8 * S && j.end_ns < 8 * S + 2_000_000, "{}", j.end_ns);
+    assert!(
+        j.end_ns >= 8 * S && j.end_ns < 8 * S + 2_000_000,
+        "{}",
+        j.end_ns
+    );
     let s = j.steadystate.as_ref().unwrap();
     assert!(!s.attained);
     assert_eq!(s.iops, [1000, 1000, 1000], "{s:?}");
@@ -105,7 +124,12 @@ fn a_criterion_never_met_runs_to_the_runtime() {
 /// The slope criterion on a constant rate: slope 0, attained at the same check.
 #[test]
 fn the_slope_of_a_constant_rate_is_zero() {
-    let r = sim(vec![paced("a", 1000, 60, Some(ss(SsCriterion::BwSlope, true, 1.0, 4, 1)))]);
+    let r = sim(vec![paced(
+        "a",
+        1000,
+        60,
+        Some(ss(SsCriterion::BwSlope, true, 1.0, 4, 1)),
+    )]);
     let j = &r.jobs[0];
     ends_at_check(j, 1 + 1 + 4);
     let s = j.steadystate.as_ref().unwrap();
