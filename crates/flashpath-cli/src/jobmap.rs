@@ -152,6 +152,10 @@ const MODELLED: &[&str] = &[
     "flow",
     "flow_id",
     "flow_sleep",
+    // fio's steady-state detection (sim/steadystate.rs).
+    "steadystate",
+    "steadystate_duration",
+    "steadystate_ramp_time",
 ];
 
 /// Options of issue 20's engine and rate lists that flashpath refuses, with why (the
@@ -881,6 +885,7 @@ fn job_config(job: &Job, dev: &DeviceConfig) -> Result<(JobConfig, files::Target
         // Set by `plan` (replay.rs).
         replay: None,
         verify: None,
+        steadystate: steadystate(job)?,
     };
     let mut cfg = cfg;
     cfg.verify = crate::verifymap::verify_config(job, &cfg)?;
@@ -914,6 +919,37 @@ fn strided_zones(job: &Job) -> Result<Option<wl::StridedZones>> {
         ),
         _ => Ok(None),
     }
+}
+
+/// fio's steady-state detection (`td_steadystate_init`): on when `ss_dur` is at least
+/// a second (fio keeps whole seconds: less is off), with `ss`'s criterion (fio's default
+/// iops_slope:0.01% when only `ss_dur` is set).
+fn steadystate(job: &Job) -> Result<Option<wl::SteadyStateConfig>> {
+    let o = &job.options;
+    let dur_s = o.ss_dur_us / 1_000_000;
+    if dur_s == 0 {
+        return Ok(None);
+    }
+    if o.ramp_time_ns > 0 {
+        bail!(
+            "job '{}': ramp_time with steadystate_duration is not modelled by flashpath: fio 3.33 zeroes the job's I/O counters when ramp_time ends but not steady state's previous counts, and restarts its helper timers",
+            job.name
+        );
+    }
+    let s = o.steadystate;
+    Ok(Some(wl::SteadyStateConfig {
+        criterion: match (s.iops, s.slope) {
+            (true, false) => wl::SsCriterion::Iops,
+            (true, true) => wl::SsCriterion::IopsSlope,
+            (false, false) => wl::SsCriterion::Bw,
+            (false, true) => wl::SsCriterion::BwSlope,
+        },
+        pct: s.pct,
+        limit: s.limit,
+        dur_s,
+        ramp_ns: o.ss_ramp_us * 1000,
+        group_reporting: o.group_reporting,
+    }))
 }
 
 /// The job's random seed: fio's randseed plus the thread number.

@@ -6,7 +6,7 @@ use flashpath_core::host::block::{DiskStats, KERNEL_HZ};
 use flashpath_core::stats::{JobStats, RunResult, Span, Spans, SystemStats, BW_INTERVAL_NS};
 use flashpath_fio::report::model::{
     Ddir, DiskUtil, IoStat, JobHeader, JobReport, LatStat, LatencyBuckets, RunReport, SpanSet,
-    UnifiedRw,
+    SteadyState, UnifiedRw,
 };
 
 /// What the report needs to know about a job beyond what the simulator measured.
@@ -130,6 +130,19 @@ fn job_report(meta: &JobMeta, s: &JobStats) -> JobReport {
     r.total_submit = s.submit_hist.iter().sum();
     r.iodepth_complete = s.complete_hist;
     r.total_complete = s.complete_hist.iter().sum();
+    r.steadystate = s.steadystate.as_ref().map(|ss| SteadyState {
+        iops: ss.criterion.is_iops(),
+        slope: ss.criterion.is_slope(),
+        pct: ss.pct,
+        limit: ss.limit,
+        dur: ss.dur_s,
+        attained: ss.attained,
+        criterion: ss.criterion_value,
+        max_deviation: ss.max_deviation,
+        slope_value: ss.slope,
+        bw: ss.bw.clone(),
+        iops_data: ss.iops.clone(),
+    });
     r.spans = span_set(&s.spans);
     for (dst, src) in r.dir_spans.iter_mut().zip(&s.dir_spans) {
         if let Some(src) = src {

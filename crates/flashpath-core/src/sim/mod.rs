@@ -46,6 +46,7 @@ mod null_engine;
 mod observer;
 mod replay;
 mod rtsx;
+pub mod steadystate;
 mod ufs;
 mod ufs_hpb;
 mod verify;
@@ -235,6 +236,8 @@ enum Ev {
     Jbd(journal::JbdEv),
     /// A discard request's synchronous issue in the MMC drivers (`sim/discard.rs`).
     Discard(discard::DiscardEv),
+    /// fio's helper thread checks steady state (`sim/steadystate.rs`).
+    SteadyStateCheck,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -389,6 +392,8 @@ pub struct Sim {
     /// fio's verify, when some job verifies (`sim/verify.rs`); the device then tracks
     /// content.
     verify: Option<Box<verify::Verify>>,
+    /// fio's steady-state detection (`sim/steadystate.rs`).
+    ss: steadystate::SteadyState,
 }
 
 impl Sim {
@@ -506,6 +511,7 @@ impl Sim {
                         lat_depth: None,
                         verify_failure: None,
                         dir_runtime_ns: [None, None],
+                        steadystate: None,
                     },
                     last_change: 0,
                     replay: match &j.replay {
@@ -534,6 +540,7 @@ impl Sim {
             observers: Vec::new(),
             flows,
             verify,
+            ss: steadystate::SteadyState::default(),
             rtsx: rtsx::Rtsx::default(),
             buf: buffered::Buffered::new(&cfg),
             jbd: journal::Journal::new(&cfg),
@@ -563,6 +570,7 @@ impl Sim {
             cfg,
         };
         discard::setup(&mut sim);
+        steadystate::setup(&mut sim)?;
         sim.ufs_hpb_setup();
         if sim.verify.is_some() {
             sim.dev.track_content();
@@ -671,6 +679,9 @@ impl Sim {
                 return true;
             }
             let (t, ev) = self.q.pop().expect("peeked");
+            if matches!(ev, Ev::SteadyStateCheck) && !self.ss_wanted() {
+                continue; // a check after the last steady-state job ended: time stays
+            }
             debug_assert!(t >= self.now, "time never goes backwards");
             self.now = t;
             self.sys.events += 1;
@@ -718,6 +729,9 @@ impl Sim {
             }
         }
         let prefill = self.prefill;
+        for t in prefill..self.threads.len() {
+            self.threads[t].stats.steadystate = self.ss_result(t);
+        }
         RunResult {
             jobs: self
                 .threads
@@ -782,6 +796,7 @@ impl Sim {
             Ev::Buf(e) => self.buf_handle(e),
             Ev::Jbd(e) => self.jbd_handle(e),
             Ev::Discard(e) => self.discard_handle(e),
+            Ev::SteadyStateCheck => self.ss_check(),
         }
     }
 
@@ -880,6 +895,7 @@ impl Sim {
             for o in &mut self.observers {
                 o.job_started(job, now, now + ramp);
             }
+            self.ss_thread_started(t as usize);
         }
         if t as usize == self.prefill && self.trace.is_some() {
             if let Some(tr) = &mut self.trace {

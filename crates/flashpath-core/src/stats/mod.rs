@@ -106,6 +106,8 @@ pub struct JobStats {
     pub error: Option<JobError>,
     /// latency_target: the queue depth fio's latency profile settled on (sim/lat_target.rs).
     pub lat_depth: Option<u32>,
+    /// fio's steady-state detection, for a job with `ss_dur` (`sim/steadystate.rs`).
+    pub steadystate: Option<crate::sim::steadystate::SteadyStateResult>,
 }
 
 /// An error that ends a job as fio's td_verror does: the job stops issuing, its report

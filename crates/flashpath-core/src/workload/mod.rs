@@ -295,6 +295,9 @@ pub struct JobConfig {
     pub replay: Option<Replay>,
     /// fio's verify family (`sim/verify.rs`); `None`: verify=0.
     pub verify: Option<crate::sim::VerifyConfig>,
+    /// fio's steady-state detection (`steadystate`, `ss_dur`, `ss_ramp`): the job (or
+    /// its group) ends once the criterion holds (`sim/steadystate.rs`).
+    pub steadystate: Option<crate::sim::steadystate::SteadyStateConfig>,
 }
 
 /// fio's latency profile: the queue depth search of sim/lat_target.rs.
@@ -321,6 +324,8 @@ pub struct FlowConfig {
     /// spins).
     pub sleep_ns: u64,
 }
+
+pub use crate::sim::steadystate::{SsCriterion, SteadyStateConfig};
 
 /// posix_fadvise advice on a file (mm/fadvise.c), as it changes the file's readahead.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -395,6 +400,7 @@ impl JobConfig {
             zones: None,
             replay: None,
             verify: None,
+            steadystate: None,
         }
     }
 

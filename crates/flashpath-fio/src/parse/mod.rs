@@ -51,7 +51,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-pub use options::{JobOptions, DEFAULT_PERCENTILES};
+pub use options::{JobOptions, SteadyStateOpt, DEFAULT_PERCENTILES};
 pub use types::*;
 
 /// What the parser takes from the environment: variables for `${VAR}`, the working

@@ -81,6 +81,12 @@ pub struct JobOptions {
     pub runtime_ns: u64,
     pub time_based: bool,
     pub ramp_time_ns: u64,
+    /// `steadystate` (`ss`): the criterion and its limit.
+    pub steadystate: SteadyStateOpt,
+    /// `steadystate_duration` (`ss_dur`) and `steadystate_ramp_time` (`ss_ramp`), in µs
+    /// as fio keeps them.
+    pub ss_dur_us: u64,
+    pub ss_ramp_us: u64,
     /// `startdelay` (low, high); equal unless a range was given.
     pub startdelay_ns: (u64, u64),
     pub thinktime_ns: u64,
@@ -207,6 +213,9 @@ impl Default for JobOptions {
             runtime_ns: 0,
             time_based: false,
             ramp_time_ns: 0,
+            steadystate: SteadyStateOpt::default(),
+            ss_dur_us: 0,
+            ss_ramp_us: 0,
             startdelay_ns: (0, 0),
             thinktime_ns: 0,
             thinktime_spin_ns: 0,
@@ -457,7 +466,9 @@ pub fn apply(
                 None => return Err("fio: io_size values greater than 100% aren't supported".into()),
             }
         }
-        "steadystate" => check_steadystate(raw_text, u64::from(o.kb_base))?,
+        "steadystate" => o.steadystate = check_steadystate(raw_text, u64::from(o.kb_base))?,
+        "steadystate_duration" => o.ss_dur_us = num(conv, 0).unwrap_or(0),
+        "steadystate_ramp_time" => o.ss_ramp_us = num(conv, 0).unwrap_or(0),
         "offset" => {
             if let Some(v) = num(conv, 0) {
                 o.offset = size_spec(v)
@@ -659,21 +670,64 @@ pub fn apply(
     Ok(())
 }
 
-/// `str_steadystate_cb`: `iops|iops_slope|bw|bw_slope:threshold[%]`.
-fn check_steadystate(text: &str, kb_base: u64) -> Result<(), String> {
+/// fio's `steadystate` option: the criterion (`ss_state`'s IOPS/BW and SLOPE bits), the
+/// limit (`ss_limit`) and whether it is a percentage (`FIO_SS_PCT`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SteadyStateOpt {
+    /// IOPS (else bandwidth in bytes/s).
+    pub iops: bool,
+    /// The slope of the samples (else their largest deviation from the mean).
+    pub slope: bool,
+    pub pct: bool,
+    pub limit: f64,
+}
+
+impl Default for SteadyStateOpt {
+    /// fio's default, `iops_slope:0.01%`.
+    fn default() -> Self {
+        SteadyStateOpt {
+            iops: true,
+            slope: true,
+            pct: true,
+            limit: 0.01,
+        }
+    }
+}
+
+/// `str_steadystate_cb`: `iops|iops_slope|bw|bw_slope:threshold[%]`. A `%` anywhere
+/// in the threshold makes it a percentage; else an IOPS threshold is a float and a
+/// bandwidth one a size (bytes/s, `kb_base` for its suffixes).
+fn check_steadystate(text: &str, kb_base: u64) -> Result<SteadyStateOpt, String> {
     let Some((word, post)) = text.split_once(':') else {
         return Err("fio: steadystate threshold must be specified in addition to criterion".into());
     };
+    let (iops, slope) = match word.trim() {
+        "iops" => (true, false),
+        "iops_slope" => (true, true),
+        "bw" => (false, false),
+        "bw_slope" => (false, true),
+        _ => return Err("fio: unknown steady state criterion".into()),
+    };
     let post = post.trim();
-    if word.starts_with("iops") {
-        value::scan_float(post).ok_or("fio: steadystate IOPS threshold postfix parsing failed")?;
-    } else if post.ends_with('%') {
-        value::scan_float(post).ok_or("fio: steadystate BW threshold postfix parsing failed")?;
+    let (pct, limit) = if let Some(p) = post.find('%') {
+        let v = value::scan_float(post[..p].trim_end())
+            .ok_or("fio: could not parse steadystate threshold percentage")?;
+        (true, v)
+    } else if iops {
+        let v = value::scan_float(post)
+            .ok_or("fio: steadystate IOPS threshold postfix parsing failed")?;
+        (false, v)
     } else {
-        value::str_to_decimal(post, true, kb_base, false)
+        let v = value::str_to_decimal(post, true, kb_base, false)
             .ok_or("fio: steadystate BW threshold postfix parsing failed")?;
-    }
-    Ok(())
+        (false, v as f64)
+    };
+    Ok(SteadyStateOpt {
+        iops,
+        slope,
+        pct,
+        limit,
+    })
 }
 
 /// The upper end of a `lo-hi` value of a non-range option (filesize, startdelay):

@@ -189,6 +189,8 @@ pub fn aggregate(jobs: &[JobReport]) -> (Vec<Entry>, Vec<GroupRunStats>) {
         ts.latency_window = td.latency_window;
         let mixed = e.unified == UnifiedRw::Mixed;
         sum_thread_stats(ts, td, mixed);
+        // stat.c: the steady state of the group is its last job's (or none).
+        ts.steadystate = td.steadystate.clone();
         e.members += 1;
     }
     for e in &mut entries {

@@ -351,10 +351,48 @@ fn job_json(e: &Entry, rs: Option<&GroupRunStats>, plus: bool) -> Obj {
         root.int("latency_window", ts.latency_window);
     }
     root.str("desc", &ts.description);
+    if let Some(ss) = &ts.steadystate {
+        root.obj("steadystate", ss_json(ss));
+    }
     if !ts.spans.is_empty() {
         root.obj("flashpath", spans_json(ts));
     }
     root
+}
+
+/// stat.c's `steadystate` object (limits and criterion printed through a float, as
+/// fio casts them).
+fn ss_json(ss: &crate::report::model::SteadyState) -> Obj {
+    let pct = if ss.pct { "%" } else { "" };
+    let mut o = Obj::new();
+    o.str(
+        "ss",
+        &format!(
+            "{}{}:{}{}",
+            if ss.iops { "iops" } else { "bw" },
+            if ss.slope { "_slope" } else { "" },
+            cf(ss.limit as f32 as f64, 6),
+            pct
+        ),
+    );
+    o.sint("duration", ss.dur as i32 as i64);
+    o.int("attained", u64::from(ss.attained));
+    o.str(
+        "criterion",
+        &format!("{}{}", cf(ss.criterion as f32 as f64, 6), pct),
+    );
+    o.float("max_deviation", ss.max_deviation);
+    o.float("slope", ss.slope_value);
+    let mut data = Obj::new();
+    data.int("bw_mean", ss.bw_mean());
+    data.int("iops_mean", ss.iops_mean());
+    data.arr(
+        "iops",
+        ss.iops_data.iter().map(|&v| Value::Int(v as i64)).collect(),
+    );
+    data.arr("bw", ss.bw.iter().map(|&v| Value::Int(v as i64)).collect());
+    o.obj("data", data);
+    o
 }
 
 /// flashpath's extension: `{"spans": {NAME: {count, mean_ns, p50_ns, p99_ns, share}},

@@ -86,7 +86,7 @@
 //! ```
 //!
 //! Units: latencies ns, sizes bytes, times ms, bandwidth samples KiB/s.
-//! Leaves out: client/server output, `cpu_idleness`, `steadystate`, `block`
+//! Leaves out: client/server output, `cpu_idleness`, `block`
 //! percentiles, per-priority (`prios`) stats, `cachehit`, disk slave aggregation,
 //! `log_compression`.
 

@@ -508,6 +508,48 @@ pub struct JobReport {
     /// direction has none. Printed (`flashpath.read`, `.write`, `.trim` in JSON, a block
     /// per direction in normal output) when more than one direction has spans.
     pub dir_spans: [SpanSet; 3],
+    /// fio's steady-state block (`ss_dur` set): the `steadystate  :` line and the JSON
+    /// `steadystate` object. With group_reporting the group shows its last job's.
+    pub steadystate: Option<SteadyState>,
+}
+
+/// A job's steady state as fio's `thread_stat` keeps it (`ss_*` fields).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SteadyState {
+    /// The criterion is on IOPS (else bandwidth).
+    pub iops: bool,
+    /// A slope (else the largest deviation from the mean).
+    pub slope: bool,
+    /// The limit is a percentage.
+    pub pct: bool,
+    pub limit: f64,
+    /// The window, in seconds.
+    pub dur: u64,
+    pub attained: bool,
+    /// The last value of the criterion, the deviation and the slope.
+    pub criterion: f64,
+    pub max_deviation: f64,
+    pub slope_value: f64,
+    /// The window's samples (bytes/s, IOPS) in the order fio's JSON prints them.
+    pub bw: Vec<u64>,
+    pub iops_data: Vec<u64>,
+}
+
+impl SteadyState {
+    /// `steadystate_bw_mean`: the window's integer mean.
+    pub fn bw_mean(&self) -> u64 {
+        if self.dur == 0 {
+            return 0;
+        }
+        self.bw.iter().fold(0u64, |a, &v| a.wrapping_add(v)) / self.dur
+    }
+    /// `steadystate_iops_mean`.
+    pub fn iops_mean(&self) -> u64 {
+        if self.dur == 0 {
+            return 0;
+        }
+        self.iops_data.iter().fold(0u64, |a, &v| a.wrapping_add(v)) / self.dur
+    }
 }
 
 /// Named span distributions (ns), in report order.
@@ -582,6 +624,7 @@ impl JobReport {
             nr_zone_resets: 0,
             spans: Vec::new(),
             dir_spans: Default::default(),
+            steadystate: None,
         }
     }
 

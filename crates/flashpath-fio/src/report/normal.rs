@@ -431,7 +431,30 @@ fn show_thread_status(s: &mut String, e: &Entry, rs: Option<&GroupRunStats>, tim
             ts.latency_depth
         );
     }
+    if let Some(ss) = &ts.steadystate {
+        show_ss(s, ts, ss);
+    }
     show_spans(s, ts);
+}
+
+/// stat.c `show_ss_normal`.
+fn show_ss(s: &mut String, ts: &JobReport, ss: &crate::report::model::SteadyState) {
+    let kb = u64::from(ts.kb_base);
+    let i2p = kb.is_power_of_two();
+    let u = units(ts.unit_bits);
+    let bw = ss.bw_mean() / kb;
+    let _ = writeln!(
+        s,
+        "  steadystate  : attained={}, bw={} ({}), iops={}, {}{}={}{}",
+        if ss.attained { "yes" } else { "no" },
+        num2str(bw, ts.sig_figs, kb, i2p, u),
+        num2str(bw, ts.sig_figs, kb, !i2p, u),
+        num2str(ss.iops_mean(), ts.sig_figs, 1, false, N2s::None),
+        if ss.iops { "iops" } else { "bw" },
+        if ss.slope { " slope" } else { " mean dev" },
+        cf(ss.criterion, 3),
+        if ss.pct { "%" } else { "" }
+    );
 }
 
 /// flashpath's extension: where the time of the job's I/Os went (usec), each span's
