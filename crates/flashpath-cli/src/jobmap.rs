@@ -263,6 +263,14 @@ pub const NO_EFFECT: &[(&str, &str)] = &[
         IOPRIO,
     ),
     (
+        "verify_dump",
+        "dumping a failed block's data to files: the simulated device keeps content tags, not data; the failure itself is reported as fio reports it",
+    ),
+    (
+        "error_dump",
+        "printing each I/O error as it happens: a simulated I/O fails only by verify or a missed minimum rate, which are printed as fio prints them",
+    ),
+    (
         "create_on_open",
         "when fio opens (creates) its files: flashpath lays every file out before the run, as fio does by default; the open itself is not modelled",
     ),

@@ -25,6 +25,22 @@ const BLOCK_ENGINES: &[&str] = &[
 /// What a refusal of a block-I/O example may name: what a simulated block device
 /// cannot give.
 const CANNOT_GIVE: &[&str] = &["zonemode=zbd", "numa_"];
+/// Block-I/O examples flashpath does not run yet, each with the option its refusal
+/// names: open work (issue 20). The test fails when one of them starts to run, so the
+/// list only shrinks.
+const NOT_YET: &[(&str, &str)] = &[
+    // fio's submit worker threads (rate-submit.c).
+    ("fixed-rate-submission.fio", "io_submit_mode=offload"),
+    ("poisson-rate-submission.fio", "io_submit_mode=offload"),
+    // I/O errors tolerated, then verify_async's threads and trims of a file.
+    ("enospc-pressure.fio", "continue_on_error"),
+    // fill_device: a file grown until the device is full.
+    ("surface-scan.fio", "fill_device"),
+    // flow_sleep with libaio (fio quiesces the queue before it sleeps).
+    ("flow.fio", "flow_sleep"),
+    // An offset of 3.5 TiB: a device larger than every shipped preset.
+    ("cross-stripe-verify.fio", "beyond the device"),
+];
 
 fn examples() -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(EXAMPLES)
@@ -145,17 +161,30 @@ fn fio_example_jobs_run_or_are_refused_naming_why() {
             .unwrap()
             .status
             .success();
-        let ours = parse_only(path);
-        let err = one_line_error(&ours);
         if !fio_ok {
-            if err.is_none() {
+            if one_line_error(&parse_only(path)).is_none() {
                 failures.push(format!("{name}: fio refuses it, flashpath accepts it"));
             }
             continue;
         }
         let engines = engines(&text);
         let block = engines.iter().all(|e| BLOCK_ENGINES.contains(&e.as_str()));
+        // A block-I/O example is parsed as it runs, capped (its sizes may not fit the
+        // simulated device whole).
+        let copy = dir.join(&name);
+        std::fs::write(&copy, capped(&text)).unwrap();
+        let err = one_line_error(&parse_only(if block { &copy } else { path }));
+        let gap = NOT_YET.iter().find(|(n, _)| *n == name);
         match (block, err) {
+            (true, Some(e)) if gap.is_some() => {
+                let (_, opt) = gap.unwrap();
+                if !e.contains(opt) {
+                    failures.push(format!("{name}: refused, but not for {opt}: {e}"));
+                }
+            }
+            (true, None) if gap.is_some() => {
+                failures.push(format!("{name}: now parses: take it off NOT_YET"));
+            }
             (true, Some(e)) => {
                 if CANNOT_GIVE.iter().any(|c| e.contains(c)) {
                     refused.push(name);
@@ -164,8 +193,6 @@ fn fio_example_jobs_run_or_are_refused_naming_why() {
                 }
             }
             (true, None) => {
-                let copy = dir.join(&name);
-                std::fs::write(&copy, capped(&text)).unwrap();
                 let o = Command::new(env!("CARGO_BIN_EXE_flashpath"))
                     .args(["fio", copy.to_str().unwrap()])
                     .current_dir(&dir)
@@ -196,7 +223,7 @@ fn fio_example_jobs_run_or_are_refused_naming_why() {
         refused.len()
     );
     assert!(failures.is_empty(), "{failures:#?}");
-    assert!(ran.len() >= 20, "{ran:?}");
+    assert!(ran.len() >= 25, "{ran:?}");
 }
 
 #[test]
