@@ -180,7 +180,7 @@ const REFUSED_WHY: &[(&str, &str)] = &[
 ];
 
 /// Options fio accepts that cannot change a simulated run's result, with why. They are
-/// accepted and have no effect (the README lists them).
+/// accepted and have no effect (docs/command-line.md lists them).
 pub const NO_EFFECT: &[(&str, &str)] = &[
     (
         "refill_buffers",
@@ -1359,11 +1359,11 @@ mod option_walk {
     use flashpath_fio::parse::{parse_command_line, Env};
 
     /// Every core option of fio 3.33's table, set on a plain job, is modelled, accepted
-    /// as having no effect (NO_EFFECT, listed in the README), or refused: a parse error
+    /// as having no effect (NO_EFFECT, listed in docs/command-line.md), or refused: a parse error
     /// or a plan error naming it. None is silently ignored.
     #[test]
     fn no_option_is_silently_ignored() {
-        let readme = include_str!("../../../README.md");
+        let readme = include_str!("../../../docs/command-line.md");
         let dev = DeviceConfig::ideal(1 << 30, 1000);
         let mut silent = Vec::new();
         let mut unnamed = Vec::new();

@@ -232,7 +232,7 @@ usage: flashpath fio [flashpath options] [fio options] [job files]
 Runs fio 3.33's command line and job files on the simulated host and device and prints
 fio's output (--output-format=normal|json|json+|terse, --output=FILE). Job options are
 fio's: those flashpath models run, those with no effect on a simulated run are
-accepted (README, \"fio options with no effect\"), any other is an error naming it.
+accepted (docs/command-line.md, \"fio options with no effect\"), any other is an error naming it.
 fio switches: --output, --output-format, --minimal, --terse-version, --parse-only,
 --readonly, --section, --showcmd, --version, --eta*, --warnings-fatal.
 flashpath options (--device, --host, --driver, --set, --blktrace, --trace): `flashpath help`.

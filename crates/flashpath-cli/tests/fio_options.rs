@@ -1,6 +1,6 @@
 //! fio options of copy-pasted benchmark lines: the statistics switches (gtod_reduce and
 //! disable_*), exitall, ioscheduler, and the options that cannot change a simulated run
-//! (accepted with no effect, listed in the README). Real fio is the oracle where it is
+//! (accepted with no effect, listed in docs/command-line.md). Real fio is the oracle where it is
 //! installed.
 mod common;
 
@@ -176,7 +176,7 @@ fn ioscheduler_sets_the_hosts_scheduler_or_is_refused() {
 #[test]
 fn options_with_no_effect_change_nothing_and_are_listed_in_the_readme() {
     let base = json(&[]);
-    let readme = include_str!("../../../README.md");
+    let readme = include_str!("../../../docs/command-line.md");
     for opt in [
         "--refill_buffers",
         "--scramble_buffers=1",
@@ -192,7 +192,10 @@ fn options_with_no_effect_change_nothing_and_are_listed_in_the_readme() {
         let j = json(&[opt]);
         assert_eq!(j["jobs"][0]["write"], base["jobs"][0]["write"], "{opt}");
         let name = opt.trim_start_matches("--").split('=').next().unwrap();
-        assert!(readme.contains(&format!("`{name}`")), "README lists {name}");
+        assert!(
+            readme.contains(&format!("`{name}`")),
+            "docs/command-line.md lists {name}"
+        );
     }
 }
 

@@ -6,7 +6,7 @@
 //! That work is not a separate host cost: `costs.syscall_return` is a system call's
 //! return together with fio's per-I/O work (accounting, the next offset). The null
 //! engine books it per I/O when the I/O is queued, which overstates fio's own work by a
-//! system call's return (an upper bound, said so in the README), and the thread never
+//! system call's return (an upper bound, said so in docs/command-line.md), and the thread never
 //! sleeps: the completions are there when it looks.
 
 use super::{Sim, ThreadState};
