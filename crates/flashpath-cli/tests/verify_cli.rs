@@ -205,7 +205,6 @@ fn what_a_simulated_verify_cannot_do_is_refused_naming_it() {
             &["--direct=1", "--verify_state_save=1"][..],
             "verify_state_save=1",
         ),
-        (&["--direct=1", "--verify_dump=1"][..], "verify_dump"),
         (
             &["--direct=1", "--experimental_verify=1"][..],
             "experimental_verify",
