@@ -23,6 +23,7 @@
 //! unset or more than the files hold (so `size` is capped at the files' total); a file
 //! too short for offset + part is extended.
 
+use crate::jobmap::raw_value;
 use anyhow::{bail, Result};
 use flashpath_core::workload::{FileExtent, FileService};
 use flashpath_fio::parse::Job;
@@ -87,17 +88,9 @@ fn make_filename(format: &str, job: &Job, filenum: u32) -> String {
         .replace("$clientuid", "")
 }
 
-fn raw<'a>(job: &'a Job, name: &str) -> Option<&'a str> {
-    job.set_options
-        .iter()
-        .rev()
-        .find(|s| s.name == name)
-        .and_then(|s| s.value.as_deref())
-}
-
 /// fio's file_service_type: roundrobin[:N], sequential and random[:N] are modelled.
 fn service(job: &Job) -> Result<FileService> {
-    let Some(v) = raw(job, "file_service_type") else {
+    let Some(v) = raw_value(job, "file_service_type") else {
         return Ok(FileService::RoundRobin { switch_every: 1 });
     };
     let (kind, n) = match v.split_once(':') {
@@ -145,11 +138,11 @@ fn names(job: &Job) -> Result<Option<Vec<String>>> {
             .iter()
             .map(|n| in_dir(dir, n))
             .collect::<Vec<_>>(),
-        None if dir.is_none() && o.nrfiles <= 1 && raw(job, "filename_format").is_none() => {
+        None if dir.is_none() && o.nrfiles <= 1 && raw_value(job, "filename_format").is_none() => {
             return Ok(None)
         }
         None => {
-            let format = raw(job, "filename_format").unwrap_or("$jobname.$jobnum.$filenum");
+            let format = raw_value(job, "filename_format").unwrap_or("$jobname.$jobnum.$filenum");
             (0..o.nrfiles.max(1))
                 .map(|i| in_dir(dir, &make_filename(format, job, i)))
                 .collect()
@@ -186,7 +179,7 @@ pub fn target(job: &Job, size: Option<u64>, offset: u64, seed: u64) -> Result<Ta
         return Ok(Target::Device);
     };
     let o = &job.options;
-    if let Some(n) = raw(job, "openfiles") {
+    if let Some(n) = raw_value(job, "openfiles") {
         if n.trim()
             .parse::<u64>()
             .is_ok_and(|n| n < names.len() as u64)

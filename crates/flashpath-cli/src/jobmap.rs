@@ -398,7 +398,7 @@ fn last_set<'a>(job: &'a Job, name: &str) -> Option<&'a flashpath_fio::parse::Se
 }
 
 /// The text option `name` was last set to in `job`, if it was.
-fn raw_value<'a>(job: &'a Job, name: &str) -> Option<&'a str> {
+pub(crate) fn raw_value<'a>(job: &'a Job, name: &str) -> Option<&'a str> {
     last_set(job, name).and_then(|s| s.value.as_deref())
 }
 

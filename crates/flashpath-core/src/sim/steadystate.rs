@@ -147,15 +147,10 @@ impl SteadyState {
 
 /// `td_steadystate_init` and `steadystate_setup`: each steady-state job's state, its
 /// group's consistency, and the ring of the jobs that hold samples.
-pub(super) fn setup(sim: &mut Sim) -> Result<(), String> {
-    let jobs = &sim.cfg.jobs;
-    let from = sim.prefill;
-    let mut data: Vec<Option<SsData>> = vec![None; jobs.len()];
-    for (i, j) in jobs.iter().enumerate().skip(from) {
-        let Some(c) = &j.steadystate else { continue };
-        if c.dur_s == 0 {
-            continue;
-        }
+impl SsData {
+    /// The state fio's steadystate_setup gives a job: its criterion bits, the ramp
+    /// already over when there is none, the window's x sums (0..n) precomputed.
+    fn new(c: &SteadyStateConfig) -> SsData {
         let n = c.dur_s;
         let mut state = crit_bits(c.criterion);
         if c.pct {
@@ -164,7 +159,7 @@ pub(super) fn setup(sim: &mut Sim) -> Result<(), String> {
         if c.ramp_ns == 0 {
             state |= RAMP_OVER;
         }
-        data[i] = Some(SsData {
+        SsData {
             dur: n as usize,
             state,
             head: 0,
@@ -182,7 +177,20 @@ pub(super) fn setup(sim: &mut Sim) -> Result<(), String> {
             prev_time: 0,
             prev_iops: 0,
             prev_bytes: 0,
-        });
+        }
+    }
+}
+
+pub(super) fn setup(sim: &mut Sim) -> Result<(), String> {
+    let jobs = &sim.cfg.jobs;
+    let from = sim.prefill;
+    let mut data: Vec<Option<SsData>> = vec![None; jobs.len()];
+    for (i, j) in jobs.iter().enumerate().skip(from) {
+        let Some(c) = &j.steadystate else { continue };
+        if c.dur_s == 0 {
+            continue;
+        }
+        data[i] = Some(SsData::new(c));
     }
     // "steadystate options must be consistent within reporting groups": every job of a
     // group (those without steady state too) has the same options.
@@ -541,26 +549,12 @@ mod tests {
     use super::*;
 
     fn data(c: &SteadyStateConfig) -> SsData {
-        let n = c.dur_s;
-        SsData {
-            dur: n as usize,
-            state: crit_bits(c.criterion) | if c.pct { 1 << 6 } else { 0 } | RAMP_OVER | DATA,
-            head: 0,
-            tail: 0,
-            iops_data: vec![0; n as usize],
-            bw_data: vec![0; n as usize],
-            slope: 0.0,
-            deviation: 0.0,
-            criterion: 0.0,
-            sum_y: 0,
-            sum_x: n * (n - 1) / 2,
-            sum_x_sq: (n - 1) * n * (2 * n - 1) / 6,
-            sum_xy: 0,
-            oldest_y: 0,
-            prev_time: 0,
-            prev_iops: 0,
-            prev_bytes: 0,
-        }
+        let n = c.dur_s as usize;
+        let mut d = SsData::new(c);
+        d.state |= RAMP_OVER | DATA;
+        d.iops_data = vec![0; n];
+        d.bw_data = vec![0; n];
+        d
     }
 
     fn cfg(criterion: SsCriterion, pct: bool, limit: f64, dur_s: u64) -> SteadyStateConfig {

@@ -42,6 +42,8 @@ pub(super) struct FileCursor {
     gens: Vec<OffsetGen>,
     /// Bytes of each file not yet issued in this pass.
     left: Vec<u64>,
+    /// Files with bytes left in this pass.
+    open: usize,
     sizes: Vec<u64>,
     service: FileService,
     cur: usize,
@@ -67,6 +69,7 @@ impl FileCursor {
         FileCursor {
             gens,
             left: sizes.clone(),
+            open: sizes.len(),
             sizes,
             service: files.service,
             cur: 0,
@@ -78,8 +81,9 @@ impl FileCursor {
     /// Device offset of the next I/O of `len` bytes.
     pub(super) fn next(&mut self, len: u64) -> u64 {
         let n = self.gens.len();
-        if self.left.iter().all(|&l| l == 0) {
+        if self.open == 0 {
             self.left.copy_from_slice(&self.sizes);
+            self.open = n;
         }
         let switch = match self.service {
             FileService::RoundRobin { switch_every } | FileService::Random { switch_every } => {
@@ -106,7 +110,11 @@ impl FileCursor {
             };
         }
         self.since_switch += 1;
-        self.left[self.cur] = self.left[self.cur].saturating_sub(len);
+        let left = self.left[self.cur];
+        self.left[self.cur] = left.saturating_sub(len);
+        if left > 0 && self.left[self.cur] == 0 {
+            self.open -= 1;
+        }
         self.gens[self.cur].next(len)
     }
 }
