@@ -307,6 +307,80 @@ fn flow_keeps_the_jobs_issues_in_their_weights_ratio() {
 }
 
 #[test]
+fn flow_sleep_with_libaio_drains_the_queue_before_each_sleep() {
+    // fio's examples/flow.fio shortened: libaio at depth 256, flows 1:8, flow_sleep=1000.
+    let jobs = [
+        "--thread",
+        "--norandommap",
+        "--time_based",
+        "--runtime=300ms",
+        "--direct=1",
+        "--ioengine=libaio",
+        "--iodepth=256",
+        "--size=32m",
+        "--bs=8k",
+        "--flow_sleep=1000",
+        "--name=job2",
+        "--rw=write",
+        "--flow=1",
+        "--name=job1",
+        "--rw=randread",
+        "--flow=8",
+    ];
+    // (issued I/Os, share of issues at each IO depths bucket) per job.
+    let parse = |out: &[u8]| -> Vec<(f64, Vec<f64>)> {
+        let j: Value = serde_json::from_slice(out).unwrap();
+        j["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| {
+                let ios = x["read"]["total_ios"].as_f64().unwrap()
+                    + x["write"]["total_ios"].as_f64().unwrap();
+                let d = ["1", "2", "4", "8", "16", "32", ">=64"]
+                    .iter()
+                    .map(|k| x["iodepth_level"][k].as_f64().unwrap())
+                    .collect();
+                (ios, d)
+            })
+            .collect()
+    };
+    let check = |who: &str, r: &[(f64, Vec<f64>)]| {
+        let ratio = r[1].0 / r[0].0;
+        assert!((ratio - 8.0).abs() < 0.5, "{who}: {r:?}");
+        // The write job runs ahead of its share after one issue and then drains its
+        // queue before it sleeps: its issues find 0 or 1 I/O in flight.
+        assert!(r[0].1[0] + r[0].1[1] > 95.0, "{who}: {r:?}");
+        // The read job may issue 8 ahead: most of its issues find fewer than 16.
+        assert!(r[1].1[..4].iter().sum::<f64>() > 50.0, "{who}: {r:?}");
+    };
+    let mut a = vec!["fio", "--output-format=json"];
+    a.extend_from_slice(&jobs);
+    let o = flashpath(&a);
+    ok(&o);
+    check("flashpath", &parse(&o.stdout));
+    if have("fio") {
+        // Real fio on a file (job2 1=49.5% 2=49.9%, job1 mostly 4-8 in one run).
+        let d = scratch("flow-sleep");
+        let o = Command::new("fio")
+            .arg("--output-format=json")
+            .arg(format!("--filename={}", d.join("f").display()))
+            .args(jobs)
+            .output()
+            .unwrap();
+        if o.status.success() {
+            check("fio", &parse(&o.stdout));
+        } else {
+            // O_DIRECT is not available on every scratch filesystem.
+            eprintln!(
+                "real fio failed here: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+        }
+    }
+}
+
+#[test]
 fn the_latency_profile_example_runs_and_reports_the_depth() {
     // fio's examples/latency-profile.fio with a shorter window and a UFS board.
     let d = scratch("latprof");

@@ -268,6 +268,43 @@ fn flow_weights_share_the_issues_and_a_stalled_job_spins_or_sleeps() {
     assert!((ratio - 1.0).abs() < 0.05, "{ratio}");
 }
 
+#[test]
+fn flow_sleep_with_an_async_engine_quiesces_the_queue_before_it_sleeps() {
+    use flashpath_core::workload::FlowConfig;
+    // flow.fio's shape: two libaio jobs at depth 32 sharing a flow group 3:1.
+    let job = |name: &str, weight: u32, sleep_ns: u64| {
+        let mut j = aio_job(32, 1 << 16);
+        j.name = name.into();
+        j.time_based = true;
+        j.runtime_ns = Some(200_000_000);
+        j.flow = Some(FlowConfig {
+            id: 7,
+            weight,
+            sleep_ns,
+        });
+        j
+    };
+    let (r, _) = run_jobs(
+        costed_host(),
+        vec![job("a", 3, 100_000), job("b", 1, 100_000)],
+    )
+    .unwrap();
+    let (a, b) = (&r.jobs[0], &r.jobs[1]);
+    let ratio = a.dirs[0].ios as f64 / b.dirs[0].ios as f64;
+    assert!((ratio - 3.0).abs() < 0.1, "{ratio}");
+    // Each stall drains the staller's queue (io_u_quiesce) before it sleeps, and a job
+    // runs ahead of its share after a few issues (3 for a, 1 for b), so neither queue
+    // ever holds more than 4. Spinning instead (flow_sleep=0) reaps nothing, so the
+    // queue a job built before it stalled stays in flight and grows to the depth.
+    let deepest = |s: &flashpath_core::stats::JobStats| s.depth_hist.iter().rposition(|&n| n > 0);
+    assert_eq!(deepest(a), Some(2), "{:?}", a.depth_hist);
+    assert!(deepest(b) <= Some(2), "{:?}", b.depth_hist);
+    let (r, _) = run_jobs(costed_host(), vec![job("a", 3, 0), job("b", 1, 0)]).unwrap();
+    assert!(deepest(&r.jobs[0]) >= Some(5), "{:?}", r.jobs[0].depth_hist);
+    // While it waits and sleeps b is off its core: little system time.
+    assert!((b.sys_ns as f64) < 0.2 * b.runtime_ns as f64);
+}
+
 fn aio_job(depth: u32, ios: u64) -> JobConfig {
     let mut j = JobConfig::simple("lp", Pattern::Random, 100, 4096, 4096 * ios);
     j.submission = Submission::Async {

@@ -2,19 +2,19 @@
 //! the running jobs that share a `flow_id` share a counter (starting at 1) and the sum of
 //! their `flow` weights. Before each round of issuing, a job whose own count over the
 //! shared count exceeds its weight over the total stalls; otherwise the round's I/Os add
-//! to both counts. A stalled job with `flow_sleep` sleeps that long and tries again; with
-//! `flow_sleep=0` (the default) fio loops at once, spinning on its core without reaping,
+//! to both counts. A stalled job with `flow_sleep` first quiesces its queue (io_u_quiesce:
+//! it waits for, and reaps, every I/O it has in flight), then sleeps that long and tries
+//! again; with `flow_sleep=0` (the default) fio loops at once, spinning on its core
+//! without reaping,
 //! until the other jobs' issues (or exits) bring its share back: here it waits for the
 //! group's next change, its core busy meanwhile. A job joins its group when it starts
 //! (flow_init_job) and leaves it when it ends (flow_put takes its count and weight back).
 //!
 //! Leaves out: a round of several I/Os (iodepth_batch) is checked once, where fio checks
-//! each I/O; `flow_sleep` with an asynchronous engine (fio first quiesces the queue) is
-//! refused by `check`. Units: nanoseconds.
+//! each I/O. Units: nanoseconds.
 
 use super::{Ev, Sim, SimConfig};
 use crate::engine::SimTime;
-use crate::workload::Submission;
 
 /// One flow_id group of running jobs.
 #[derive(Clone, Debug)]
@@ -36,25 +36,12 @@ pub(super) struct FlowSeat {
     /// fio's td->flow_counter.
     counter: u64,
     joined: bool,
+    /// Stalled with `flow_sleep`, waiting for its in-flight I/Os before it sleeps.
+    quiescing: bool,
     /// Spinning since `from` (flow_sleep=0), with the core's preemption mark.
     waiting: bool,
     from: SimTime,
     mark: u64,
-}
-
-/// Refuses what is not modelled.
-pub(super) fn check(cfg: &SimConfig) -> Result<(), String> {
-    for j in &cfg.jobs {
-        if let Some(f) = &j.flow {
-            if f.sleep_ns > 0 && matches!(j.submission, Submission::Async { .. }) {
-                return Err(format!(
-                    "job '{}': flow_sleep with an asynchronous engine (fio quiesces its queue before sleeping) is not modelled by flashpath",
-                    j.name
-                ));
-            }
-        }
-    }
-    Ok(())
 }
 
 /// The groups of `cfg`'s jobs and each job's seat.
@@ -82,6 +69,7 @@ pub(super) fn seats(cfg: &SimConfig) -> (Vec<FlowGroup>, Vec<Option<FlowSeat>>) 
                 weight: f.weight as u64,
                 counter: 0,
                 joined: false,
+                quiescing: false,
                 waiting: false,
                 from: 0,
                 mark: 0,
@@ -100,6 +88,21 @@ impl Sim {
         let Some(seat) = th.flow.as_mut() else {
             return false;
         };
+        let sleep = self.cfg.jobs[th.cfg]
+            .flow
+            .as_ref()
+            .map_or(0, |f| f.sleep_ns);
+        if seat.quiescing {
+            // io_u_quiesce, then usleep(flow_sleep), then fio's loop checks again.
+            if th.inflight > 0 {
+                self.wait_for_completions(t);
+            } else {
+                seat.quiescing = false;
+                th.state = super::ThreadState::Sleeping;
+                self.q.push(now + sleep, Ev::ThreadRun(t));
+            }
+            return true;
+        }
         if seat.waiting {
             // Back from a spin: the core was busy until now.
             seat.waiting = false;
@@ -116,11 +119,10 @@ impl Sim {
         if counter_ratio <= weight_ratio {
             return false;
         }
-        let sleep = self.cfg.jobs[th.cfg]
-            .flow
-            .as_ref()
-            .map_or(0, |f| f.sleep_ns);
-        if sleep > 0 {
+        if sleep > 0 && th.inflight > 0 {
+            seat.quiescing = true;
+            self.wait_for_completions(t);
+        } else if sleep > 0 {
             th.state = super::ThreadState::Sleeping;
             self.q.push(now + sleep, Ev::ThreadRun(t));
         } else {

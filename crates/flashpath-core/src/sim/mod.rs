@@ -456,7 +456,6 @@ impl Sim {
         ufs_hpb::check(&cfg)?;
         ufs_hpb::configure_device(&mut cfg);
         iopoll::check(&cfg)?;
-        flow::check(&cfg)?;
         buffered::check(&cfg)?;
         journal::check(&cfg)?;
         discard::check(&cfg)?;
