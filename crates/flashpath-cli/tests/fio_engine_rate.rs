@@ -216,10 +216,13 @@ fn engine_options_not_modelled_are_refused_with_why() {
     for (opt, why) in [
         ("--sqthread_poll", "SQPOLL"),
         ("--fixedbufs", "get_user_pages"),
-        ("--registerfiles", "fget"),
     ] {
         refused(&["--ioengine=io_uring", opt], &[&opt[2..], why]);
     }
+    // registerfiles: accepted, no effect (docs/command-line.md says why).
+    let with = json(&["--ioengine=io_uring", "--registerfiles"]);
+    let without = json(&["--ioengine=io_uring"]);
+    assert_eq!(with["jobs"][0]["read"], without["jobs"][0]["read"]);
     refused(
         &["--ioengine=libaio", "--io_submit_mode=offload"],
         &["io_submit_mode=offload"],
