@@ -315,15 +315,43 @@ pub struct Plan {
     pub ioscheduler: Option<Scheduler>,
     /// A job sets I/O priorities (prio, prioclass, cmdprio*): the option named.
     pub ioprio: Option<String>,
+    /// Each job's engine, with the job's name, for the host's kernel to check.
+    pub engines: Vec<(String, IoEngine)>,
+}
+
+/// The Linux release an engine's system calls appeared in, and fio's words when the
+/// kernel lacks them: io_uring_setup (5.1; engines/io_uring.c: "your kernel doesn't
+/// support io_uring", ENOSYS at init) and preadv2/pwritev2 (4.6; ENOSYS on the first
+/// I/O).
+fn engine_needs(e: &IoEngine) -> Option<(&'static str, u32, u32)> {
+    match e {
+        IoEngine::IoUring => Some(("io_uring_setup", 5, 1)),
+        IoEngine::Pvsync2 => Some(("preadv2/pwritev2", 4, 6)),
+        _ => None,
+    }
 }
 
 impl Plan {
     /// What the jobs change in the host: the I/O scheduler fio sets before they run.
     /// I/O priorities are refused where the host's scheduler would order by them
     /// (mq-deadline from Linux 5.14), which is not modelled.
+    /// An engine whose system calls the host's kernel lacks is refused.
     pub fn apply(&self, host: &mut HostConfig) -> Result<()> {
         if let Some(s) = self.ioscheduler {
             host.block.scheduler = s;
+        }
+        for (job, e) in &self.engines {
+            if let Some((call, major, minor)) = engine_needs(e) {
+                if host.kernel < flashpath_core::host::Kernel::new(major, minor) {
+                    bail!(
+                        "job '{job}': ioengine={} needs {call}, from Linux {major}.{minor}; host '{}' runs {}.{} (ENOSYS)",
+                        e.as_fio(),
+                        host.name,
+                        host.kernel.major,
+                        host.kernel.minor
+                    );
+                }
+            }
         }
         if let Some(opt) = &self.ioprio {
             if host.block.scheduler == Scheduler::MqDeadline
@@ -1125,6 +1153,11 @@ pub fn plan(inv: &Invocation, dev: &DeviceConfig, journal: Option<(u64, u64)>) -
                 .find(|s| IOPRIO_OPTIONS.contains(&s.name.as_str()))
                 .map(|s| s.name.clone())
         }),
+        engines: inv
+            .jobs
+            .iter()
+            .map(|j| (j.name.clone(), j.options.ioengine.clone()))
+            .collect(),
     })
 }
 

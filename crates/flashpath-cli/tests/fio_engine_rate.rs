@@ -194,18 +194,26 @@ fn io_uring_hipri_polls_where_the_kernel_allows_it() {
         q["read"]["clat_ns"]["mean"].as_f64().unwrap()
             < p["read"]["clat_ns"]["mean"].as_f64().unwrap()
     );
-    // A board on 4.4 has no io_uring.
+    // A board on 4.4 has no io_uring (fio: "your kernel doesn't support io_uring"),
+    // with or without hipri, and one on 3.19 no preadv2.
+    for hipri in [&["--hipri"][..], &[]] {
+        let mut a = vec!["--ioengine=io_uring", "--host", "sd835-phone"];
+        a.extend_from_slice(&["--device", "ufs21-64g"]);
+        a.extend_from_slice(hipri);
+        refused(
+            &a,
+            &["ioengine=io_uring", "io_uring_setup", "Linux 5.1", "4.4"],
+        );
+    }
     refused(
-        &[
-            "--ioengine=io_uring",
-            "--hipri",
-            "--host",
-            "sd835-phone",
-            "--device",
-            "ufs21-64g",
-        ],
-        &["hipri", "Linux 5.1", "4.4"],
+        &["--ioengine=pvsync2", "--host", "jetson-tx1"],
+        &["ioengine=pvsync2", "Linux 4.6", "3.19"],
     );
+    // libaio is older than every board.
+    let mut a = args(&["--ioengine=libaio", "--host", "jetson-tx1"]);
+    a.insert(1, "--parse-only".into());
+    let a: Vec<&str> = a.iter().map(String::as_str).collect();
+    ok(&flashpath(&a));
     // Buffered: io_uring refuses IOPOLL.
     let a = ["--ioengine=io_uring", "--hipri", "--direct=0"];
     refused(&a, &["hipri", "EOPNOTSUPP"]);
