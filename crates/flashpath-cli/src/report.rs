@@ -118,8 +118,9 @@ fn job_report(meta: &JobMeta, s: &JobStats) -> JobReport {
         }
     }
     r.latency_buckets = buckets;
-    for &l in &s.sync_lat_ns {
-        r.record_sync(l);
+    if s.sync_lat.count() > 0 {
+        r.sync.total_ios = s.sync_lat.count();
+        r.sync.lat = LatStat::from_hist(s.sync_lat.clone());
     }
     r.job_runtime_ms = runtime_ms;
     r.sys_time_ms = s.sys_ns / 1_000_000;

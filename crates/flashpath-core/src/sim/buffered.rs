@@ -112,6 +112,9 @@ use std::collections::{BTreeSet, HashMap};
 
 /// MAX_WRITEBACK_PAGES (fs/fs-writeback.c): pages written per writeback chunk.
 const MAX_WRITEBACK_PAGES: u64 = 1024;
+/// How many readahead calls `CacheStats::readahead_bytes` records.
+pub const READAHEAD_KEPT: usize = 4096;
+
 /// force_page_cache_readahead reads in chunks of 2 MiB (mm/readahead.c).
 const FORCE_RA_CHUNK_PAGES: u64 = (2 << 20) / PAGE;
 
@@ -241,8 +244,11 @@ pub struct CacheStats {
     pub hit_pages: u64,
     /// Pages a read had to wait for (absent or locked when reached).
     pub miss_pages: u64,
-    /// Pages each readahead call submitted, in order (bytes).
+    /// Pages each readahead call submitted, in order (bytes): the first
+    /// `READAHEAD_KEPT` calls, so the record stays bounded however long the run.
     pub readahead_bytes: Vec<u64>,
+    /// Readahead calls that submitted pages, all of them.
+    pub readahead_calls: u64,
     /// Most dirty + writeback bytes at any time.
     pub max_dirty_bytes: u64,
     /// Dirty bytes left in the cache at the end of the run.
@@ -770,9 +776,10 @@ impl Sim {
         let io_pages = self.cfg.host.block.max_request_bytes / PAGE;
         let mut left = req.min(io_pages.max(ra.ra_pages));
         let mut at = idx;
+        let eof = self.eof_page(t, idx);
         while left > 0 {
             let chunk = left.min(FORCE_RA_CHUNK_PAGES);
-            self.ra_submit(t, at, chunk, 0);
+            self.ra_submit(t, at, chunk, 0, eof);
             at += chunk;
             left -= chunk;
         }
@@ -820,7 +827,8 @@ impl Sim {
             }
             if h <= req {
                 // A standalone small read: read as is, the state stays.
-                return self.ra_submit(t, idx, req, 0);
+                let eof = self.eof_page(t, idx);
+                return self.ra_submit(t, idx, req, 0, eof);
             }
             if h >= idx {
                 h *= 2;
@@ -841,14 +849,30 @@ impl Sim {
             }
         }
         self.buf.threads[t as usize].ra = ra;
-        self.ra_submit(t, ra.start, ra.size, ra.async_size);
+        let eof = self.eof_page(t, idx);
+        self.ra_submit(t, ra.start, ra.size, ra.async_size, eof);
+    }
+
+    /// The end (in pages, rounded up) of the file a read of thread `t` at page `idx` is
+    /// in: the block device's, or the job's regular file's (i_size; readahead reads
+    /// nothing past it, __do_page_cache_readahead's end_index).
+    fn eof_page(&self, t: u32, idx: u64) -> u64 {
+        let files = self.cfg.jobs[self.threads[t as usize].cfg].files.as_ref();
+        files
+            .and_then(|f| {
+                f.extents
+                    .iter()
+                    .find(|e| (e.offset..e.offset + e.size).contains(&(idx * PAGE)))
+            })
+            .map_or(self.cfg.device.capacity_bytes, |e| e.offset + e.size)
+            .div_ceil(PAGE)
     }
 
     /// __do_page_cache_readahead: absent pages of start..start+size are allocated locked
     /// and read, contiguous runs as bios; the page at start+size-async is marked.
-    fn ra_submit(&mut self, t: u32, start: u64, size: u64, async_size: u64) {
-        let cap = self.cfg.device.capacity_bytes / PAGE;
-        let end = (start + size).min(cap);
+    /// Pages at or past `eof` (the read's file's end in pages, `eof_page`) are not read.
+    fn ra_submit(&mut self, t: u32, start: u64, size: u64, async_size: u64, eof: u64) {
+        let end = (start + size).min(eof);
         let mark = (start + size)
             .checked_sub(async_size)
             .filter(|_| async_size > 0);
@@ -883,7 +907,11 @@ impl Sim {
         if pages == 0 {
             return;
         }
-        self.buf.stats.readahead_bytes.push(pages * PAGE);
+        let st = &mut self.buf.stats;
+        st.readahead_calls += 1;
+        if st.readahead_bytes.len() < READAHEAD_KEPT {
+            st.readahead_bytes.push(pages * PAGE);
+        }
         let cost = self.mem().page_op_ns * pages + self.cfg.host.costs.block_submit_ns * bios;
         let core = self.threads[t as usize].core;
         self.threads[t as usize].stats.sys_ns += cost;
@@ -1072,7 +1100,7 @@ impl Sim {
                     self.buf.threads[t as usize].last_was_sync = record;
                     if record && start >= self.threads[t as usize].measure_start {
                         let end = now + ret;
-                        self.threads[t as usize].stats.sync_lat_ns.push(end - start);
+                        self.threads[t as usize].stats.sync_lat.record(end - start);
                     }
                     None
                 }

@@ -504,7 +504,7 @@ impl Sim {
                         usr_ns: 0,
                         spans: Spans::default(),
                         dir_spans: Default::default(),
-                        sync_lat_ns: Vec::new(),
+                        sync_lat: Default::default(),
                         script_lat_ns: Vec::new(),
                         error: None,
                         lat_depth: None,

@@ -91,9 +91,10 @@ pub struct JobStats {
     /// a request's Q2G, G2I and I2D to the direction of its first bio, its D2C and Q2C
     /// to each bio's, as btt would count them with a filter on the direction.
     pub dir_spans: [Option<Spans>; 3],
-    /// Latency of each fsync/fdatasync fio issued (fsync=N, fdatasync=N), for fio's
-    /// `sync` statistics.
-    pub sync_lat_ns: Vec<u64>,
+    /// Latencies of the fsync/fdatasync calls fio issued (fsync=N, fdatasync=N), for
+    /// fio's `sync` statistics: a histogram with exact count, sum, min and max, so it
+    /// stays the same size however many calls a run makes.
+    pub sync_lat: LatHist,
     /// A scripted job's I/O latencies (submission to return), in script order; empty
     /// for other jobs. It grows with the script the caller holds, not with the run.
     pub script_lat_ns: Vec<u64>,
