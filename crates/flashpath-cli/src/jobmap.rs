@@ -1063,6 +1063,8 @@ fn meta(job: &Job) -> JobMeta {
             slat: o.disable_slat,
             bw: o.disable_bw,
         },
+        // As the job's JobConfig::fdatasync.
+        datasync: o.fsync_every == 0 && o.fdatasync_every > 0,
     }
 }
 

@@ -30,6 +30,10 @@ pub struct JobMeta {
     pub latency: (u64, u64, f64),
     /// Statistics the job does not record (gtod_reduce, disable_*).
     pub disabled: Disabled,
+    /// The job's periodic syncs are fdatasyncs (fdatasync=N): fio counts them as
+    /// DDIR_DATASYNC, so its JSON `sync.total_ios` (total_io_u[DDIR_SYNC]) stays 0 while
+    /// their latencies fill `sync.lat_ns`.
+    pub datasync: bool,
 }
 
 /// fio's disable_lat, disable_clat, disable_slat and disable_bw_measurement (all four
@@ -119,7 +123,7 @@ fn job_report(meta: &JobMeta, s: &JobStats) -> JobReport {
     }
     r.latency_buckets = buckets;
     if s.sync_lat.count() > 0 {
-        r.sync.total_ios = s.sync_lat.count();
+        r.sync.total_ios = if meta.datasync { 0 } else { s.sync_lat.count() };
         r.sync.lat = LatStat::from_hist(s.sync_lat.clone());
     }
     r.job_runtime_ms = runtime_ms;

@@ -32,9 +32,59 @@ fn fsync_latencies_reach_the_json_sync_section() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let json: serde_json::Value = serde_json::from_str(&out).expect("JSON");
     let job = &json["jobs"][0];
-    assert_eq!(job["sync"]["total_ios"], 4, "{}", job["sync"]);
+    // fdatasyncs after the 256th, 512th and 768th write: none after the last one (the
+    // job ends first), and end_fsync is not a sample. fio counts fdatasyncs apart
+    // (DDIR_DATASYNC), so `total_ios` (DDIR_SYNC's) is 0.
+    assert_eq!(job["sync"]["total_ios"], 0, "{}", job["sync"]);
+    assert_eq!(job["sync"]["lat_ns"]["N"], 3, "{}", job["sync"]);
     assert!(job["sync"]["lat_ns"]["mean"].as_f64().unwrap() > 0.0);
     assert_eq!(job["write"]["io_bytes"], 4 << 20);
+}
+
+#[test]
+fn sync_counts_are_fios() {
+    // (sync total_ios, sync lat_ns N) of 16 writes of 4 KiB, as real fio 3.33 reports
+    // them on a file.
+    let cases: [(&[&str], u64, u64); 5] = [
+        (&["--fsync=4"], 3, 3),
+        (&["--fdatasync=4"], 0, 3),
+        (&["--fsync=4", "--direct=1"], 3, 3),
+        (&["--fsync=5", "--end_fsync=1"], 3, 3),
+        (&["--end_fsync=1"], 0, 0),
+    ];
+    let base = ["--name=t", "--rw=write", "--bs=4k", "--size=64k"];
+    let dir = std::env::temp_dir().join(format!("fp-sync-counts-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let fio = Command::new("fio").arg("--version").output().is_ok();
+    for (extra, total, n) in cases {
+        let mut a: Vec<&str> = base.to_vec();
+        a.extend_from_slice(extra);
+        let j = json_of(&a);
+        let got = (
+            &j["jobs"][0]["sync"]["total_ios"],
+            &j["jobs"][0]["sync"]["lat_ns"]["N"],
+        );
+        assert_eq!(
+            (got.0.as_u64(), got.1.as_u64()),
+            (Some(total), Some(n)),
+            "{extra:?}"
+        );
+        if fio {
+            let o = Command::new("fio")
+                .args(&a)
+                .arg(format!("--filename={}", dir.join("f").display()))
+                .arg("--output-format=json")
+                .output()
+                .unwrap();
+            let f: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+            let s = &f["jobs"][0]["sync"];
+            assert_eq!(
+                (s["total_ios"].as_u64(), s["lat_ns"]["N"].as_u64()),
+                (Some(total), Some(n)),
+                "fio {extra:?}"
+            );
+        }
+    }
 }
 
 fn spans_of(args: &[&str]) -> (f64, f64, f64) {

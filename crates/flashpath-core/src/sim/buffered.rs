@@ -1182,9 +1182,12 @@ impl Sim {
 
     /// Hook of `thread_run` after reaping: fio's fsync=N. True if the thread is busy with
     /// it (or waits for its I/Os to drain first).
+    /// fio's get_rw_ddir picks the sync before the next I/O, so a job whose last write
+    /// completes the count ends without it (do_io's loop ends first: 16 writes with
+    /// fsync=4 make 3 fsyncs).
     pub(super) fn buf_sync_due(&mut self, t: u32) -> bool {
         let n = self.cfg.jobs[self.threads[t as usize].cfg].fsync_every;
-        if n == 0 || self.buf.threads[t as usize].writes < n {
+        if n == 0 || self.buf.threads[t as usize].writes < n || self.job_done_issuing(t) {
             return false;
         }
         if self.threads[t as usize].inflight > 0 {
