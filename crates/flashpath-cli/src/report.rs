@@ -3,7 +3,9 @@
 //! window (bwavgtime), IOPS samples per window likewise.
 
 use flashpath_core::host::block::{DiskStats, KERNEL_HZ};
-use flashpath_core::stats::{JobStats, RunResult, Span, Spans, SystemStats, BW_INTERVAL_NS};
+use flashpath_core::stats::{
+    JobStats, RunResult, RunningStat, Span, Spans, SystemStats, BW_INTERVAL_NS,
+};
 use flashpath_fio::report::model::{
     Ddir, DiskUtil, IoStat, JobHeader, JobReport, LatStat, LatencyBuckets, RunReport, SpanSet,
     SteadyState, UnifiedRw,
@@ -52,14 +54,15 @@ pub struct Disabled {
 /// same bytes for the same inputs, so the report is stamped with the Unix epoch.
 pub const REPORT_TIME: &str = "Thu Jan  1 00:00:00 1970";
 
-fn window_samples(values: &[u64], full_windows: usize, scale: impl Fn(u64) -> u64) -> IoStat {
-    // fio samples only complete windows; a run shorter than one window has none.
-    let v: Vec<u64> = values
-        .iter()
-        .take(full_windows)
-        .map(|&x| scale(x))
-        .collect();
-    IoStat::from_samples(&v)
+/// The report's form of a statistic of window samples.
+fn window_stat(s: &RunningStat) -> IoStat {
+    IoStat {
+        samples: s.samples,
+        min: s.min,
+        max: s.max,
+        mean: s.mean,
+        s: s.s,
+    }
 }
 
 fn job_report(meta: &JobMeta, s: &JobStats) -> JobReport {
@@ -112,11 +115,10 @@ fn job_report(meta: &JobMeta, s: &JobStats) -> JobReport {
         dst.slat = hist(&src.slat, off.slat);
         dst.clat = hist(&src.clat, off.clat);
         dst.lat = hist(&src.lat, off.lat);
-        let kib_per_s = |bytes: u64| bytes * 1_000_000_000 / BW_INTERVAL_NS / 1024;
-        let per_s = |ios: u64| ios * 1_000_000_000 / BW_INTERVAL_NS;
-        let windows = if off.bw { 0 } else { full_windows };
-        dst.bw = window_samples(&src.bytes_per_interval, windows, kib_per_s);
-        dst.iops = window_samples(&src.ios_per_interval, windows, per_s);
+        // fio samples only complete windows; a run shorter than one window has none.
+        let (bw, iops) = src.windows.samples(if off.bw { 0 } else { full_windows });
+        dst.bw = window_stat(&bw);
+        dst.iops = window_stat(&iops);
         if !off.clat {
             buckets.merge(&LatencyBuckets::from_hist(&src.clat));
         }

@@ -305,6 +305,31 @@ fn flow_sleep_with_an_async_engine_quiesces_the_queue_before_it_sleeps() {
     assert!((b.sys_ns as f64) < 0.2 * b.runtime_ns as f64);
 }
 
+#[test]
+fn think_time_with_an_async_engine_quiesces_then_sleeps() {
+    // fio's handle_thinktime: io_u_quiesce (reap every I/O in flight), then sleep.
+    // 500 writes, then 700 ms of think time, over 2.7 s: a queue of 4 drained before
+    // each sleep restarts from empty, so each cycle's first issue finds the queue empty
+    // and the next two find 1 and 2 in flight (buckets 1 and 2-3). Before the fix a
+    // completion woke the sleeper early and the run ended with the thread finished
+    // twice (a panic).
+    let mut j = aio_job(4, 1 << 14);
+    j.read_pct = 0;
+    j.time_based = true;
+    j.runtime_ns = Some(2_700_000_000);
+    j.thinktime_ns = 700_000_000;
+    j.thinktime_blocks = 500;
+    let (r, _) = run_jobs(costed_host(), vec![j]).unwrap();
+    let s = &r.jobs[0];
+    let cycles = s.depth_hist[0];
+    assert!(cycles >= 3, "{:?}", s.depth_hist);
+    // (A reap of two completions at once in the steady state adds to bucket 2-3.)
+    assert!(s.depth_hist[1] >= 2 * cycles, "{:?}", s.depth_hist);
+    assert_eq!(s.dirs[1].ios, 500 * cycles, "each cycle writes its 500");
+    // The sleep that began before the runtime's end runs out, as fio 3.33's usec_sleep.
+    assert!(s.runtime_ns > 2_700_000_000);
+}
+
 fn aio_job(depth: u32, ios: u64) -> JobConfig {
     let mut j = JobConfig::simple("lp", Pattern::Random, 100, 4096, 4096 * ios);
     j.submission = Submission::Async {

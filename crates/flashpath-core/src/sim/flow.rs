@@ -98,7 +98,7 @@ impl Sim {
                 self.wait_for_completions(t);
             } else {
                 seat.quiescing = false;
-                th.state = super::ThreadState::Sleeping;
+                th.state = super::ThreadState::Delayed;
                 self.q.push(now + sleep, Ev::ThreadRun(t));
             }
             return true;
@@ -123,7 +123,7 @@ impl Sim {
             seat.quiescing = true;
             self.wait_for_completions(t);
         } else if sleep > 0 {
-            th.state = super::ThreadState::Sleeping;
+            th.state = super::ThreadState::Delayed;
             self.q.push(now + sleep, Ev::ThreadRun(t));
         } else {
             seat.waiting = true;

@@ -315,6 +315,9 @@ struct Thread {
     min_rate: Option<MinRate>,
     /// fio's flow control (sim/flow.rs).
     flow: Option<flow::FlowSeat>,
+    /// A think-time or rate sleep of this length waits for the thread's I/Os in flight
+    /// first (fio's handle_thinktime and rate_ddir call io_u_quiesce, then sleep).
+    pause: Option<u64>,
     /// fio's latency profile (sim/lat_target.rs).
     lat: Option<lat_target::LatProfile>,
 }
@@ -525,6 +528,7 @@ impl Sim {
                         .then(|| PoissonClock::new(j.seed)),
                     min_rate: j.rate_min.any().then(MinRate::default),
                     flow: flow_seats[i].take(),
+                    pause: None,
                     lat: None,
                 })
             })
@@ -934,9 +938,10 @@ impl Sim {
             let th = &mut self.threads[i];
             let named = match what {
                 ExitWhat::Group => self.cfg.jobs[i].group_id == group,
-                ExitWhat::Stonewall => {
-                    matches!(th.state, ThreadState::Running | ThreadState::Sleeping)
-                }
+                ExitWhat::Stonewall => matches!(
+                    th.state,
+                    ThreadState::Running | ThreadState::Sleeping | ThreadState::Delayed
+                ),
                 ExitWhat::All => true,
             };
             if i == t || !named || th.state == ThreadState::Finished {
@@ -1045,7 +1050,19 @@ impl Sim {
             self.wait_for_completions(t);
             return;
         }
-        let th = &self.threads[t as usize];
+        let th = &mut self.threads[t as usize];
+        if let Some(len) = th.pause {
+            // Quiesced for a think-time or rate sleep: then the sleep, on a timer
+            // (completions wait for the thread to wake).
+            if th.inflight > 0 {
+                self.wait_for_completions(t);
+            } else {
+                th.pause = None;
+                th.state = ThreadState::Delayed;
+                self.q.push(now + len, Ev::ThreadRun(t));
+            }
+            return;
+        }
         if th.inflight >= th.depth {
             self.wait_for_completions(t);
             return;
@@ -1109,8 +1126,16 @@ impl Sim {
             self.threads[t as usize].ios_since_think = 0;
         }
         if gate > now {
-            self.threads[t as usize].state = ThreadState::Sleeping;
-            self.q.push(gate, Ev::ThreadRun(t));
+            // fio quiesces before it sleeps (io_u_quiesce in handle_thinktime and
+            // rate_ddir), then sleeps the time it computed before.
+            let th = &mut self.threads[t as usize];
+            if th.inflight > 0 {
+                th.pause = Some(gate - now);
+                self.wait_for_completions(t);
+            } else {
+                th.state = ThreadState::Delayed;
+                self.q.push(gate, Ev::ThreadRun(t));
+            }
             return;
         }
         // Choose the I/Os of this system call and book its CPU work.

@@ -303,7 +303,7 @@ impl Sim {
         for i in 0..self.threads.len() {
             let running = matches!(
                 self.threads[i].state,
-                ThreadState::Running | ThreadState::Sleeping
+                ThreadState::Running | ThreadState::Sleeping | ThreadState::Delayed
             );
             let (gid, gr) = {
                 let j = &self.cfg.jobs[i];

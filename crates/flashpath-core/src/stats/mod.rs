@@ -18,10 +18,100 @@ pub struct DirStats {
     pub slat: LatHist,
     pub clat: LatHist,
     pub lat: LatHist,
-    /// Bytes completed in each 500 ms interval since the job's measurement start.
-    pub bytes_per_interval: Vec<u64>,
-    /// I/Os completed in each 500 ms interval.
-    pub ios_per_interval: Vec<u64>,
+    /// Bandwidth and IOPS per 500 ms window since the job's measurement start.
+    pub windows: Windows,
+}
+
+/// fio's `io_stat` as `add_stat_sample` keeps it (Welford's running mean and sum of
+/// squared deviations), for samples taken as the run goes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RunningStat {
+    pub samples: u64,
+    /// `u64::MAX` while empty.
+    pub min: u64,
+    pub max: u64,
+    pub mean: f64,
+    pub s: f64,
+}
+
+impl Default for RunningStat {
+    fn default() -> Self {
+        RunningStat {
+            samples: 0,
+            min: u64::MAX,
+            max: 0,
+            mean: 0.0,
+            s: 0.0,
+        }
+    }
+}
+
+impl RunningStat {
+    /// fio's add_stat_sample.
+    pub fn add(&mut self, data: u64) {
+        let val = data as f64;
+        self.max = self.max.max(data);
+        self.min = self.min.min(data);
+        let delta = val - self.mean;
+        if delta != 0.0 {
+            self.mean += delta / (self.samples as f64 + 1.0);
+            self.s += delta * (val - self.mean);
+        }
+        self.samples += 1;
+    }
+}
+
+/// Completions per `BW_INTERVAL_NS` window, streamed: the window I/Os complete in now
+/// and the bandwidth (KiB/s) and IOPS samples of the windows before it, so the record
+/// stays the same size however long the run. A window with no completion before the
+/// last one's is a zero sample, as fio takes it.
+#[derive(Clone, Debug, Default)]
+pub struct Windows {
+    /// Index of the open window, and what completed in it.
+    pub open: usize,
+    pub open_bytes: u64,
+    pub open_ios: u64,
+    /// Samples of the closed windows (0..open).
+    pub bw_kib: RunningStat,
+    pub iops: RunningStat,
+}
+
+impl Windows {
+    fn bw_kib_per_s(bytes: u64) -> u64 {
+        bytes * 1_000_000_000 / BW_INTERVAL_NS / 1024
+    }
+
+    fn per_s(ios: u64) -> u64 {
+        ios * 1_000_000_000 / BW_INTERVAL_NS
+    }
+
+    fn record(&mut self, slot: usize, bytes: u64) {
+        while slot > self.open {
+            self.bw_kib.add(Self::bw_kib_per_s(self.open_bytes));
+            self.iops.add(Self::per_s(self.open_ios));
+            self.open += 1;
+            self.open_bytes = 0;
+            self.open_ios = 0;
+        }
+        self.open_bytes += bytes;
+        self.open_ios += 1;
+    }
+
+    /// The bandwidth and IOPS samples of the first `full` windows (fio samples only
+    /// complete ones: the open window counts if it is one of them). Every completion
+    /// falls inside the job's runtime, so the closed windows all are.
+    pub fn samples(&self, full: usize) -> (RunningStat, RunningStat) {
+        if full == 0 {
+            return Default::default();
+        }
+        debug_assert!(self.open <= full, "{} windows past {full}", self.open);
+        let (mut bw, mut iops) = (self.bw_kib, self.iops);
+        if self.open_ios > 0 && self.open < full {
+            bw.add(Self::bw_kib_per_s(self.open_bytes));
+            iops.add(Self::per_s(self.open_ios));
+        }
+        (bw, iops)
+    }
 }
 
 impl DirStats {
@@ -40,13 +130,8 @@ impl DirStats {
         }
         self.clat.record(clat);
         self.lat.record(lat);
-        let slot = (since_start_ns / BW_INTERVAL_NS) as usize;
-        if self.bytes_per_interval.len() <= slot {
-            self.bytes_per_interval.resize(slot + 1, 0);
-            self.ios_per_interval.resize(slot + 1, 0);
-        }
-        self.bytes_per_interval[slot] += bytes;
-        self.ios_per_interval[slot] += 1;
+        self.windows
+            .record((since_start_ns / BW_INTERVAL_NS) as usize, bytes);
     }
 }
 
