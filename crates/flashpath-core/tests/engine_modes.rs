@@ -330,6 +330,21 @@ fn think_time_with_an_async_engine_quiesces_then_sleeps() {
     assert!(s.runtime_ns > 2_700_000_000);
 }
 
+#[test]
+fn a_rate_limited_async_job_issues_on_the_rate_clock_of_issued_ios() {
+    // rate_iops=1000 at depth 32 on storage much faster than 1 ms: fio's clock counts
+    // issued I/Os (usec_for_io), so the second I/O already waits its turn, after the
+    // queue is quiesced: every issue finds an empty queue, none is a burst.
+    let mut j = aio_job(32, 1 << 14);
+    j.time_based = true;
+    j.runtime_ns = Some(1_000_000_000);
+    j.rate_iops = [1000, 0];
+    let (r, _) = run_jobs(costed_host(), vec![j]).unwrap();
+    let s = &r.jobs[0];
+    assert_eq!(s.dirs[0].ios, 1000);
+    assert_eq!(s.depth_hist[0], 1000, "{:?}", s.depth_hist);
+}
+
 fn aio_job(depth: u32, ios: u64) -> JobConfig {
     let mut j = JobConfig::simple("lp", Pattern::Random, 100, 4096, 4096 * ios);
     j.submission = Submission::Async {

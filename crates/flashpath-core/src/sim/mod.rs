@@ -1111,11 +1111,12 @@ impl Sim {
         for d in [Dir::Read, Dir::Write] {
             let i = d.index();
             if th.poisson.is_none() && (cfg.rate_bytes_per_s[i] > 0 || cfg.rate_iops[i] > 0) {
-                let s = &th.stats.dirs[i];
+                // fio's clock counts what was issued (usec_for_io: rate_io_issue_bytes).
+                let s = &th.src;
                 let g = rate_gate(
                     th.start,
-                    s.bytes,
-                    s.ios,
+                    s.issued_bytes_per_dir[i],
+                    s.issued_per_dir[i],
                     cfg.rate_bytes_per_s[i],
                     cfg.rate_iops[i],
                 );

@@ -664,6 +664,8 @@ pub struct IoSource {
     pub issued_ios: u64,
     /// Reads and writes issued (fio's io_issues, per direction; trims count as writes).
     pub issued_per_dir: [u64; 2],
+    /// Bytes issued per direction (fio's rate_io_issue_bytes, the rate's clock).
+    pub issued_bytes_per_dir: [u64; 2],
 }
 
 impl IoSource {
@@ -696,6 +698,7 @@ impl IoSource {
             issued_bytes: 0,
             issued_ios: 0,
             issued_per_dir: [0; 2],
+            issued_bytes_per_dir: [0; 2],
         }
     }
 
@@ -801,6 +804,7 @@ impl IoSource {
         self.issued_bytes += len;
         self.issued_ios += 1;
         self.issued_per_dir[dir.index()] += 1;
+        self.issued_bytes_per_dir[dir.index()] += len;
         IoSpec {
             dir,
             trim: false,
