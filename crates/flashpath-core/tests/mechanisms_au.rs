@@ -216,7 +216,8 @@ fn trims_of_whole_aus_spare_the_copies_and_fsync_sends_no_flush() {
     let sd = DriverKind::SdRtsx { multi_seq: false };
     let r = run_one(RTSX_HOST, SD_README, sd, j);
     assert_eq!(r.system.cache.flushes, 0);
-    assert_eq!(r.jobs[0].sync_lat.count(), 64);
+    // After each write but the last (fio picks a sync only before a next I/O).
+    assert_eq!(r.jobs[0].sync_lat.count(), 63);
 }
 
 #[test]
