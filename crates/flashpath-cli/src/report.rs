@@ -118,6 +118,10 @@ fn job_report(meta: &JobMeta, s: &JobStats) -> JobReport {
         }
     }
     r.latency_buckets = buckets;
+    if s.enospc_write.is_some() {
+        // fill_device's failed write: issued (fio's total_io_u), with no bytes.
+        r.dir_mut(Ddir::Write).total_ios += 1;
+    }
     for &l in &s.sync_lat_ns {
         r.record_sync(l);
     }
