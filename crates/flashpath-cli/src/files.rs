@@ -552,4 +552,53 @@ mod tests {
         assert_eq!(in_dir(Some("/data/"), "f"), "/data/f");
         assert_eq!(in_dir(Some("/data"), "/abs"), "/abs");
     }
+
+    #[test]
+    fn the_fill_file_takes_the_free_space_in_whole_blocks() {
+        const K: u64 = 1024;
+        const M: u64 = 1 << 20;
+        // The device less the journal: two runs, each a whole number of 64 KiB.
+        assert_eq!(
+            fill_pieces(64 * M, Some((4 * M, 8 * M)), &[], 64 * K, None),
+            vec![(0, 4 * M), (8 * M, 56 * M)]
+        );
+        // Other files' extents are skipped; a run's tail short of a block is left
+        // (a file ending off a 4 KiB block: the next run starts at the next block).
+        assert_eq!(
+            fill_pieces(10 * M, None, &[(0, M + 100), (3 * M, M)], 64 * K, None),
+            vec![(M + 4096, 2 * M - 4096 - 60 * K), (4 * M, 6 * M)]
+        );
+        // A size: the file stops there (rounded down to the block).
+        assert_eq!(
+            fill_pieces(64 * M, Some((4 * M, 8 * M)), &[], 64 * K, Some(5 * M + 1)),
+            vec![(0, 4 * M), (8 * M, M)]
+        );
+        // No room for a block: nothing.
+        assert_eq!(
+            fill_pieces(M, Some((0, M - 4096)), &[], 64 * K, None),
+            vec![]
+        );
+        // Whatever the layout, the pieces are free, disjoint and within the device,
+        // and lose less than a block per free run.
+        for (cap, used, unit) in [
+            (
+                100 * M,
+                vec![(5 * M, 3 * M), (50 * M, 7 * M + 4096)],
+                96 * K,
+            ),
+            (33 * M + 512, vec![(0, 4096)], 128 * K),
+        ] {
+            let j = (20 * M, 24 * M);
+            let p = fill_pieces(cap, Some(j), &used, unit, None);
+            let mut taken: Vec<(u64, u64)> = used.iter().map(|&(a, n)| (a, a + n)).collect();
+            taken.push(j);
+            for &(at, n) in &p {
+                assert!(n > 0 && n % unit == 0 && at + n <= cap);
+                assert!(taken.iter().all(|&(lo, hi)| at + n <= lo || at >= hi));
+            }
+            let free = cap - taken.iter().map(|(lo, hi)| hi - lo).sum::<u64>();
+            let got: u64 = p.iter().map(|x| x.1).sum();
+            assert!(got <= free && free - got < (taken.len() as u64 + 1) * (unit + 4096));
+        }
+    }
 }

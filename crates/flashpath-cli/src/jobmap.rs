@@ -1468,6 +1468,73 @@ mod tests {
     }
 
     #[test]
+    fn a_fill_file_grows_into_the_free_space() {
+        const M: u64 = 1 << 20;
+        // Another job's 8 MiB file, the fill job `w`, the stonewalled reader `v`, each
+        // with `extra` options, without `drop` ones.
+        let args = |w: &[&'static str], v: &[&'static str], drop: &str| {
+            let mut a = vec!["--name=other", "--directory=/d", "--size=8m"];
+            a.extend(["--name=w", "--filename=/d/fill", "--rw=write", "--bs=64k"]);
+            a.push("--fill_device=1");
+            a.extend(w);
+            a.extend(["--name=v", "--stonewall", "--create_serialize=0"]);
+            a.extend(["--filename=/d/fill", "--rw=read", "--bs=64k"]);
+            a.extend(v);
+            a.retain(|x| *x != drop);
+            a
+        };
+        // 64 MiB, the journal at 16..20 MiB, the other file first: the fill file
+        // takes 8..16 and 20..64 MiB; the reader without a size reads it whole.
+        let journal = Some((16 * M, 20 * M));
+        let p = plan_of(&args(&[], &[], ""), journal).unwrap();
+        assert_eq!(
+            extents(&p),
+            vec![
+                vec![(0, 8 * M)],
+                vec![(8 * M, 8 * M), (20 * M, 44 * M)],
+                vec![(8 * M, 8 * M), (20 * M, 44 * M)]
+            ]
+        );
+        let (w, v) = (&p.jobs[1], &p.jobs[2]);
+        assert_eq!((w.size, w.io_limit, w.fill_enospc), (52 * M, 52 * M, true));
+        assert_eq!((v.size, v.io_limit, v.fill_enospc), (52 * M, 52 * M, false));
+        assert_eq!(
+            w.files.as_ref().unwrap().service,
+            wl::FileService::Sequential
+        );
+        assert_eq!(p.enospc, vec![None, Some(("/d/fill".into(), 52 * M)), None]);
+        // A size within the free space: no ENOSPC; the reader keeps its own size.
+        let p = plan_of(&args(&["--size=10m"], &["--size=4m"], ""), journal).unwrap();
+        assert_eq!((p.jobs[1].size, p.jobs[1].fill_enospc), (10 * M, false));
+        assert_eq!(p.jobs[2].size, 4 * M);
+        assert_eq!(p.enospc[1], None);
+        let err = |w: &[&'static str], v: &[&'static str], drop: &str| match plan_of(
+            &args(w, v, drop),
+            journal,
+        ) {
+            Ok(_) => panic!("{:?} accepted", args(w, v, drop)),
+            Err(e) => e.to_string(),
+        };
+        // A reader beside the fill job, or sized before it ran (create_serialize=1).
+        let e = err(&[], &[], "--stonewall");
+        assert!(e.contains("runs beside"), "{e}");
+        let e = err(&[], &[], "--create_serialize=0");
+        assert!(e.contains("you need to specify size="), "{e}");
+        // A reader sized beyond the file; random reads over its pieces; random or
+        // variable-sized fill writes; two fill files.
+        let e = err(&[], &["--size=60m"], "");
+        assert!(e.contains("beyond the"), "{e}");
+        let e = err(&[], &["--rw=randread"], "");
+        assert!(e.contains("random I/O over fill_device file"), "{e}");
+        let e = err(&["--rw=randwrite"], &[], "");
+        assert!(e.contains("fill_device with rw=randwrite"), "{e}");
+        let e = err(&["--bsrange=4k-64k"], &[], "");
+        assert!(e.contains("variable block size"), "{e}");
+        let e = err(&[], &["--name=x", "--filename=/d/g", "--fill_device=1"], "");
+        assert!(e.contains("two files filling"), "{e}");
+    }
+
+    #[test]
     fn cpus_allowed_pins_threads() {
         let base = ["--direct=1", "--size=1m", "--name=a"];
         let with = |extra: &[&str]| {
