@@ -384,7 +384,10 @@ impl Layout {
                                 "fill_device files {n} and {}: two files filling one filesystem (sharing its free space as they grow) are not modelled by flashpath",
                                 f.name
                             ),
-                            _ => fill = Some((f.name.clone(), want, 1)),
+                            Some((n, _, _)) => bail!(
+                                "fill_device file {n} is filled by several jobs at once (numjobs, or two jobs), which is not modelled by flashpath"
+                            ),
+                            None => fill = Some((f.name.clone(), want, 1)),
                         }
                     }
                 }

@@ -1532,6 +1532,8 @@ mod tests {
         assert!(e.contains("variable block size"), "{e}");
         let e = err(&[], &["--name=x", "--filename=/d/g", "--fill_device=1"], "");
         assert!(e.contains("two files filling"), "{e}");
+        let e = err(&["--numjobs=2"], &[], "");
+        assert!(e.contains("filled by several jobs"), "{e}");
     }
 
     #[test]

@@ -1106,6 +1106,31 @@ mod tests {
     }
 
     #[test]
+    fn decoding_near_the_last_write_finds_a_long_jobs_early_writes() {
+        // A job of a million writes; block 7 was written by write 3. From the newest
+        // write, the search would spend its budget first; next to the last write
+        // decoded (write 5 of the block before), it takes a few digests.
+        let writers = [(9u32, 1_000_000u32)];
+        let tag = content_tag(9, 3, 7);
+        let mut budget = 1000;
+        assert_eq!(decode(&writers, tag, 7, &mut budget), None);
+        let mut budget = 1000;
+        assert_eq!(
+            decode_near(&writers, Some((9, 5)), tag, 7, &mut budget),
+            Some((9, 3))
+        );
+        // 5, then 6 and 4, then 7 and 3.
+        assert_eq!(budget, 1000 - 5);
+        // Beyond the window, or with nothing decoded yet: not found there.
+        let mut budget = 1000;
+        assert_eq!(
+            decode_near(&writers, Some((9, 500)), tag, 7, &mut budget),
+            None
+        );
+        assert_eq!(decode_near(&writers, None, tag, 7, &mut budget), None);
+    }
+
+    #[test]
     fn pieces_are_verified_in_write_order_with_a_random_map_and_by_offset_without() {
         let mut job = JobConfig::simple("v", Pattern::Random, 0, 4096, 64 * 4096);
         let mut src = IoSource::new(&job);
