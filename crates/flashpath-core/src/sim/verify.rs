@@ -1197,6 +1197,44 @@ mod tests {
     }
 
     #[test]
+    fn an_interval_below_4k_checks_every_block_as_headers() {
+        // verify=meta, verify_interval=512: each 4 KiB block holds eight headers of
+        // the write that wrote it; a stale block fails at its first interval.
+        let p = Piece {
+            offset: 8192,
+            len: 16384,
+            numberio: 3,
+            in_flight: false,
+        };
+        let mut cfg = vcfg(0, 0);
+        cfg.algo = VerifyAlgo::Meta;
+        cfg.interval = 512;
+        let mut tags: Vec<u32> = (2..6).map(|l| content_tag(9, 3, l)).collect();
+        let check = |tags: &[u32]| {
+            let mut j = JobVerify::new(cfg.clone(), 0, true, false, false);
+            j.seed = 9;
+            j.writes = 4;
+            let writers = [(9u32, 4u32)];
+            let mut budget = 100;
+            j.check(p, tags, &mut |t, l| decode(&writers, t, l, &mut budget));
+            j.failure.map(|f| (f.kind, f.offset, f.len))
+        };
+        assert_eq!(check(&tags), None);
+        tags[2] = content_tag(9, 1, 4);
+        assert_eq!(
+            check(&tags),
+            Some((
+                FailureKind::BadNumberio {
+                    found: 1,
+                    wanted: 3
+                },
+                8192 + 2 * 4096,
+                512
+            ))
+        );
+    }
+
+    #[test]
     fn header_failures_follow_fios_checks_in_order() {
         let p = Piece {
             offset: 8192,
