@@ -51,6 +51,21 @@ pub struct JobFile {
     pub start: u64,
     pub end: u64,
     pub file_size: u64,
+    /// How the job's part of the file is sized.
+    pub sizing: Sizing,
+}
+
+/// How a job's part of a file is sized.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sizing {
+    /// By the job's size/filesize (`start..end`).
+    Given,
+    /// fill_device: the file grows into the free space, up to `want` bytes if the job
+    /// sets a size (`Layout::resolve` sets `end` and `file_size`).
+    Fill { want: Option<u64> },
+    /// No size: the job takes the file as an earlier fill_device job left it, from
+    /// `start` to the file's end (`Layout::resolve` sets `end`).
+    ToEnd,
 }
 
 /// fio's `\:`-escaped, `:`-separated filename list.
@@ -174,11 +189,51 @@ fn names(job: &Job) -> Result<Option<Vec<String>>> {
 
 /// What the job's I/O goes to, with its files' sizes: `size` is the job's `size` in
 /// bytes if set; `seed` draws `filesize` ranges.
-pub fn target(job: &Job, size: Option<u64>, offset: u64, seed: u64) -> Result<Target> {
+pub fn target(
+    job: &Job,
+    size: Option<u64>,
+    offset: u64,
+    seed: u64,
+    fill_files: &[String],
+) -> Result<Target> {
     let Some(names) = names(job)? else {
         return Ok(Target::Device);
     };
     let o = &job.options;
+    if o.fill_device || (size.is_none() && o.filesize_bytes.is_none()) {
+        if let [name] = &names[..] {
+            if o.fill_device || fill_files.contains(name) {
+                let sizing = if o.fill_device {
+                    if offset > 0 {
+                        bail!(
+                            "job '{}': fill_device with an offset (a file with a hole before it) is not modelled by flashpath",
+                            job.name
+                        );
+                    }
+                    Sizing::Fill { want: size }
+                } else {
+                    Sizing::ToEnd
+                };
+                return Ok(Target::Files {
+                    files: vec![JobFile {
+                        name: name.clone(),
+                        start: offset,
+                        end: offset,
+                        file_size: offset,
+                        sizing,
+                    }],
+                    service: service(job)?,
+                });
+            }
+        }
+        if o.fill_device {
+            bail!(
+                "job '{}': fill_device over {} files is not modelled by flashpath (one file, or the device)",
+                job.name,
+                names.len()
+            );
+        }
+    }
     if let Some(n) = raw_value(job, "openfiles") {
         if n.trim()
             .parse::<u64>()
@@ -236,6 +291,7 @@ pub fn target(job: &Job, size: Option<u64>, offset: u64, seed: u64) -> Result<Ta
             start: offset,
             end: offset + part,
             file_size: real.max(offset + part),
+            sizing: Sizing::Given,
         });
     }
     Ok(Target::Files {
@@ -245,18 +301,110 @@ pub fn target(job: &Job, size: Option<u64>, offset: u64, seed: u64) -> Result<Ta
 }
 
 /// The extents of the run's regular files on the device: per name, (start, size), in
-/// the order the jobs first name them.
+/// the order the jobs first name them; and the fill_device file, if there is one.
 pub struct Layout {
     files: Vec<(String, u64, u64)>,
+    fill: Option<FillFile>,
+}
+
+/// The file a fill_device job grows into the free space (module doc of `fill_pieces`).
+pub struct FillFile {
+    pub name: String,
+    /// Its device extents, in file order: (device offset, bytes).
+    pub pieces: Vec<(u64, u64)>,
+    /// Its size after the fill job: the pieces' total.
+    pub size: u64,
+    /// The fill job wants more than the free space: its next write fails with ENOSPC.
+    pub enospc: bool,
+}
+
+/// The free space a fill_device file grows into, as the simulated ext4 has it: the
+/// device's bytes `0..capacity` less the journal and the other files' extents. Each
+/// free run (in device order, from a 4 KiB block) is taken as a whole number of `unit`
+/// (the largest block of the jobs using the file), so that no I/O crosses from one
+/// run into the next; the file takes runs until it has `want` bytes (its job's size,
+/// if set) or the runs are used up. Returns the pieces (device offset, bytes).
+pub fn fill_pieces(
+    capacity: u64,
+    journal: Option<(u64, u64)>,
+    used: &[(u64, u64)],
+    unit: u64,
+    want: Option<u64>,
+) -> Vec<(u64, u64)> {
+    let mut taken: Vec<(u64, u64)> = used.iter().map(|&(at, len)| (at, at + len)).collect();
+    if let Some(j) = journal {
+        taken.push(j);
+    }
+    taken.sort();
+    let mut left = want.map(|w| w / unit * unit).unwrap_or(u64::MAX);
+    let mut pieces = Vec::new();
+    let mut at = 0u64;
+    for (lo, hi) in taken.into_iter().chain([(capacity, capacity)]) {
+        let start = at.div_ceil(FS_BLOCK) * FS_BLOCK;
+        let end = lo.min(capacity);
+        if end > start && left > 0 {
+            let n = ((end - start) / unit * unit).min(left);
+            if n > 0 {
+                pieces.push((start, n));
+                left -= n;
+            }
+        }
+        at = at.max(hi);
+    }
+    pieces
+}
+
+fn lcm(a: u64, b: u64) -> u64 {
+    let (mut x, mut y) = (a, b);
+    while y != 0 {
+        (x, y) = (y, x % y);
+    }
+    a / x * b
 }
 
 impl Layout {
-    /// Lays out every file the targets name (each as large as its largest use).
-    pub fn new(targets: &[&Target], journal: Option<(u64, u64)>, capacity: u64) -> Result<Layout> {
+    /// Lays out every file the targets name (each as large as its largest use), then
+    /// the fill_device file, if any, in the free space left (`fill_pieces`); `blocks`
+    /// is each target's job's largest block size.
+    pub fn new(
+        targets: &[&Target],
+        blocks: &[u64],
+        journal: Option<(u64, u64)>,
+        capacity: u64,
+    ) -> Result<Layout> {
         let mut need: Vec<(String, u64)> = Vec::new();
+        // The fill file: its name, what its fill job wants, and the unit of its pieces.
+        let mut fill: Option<(String, Option<u64>, u64)> = None;
         for t in targets {
             if let Target::Files { files, .. } = t {
                 for f in files {
+                    if let Sizing::Fill { want } = f.sizing {
+                        match &fill {
+                            Some((n, _, _)) if n != &f.name => bail!(
+                                "fill_device files {n} and {}: two files filling one filesystem (sharing its free space as they grow) are not modelled by flashpath",
+                                f.name
+                            ),
+                            Some((n, _, _)) => bail!(
+                                "fill_device file {n} is filled by several jobs at once (numjobs, or two jobs), which is not modelled by flashpath"
+                            ),
+                            None => fill = Some((f.name.clone(), want, 1)),
+                        }
+                    }
+                }
+            }
+        }
+        for (t, &block) in targets.iter().zip(blocks) {
+            if let Target::Files { files, .. } = t {
+                for f in files {
+                    if let Some((n, _, unit)) = &mut fill {
+                        if n == &f.name {
+                            *unit = lcm(*unit, block.max(1));
+                            continue;
+                        }
+                    }
+                    if f.sizing == Sizing::ToEnd {
+                        bail!("file {}: its jobs need a size (size= or filesize=)", f.name);
+                    }
                     match need.iter_mut().find(|(n, _)| n == &f.name) {
                         Some(e) => e.1 = e.1.max(f.file_size),
                         None => need.push((f.name.clone(), f.file_size)),
@@ -282,29 +430,118 @@ impl Layout {
             files.push((name, start, size));
             next = start + size;
         }
-        Ok(Layout { files })
+        let fill = match fill {
+            None => None,
+            Some((name, want, unit)) => {
+                let used: Vec<(u64, u64)> = files.iter().map(|(_, at, n)| (*at, *n)).collect();
+                let pieces = fill_pieces(capacity, journal, &used, unit, want);
+                let size: u64 = pieces.iter().map(|p| p.1).sum();
+                if size == 0 {
+                    bail!(
+                        "file {name}: fill_device finds no free space for a {unit}-byte block on the device (fio would end the job at its first write, with ENOSPC)"
+                    );
+                }
+                let enospc = want.is_none_or(|w| w > size);
+                Some(FillFile {
+                    name,
+                    pieces,
+                    size,
+                    enospc,
+                })
+            }
+        };
+        Ok(Layout { files, fill })
     }
 
-    /// The device extents of a job's files.
+    /// The fill_device file, if the run has one.
+    pub fn fill(&self) -> Option<&FillFile> {
+        self.fill.as_ref()
+    }
+
+    /// Sizes the target's uses of the fill_device file now that its size is known: the
+    /// fill job's part is the whole file, a job without a size takes it from its offset
+    /// to its end, a job with one must fit in it.
+    pub fn resolve(&self, job: &str, target: &mut Target) -> Result<()> {
+        let (Target::Files { files, .. }, Some(fill)) = (target, &self.fill) else {
+            return Ok(());
+        };
+        for f in files.iter_mut().filter(|f| f.name == fill.name) {
+            match f.sizing {
+                Sizing::Fill { .. } => {
+                    f.end = f.start + fill.size;
+                    f.file_size = f.end;
+                }
+                Sizing::ToEnd => {
+                    if f.start + 4096 > fill.size {
+                        bail!(
+                            "job '{job}': file {} of {} bytes after the fill_device job has nothing past offset {}",
+                            f.name,
+                            fill.size,
+                            f.start
+                        );
+                    }
+                    f.end = fill.size;
+                    f.file_size = fill.size;
+                }
+                Sizing::Given => {
+                    if f.file_size > fill.size {
+                        bail!(
+                            "job '{job}': its {} bytes of file {} go beyond the {} bytes the fill_device job leaves in it (fio would lay the file out again), which flashpath does not model",
+                            f.file_size,
+                            f.name,
+                            fill.size
+                        );
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The device extents of a job's files (a fill_device file's part may span several
+    /// of its pieces).
     pub fn extents(&self, target: &Target) -> Vec<FileExtent> {
         let Target::Files { files, .. } = target else {
             return Vec::new();
         };
-        files
-            .iter()
-            .map(|f| {
-                let (_, at, _) = self
-                    .files
-                    .iter()
-                    .find(|(n, _, _)| n == &f.name)
-                    .expect("every file is laid out");
-                FileExtent {
-                    offset: at + f.start,
-                    size: f.end - f.start,
+        let mut out = Vec::new();
+        for f in files {
+            if let Some(fill) = self.fill.as_ref().filter(|x| x.name == f.name) {
+                // The file's bytes run through the pieces in order.
+                let mut file_at = 0u64;
+                for &(dev, len) in &fill.pieces {
+                    let lo = f.start.max(file_at);
+                    let hi = f.end.min(file_at + len);
+                    if hi > lo {
+                        out.push(FileExtent {
+                            offset: dev + (lo - file_at),
+                            size: hi - lo,
+                        });
+                    }
+                    file_at += len;
                 }
-            })
-            .collect()
+                continue;
+            }
+            let (_, at, _) = self
+                .files
+                .iter()
+                .find(|(n, _, _)| n == &f.name)
+                .expect("every file is laid out");
+            out.push(FileExtent {
+                offset: at + f.start,
+                size: f.end - f.start,
+            });
+        }
+        out
     }
+}
+
+/// The file a fill_device job fills, if it runs on a regular file.
+pub fn fill_file(job: &Job) -> Result<Option<String>> {
+    if !job.options.fill_device {
+        return Ok(None);
+    }
+    Ok(names(job)?.and_then(|n| n.into_iter().next()))
 }
 
 #[cfg(test)]
@@ -317,5 +554,54 @@ mod tests {
         assert_eq!(split_names("c\\:d:e"), vec!["c:d", "e"]);
         assert_eq!(in_dir(Some("/data/"), "f"), "/data/f");
         assert_eq!(in_dir(Some("/data"), "/abs"), "/abs");
+    }
+
+    #[test]
+    fn the_fill_file_takes_the_free_space_in_whole_blocks() {
+        const K: u64 = 1024;
+        const M: u64 = 1 << 20;
+        // The device less the journal: two runs, each a whole number of 64 KiB.
+        assert_eq!(
+            fill_pieces(64 * M, Some((4 * M, 8 * M)), &[], 64 * K, None),
+            vec![(0, 4 * M), (8 * M, 56 * M)]
+        );
+        // Other files' extents are skipped; a run's tail short of a block is left
+        // (a file ending off a 4 KiB block: the next run starts at the next block).
+        assert_eq!(
+            fill_pieces(10 * M, None, &[(0, M + 100), (3 * M, M)], 64 * K, None),
+            vec![(M + 4096, 2 * M - 4096 - 60 * K), (4 * M, 6 * M)]
+        );
+        // A size: the file stops there (rounded down to the block).
+        assert_eq!(
+            fill_pieces(64 * M, Some((4 * M, 8 * M)), &[], 64 * K, Some(5 * M + 1)),
+            vec![(0, 4 * M), (8 * M, M)]
+        );
+        // No room for a block: nothing.
+        assert_eq!(
+            fill_pieces(M, Some((0, M - 4096)), &[], 64 * K, None),
+            vec![]
+        );
+        // Whatever the layout, the pieces are free, disjoint and within the device,
+        // and lose less than a block per free run.
+        for (cap, used, unit) in [
+            (
+                100 * M,
+                vec![(5 * M, 3 * M), (50 * M, 7 * M + 4096)],
+                96 * K,
+            ),
+            (33 * M + 512, vec![(0, 4096)], 128 * K),
+        ] {
+            let j = (20 * M, 24 * M);
+            let p = fill_pieces(cap, Some(j), &used, unit, None);
+            let mut taken: Vec<(u64, u64)> = used.iter().map(|&(a, n)| (a, a + n)).collect();
+            taken.push(j);
+            for &(at, n) in &p {
+                assert!(n > 0 && n % unit == 0 && at + n <= cap);
+                assert!(taken.iter().all(|&(lo, hi)| at + n <= lo || at >= hi));
+            }
+            let free = cap - taken.iter().map(|(lo, hi)| hi - lo).sum::<u64>();
+            let got: u64 = p.iter().map(|x| x.1).sum();
+            assert!(got <= free && free - got < (taken.len() as u64 + 1) * (unit + 4096));
+        }
     }
 }

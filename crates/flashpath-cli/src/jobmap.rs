@@ -115,6 +115,11 @@ const MODELLED: &[&str] = &[
     "filename_format",
     "file_service_type",
     "openfiles",
+    // A file grown into the free space until ENOSPC (files.rs, sim/fill_device.rs).
+    "fill_device",
+    // When a job's files are sized: before any job starts (1) or as the job starts (0),
+    // which decides the size of a file an earlier fill_device job wrote (`plan`).
+    "create_serialize",
     // Trace replay and the I/O log (replay.rs, iolog_writer.rs; docs/replay.md).
     "read_iolog",
     "read_iolog_chunked",
@@ -308,6 +313,9 @@ const FIO_RANDSEED: u64 = 0xb189_9bed;
 pub struct Plan {
     pub jobs: Vec<JobConfig>,
     pub metas: Vec<JobMeta>,
+    /// Per job: the fill_device file its write fails to extend, and the file offset of
+    /// that write (fio logs the failure), if it fills one past its free space.
+    pub enospc: Vec<Option<(String, u64)>>,
     pub global_options: Vec<(String, String)>,
     /// Print fio's "Disk stats" (some job has disk_util=1, fio's default).
     pub disk_util: bool,
@@ -656,11 +664,48 @@ fn check_modelled(job: &Job) -> Result<()> {
     Ok(())
 }
 
+/// fill_device (files.rs, sim/fill_device.rs) is modelled for sequential writes (the
+/// file grows until ENOSPC) and sequential reads (fio fills the file before the job
+/// starts, then reads it), with a fixed block size. fio itself cannot run random I/O
+/// over its fill size (16 EiB: its random map fails).
+fn check_fill_device(job: &Job) -> Result<()> {
+    let o = &job.options;
+    if !o.fill_device {
+        return Ok(());
+    }
+    let rw = o.rw.mode.as_fio();
+    if !matches!(rw, "write" | "read") || o.rw.modifier != RwModifier::None {
+        bail!(
+            "job '{}': fill_device with rw={rw} is not modelled by flashpath (rw=write and rw=read are)",
+            job.name
+        );
+    }
+    let d = if rw == "read" { 0 } else { 1 };
+    if !matches!(block_sizes(job, d), BlockSizes::Fixed(_)) {
+        bail!(
+            "job '{}': fill_device with a variable block size is not modelled by flashpath (where the last write fails depends on it)",
+            job.name
+        );
+    }
+    if o.io_size.is_some() {
+        bail!(
+            "job '{}': fill_device with io_size is not modelled by flashpath",
+            job.name
+        );
+    }
+    Ok(())
+}
+
 /// The job's thread before its files are placed (`plan` places them), and what its
 /// I/O goes to.
-fn job_config(job: &Job, dev: &DeviceConfig) -> Result<(JobConfig, files::Target)> {
+fn job_config(
+    job: &Job,
+    dev: &DeviceConfig,
+    fill_files: &[String],
+) -> Result<(JobConfig, files::Target)> {
     check_modelled(job)?;
     check_wrapped_values(job)?;
+    check_fill_device(job)?;
     let o = &job.options;
     let cap = dev.capacity_bytes;
     let base = size_bytes(o.offset, cap, "offset", job)?
@@ -675,7 +720,7 @@ fn job_config(job: &Job, dev: &DeviceConfig) -> Result<(JobConfig, files::Target
     let target = if null || o.read_iolog.is_some() {
         files::Target::Device
     } else {
-        files::target(job, size_set, base, seed_of(job))?
+        files::target(job, size_set, base, seed_of(job), fill_files)?
     };
     let file_total = match &target {
         files::Target::Files { files, .. } => {
@@ -686,6 +731,12 @@ fn job_config(job: &Job, dev: &DeviceConfig) -> Result<(JobConfig, files::Target
     let size = match (file_total, size_set) {
         (Some(t), _) => t,
         (None, Some(s)) => s,
+        // fio's fill_io_u refuses an I/O past the device's end: a fill_device job on
+        // the device writes its whole blocks up to there and ends, without error.
+        (None, None) if o.fill_device => {
+            let bs = o.bs_bytes[1].max(o.bs_bytes[0]).max(1);
+            cap.saturating_sub(base) / bs * bs
+        }
         (None, None) => cap.saturating_sub(base),
     };
     if !null && file_total.is_none() && base + size > cap {
@@ -916,6 +967,8 @@ fn job_config(job: &Job, dev: &DeviceConfig) -> Result<(JobConfig, files::Target
         replay: None,
         verify: None,
         steadystate: steadystate(job)?,
+        // Set by `plan` once the free space is known.
+        fill_enospc: false,
     };
     let mut cfg = cfg;
     cfg.verify = crate::verifymap::verify_config(job, &cfg)?;
@@ -1078,6 +1131,80 @@ pub fn journal(host: &HostConfig) -> Option<(u64, u64)> {
     })
 }
 
+/// Sizes job `i`'s use of the run's fill_device file, now that the layout knows the
+/// file's size (files.rs): the fill job writes the free space (then fails with ENOSPC
+/// if it wanted more: returned, with the failing write's file offset); a job without a
+/// size takes the file as the fill job left it, which fio sees only when it sizes the
+/// job's files as the job starts (create_serialize=0), after the fill job has ended.
+fn fill_use(
+    inv: &Invocation,
+    i: usize,
+    fill_files: &[(String, usize)],
+    layout: &files::Layout,
+    target: &files::Target,
+    cfg: &mut JobConfig,
+) -> Result<Option<(String, u64)>> {
+    let (files::Target::Files { files, .. }, Some(fill)) = (target, layout.fill()) else {
+        return Ok(None);
+    };
+    let Some(f) = files.iter().find(|f| f.name == fill.name) else {
+        return Ok(None);
+    };
+    let job = &inv.jobs[i];
+    let total: u64 = files.iter().map(|f| f.end - f.start).sum();
+    let loops = if cfg.time_based {
+        1
+    } else {
+        u64::from(job.options.loops.max(1))
+    };
+    match f.sizing {
+        files::Sizing::Given => Ok(None),
+        files::Sizing::Fill { .. } => {
+            cfg.size = total;
+            if fill.enospc && cfg.read_pct < 100 {
+                // The ENOSPC ends the job (td->terminate): no more loops or time.
+                cfg.io_limit = total;
+                cfg.time_based = false;
+                cfg.fill_enospc = true;
+                return Ok(Some((f.name.clone(), f.end)));
+            }
+            cfg.io_limit = total.saturating_mul(loops);
+            Ok(None)
+        }
+        files::Sizing::ToEnd => {
+            let &(_, filler) = fill_files
+                .iter()
+                .find(|(n, _)| n == &f.name)
+                .expect("a file sized to its end is a fill file");
+            let serialized = raw_value(job, "create_serialize").is_none_or(|v| v.trim() != "0");
+            if serialized {
+                bail!(
+                    "job '{}': you need to specify size= (fio's error: its file {} does not exist yet when fio sizes the jobs' files before any starts, create_serialize=1; fill_device job '{}' creates it)",
+                    job.name,
+                    f.name,
+                    inv.jobs[filler].name
+                );
+            }
+            let after = filler < i
+                && (inv.jobs[filler + 1..=i].iter().any(|j| j.stonewall)
+                    || job.wait_for.as_deref() == Some(inv.jobs[filler].name.as_str()));
+            if !after {
+                bail!(
+                    "job '{}': without a size it takes file {} as fill_device job '{}' leaves it, but runs beside that job (the file's size when it starts is not modelled: give it a size, or a stonewall)",
+                    job.name,
+                    f.name,
+                    inv.jobs[filler].name
+                );
+            }
+            cfg.size = total;
+            if job.options.io_size.is_none() {
+                cfg.io_limit = total.saturating_mul(loops);
+            }
+            Ok(None)
+        }
+    }
+}
+
 /// Checks and converts every job of the invocation, its files laid out on the device
 /// (`journal`: the device bytes of the host's ext4 journal, which files avoid).
 pub fn plan(inv: &Invocation, dev: &DeviceConfig, journal: Option<(u64, u64)>) -> Result<Plan> {
@@ -1097,21 +1224,57 @@ pub fn plan(inv: &Invocation, dev: &DeviceConfig, journal: Option<(u64, u64)>) -
     let mut jobs = Vec::new();
     let mut metas = Vec::new();
     let mut pinned: Vec<u32> = Vec::new();
+    // The files fill_device jobs grow, with the job's index.
+    let mut fill_files: Vec<(String, usize)> = Vec::new();
+    for (i, job) in inv.jobs.iter().enumerate() {
+        if let Some(name) = files::fill_file(job)? {
+            fill_files.push((name, i));
+        }
+    }
+    let fill_names: Vec<String> = fill_files.iter().map(|f| f.0.clone()).collect();
     let converted = inv
         .jobs
         .iter()
-        .map(|job| job_config(job, dev))
+        .map(|job| job_config(job, dev, &fill_names))
         .collect::<Result<Vec<_>>>()?;
     let targets: Vec<&files::Target> = converted.iter().map(|c| &c.1).collect();
-    let layout = files::Layout::new(&targets, journal, dev.capacity_bytes)?;
-    for (thread_number, (job, (mut cfg, target))) in inv.jobs.iter().zip(converted).enumerate() {
-        if let files::Target::Files { service, .. } = &target {
+    let blocks: Vec<u64> = inv
+        .jobs
+        .iter()
+        .map(|j| block_sizes(j, 0).max().max(block_sizes(j, 1).max()))
+        .collect();
+    let layout = files::Layout::new(&targets, &blocks, journal, dev.capacity_bytes)?;
+    let mut enospc = Vec::new();
+    for (thread_number, (job, (mut cfg, mut target))) in inv.jobs.iter().zip(converted).enumerate()
+    {
+        layout.resolve(&job.name, &mut target)?;
+        enospc.push(fill_use(
+            inv,
+            thread_number,
+            &fill_files,
+            &layout,
+            &target,
+            &mut cfg,
+        )?);
+        if let files::Target::Files { files, service } = &target {
             let extents = layout.extents(&target);
+            // A fill_device file in several pieces (around the journal or other
+            // files) is read and written through them in order.
+            let service = if extents.len() > files.len() {
+                if cfg.pattern == Pattern::Random {
+                    bail!(
+                        "job '{}': random I/O over fill_device file {}, which lies in {} pieces of free space, is not modelled by flashpath",
+                        job.name,
+                        files[0].name,
+                        extents.len()
+                    );
+                }
+                wl::FileService::Sequential
+            } else {
+                *service
+            };
             cfg.offset = extents[0].offset;
-            cfg.files = Some(wl::Files {
-                extents,
-                service: *service,
-            });
+            cfg.files = Some(wl::Files { extents, service });
         }
         let mut cfg = crate::replay::job(job, cfg, dev, inv.readonly)?;
         cfg.validate().map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -1142,6 +1305,7 @@ pub fn plan(inv: &Invocation, dev: &DeviceConfig, journal: Option<(u64, u64)>) -
     Ok(Plan {
         jobs,
         metas,
+        enospc,
         global_options,
         // A diskless engine's job (null) has no disk to report (fio's FIO_DISKLESSIO).
         disk_util: inv
@@ -1333,6 +1497,75 @@ mod tests {
     }
 
     #[test]
+    fn a_fill_file_grows_into_the_free_space() {
+        const M: u64 = 1 << 20;
+        // Another job's 8 MiB file, the fill job `w`, the stonewalled reader `v`, each
+        // with `extra` options, without `drop` ones.
+        let args = |w: &[&'static str], v: &[&'static str], drop: &str| {
+            let mut a = vec!["--name=other", "--directory=/d", "--size=8m"];
+            a.extend(["--name=w", "--filename=/d/fill", "--rw=write", "--bs=64k"]);
+            a.push("--fill_device=1");
+            a.extend(w);
+            a.extend(["--name=v", "--stonewall", "--create_serialize=0"]);
+            a.extend(["--filename=/d/fill", "--rw=read", "--bs=64k"]);
+            a.extend(v);
+            a.retain(|x| *x != drop);
+            a
+        };
+        // 64 MiB, the journal at 16..20 MiB, the other file first: the fill file
+        // takes 8..16 and 20..64 MiB; the reader without a size reads it whole.
+        let journal = Some((16 * M, 20 * M));
+        let p = plan_of(&args(&[], &[], ""), journal).unwrap();
+        assert_eq!(
+            extents(&p),
+            vec![
+                vec![(0, 8 * M)],
+                vec![(8 * M, 8 * M), (20 * M, 44 * M)],
+                vec![(8 * M, 8 * M), (20 * M, 44 * M)]
+            ]
+        );
+        let (w, v) = (&p.jobs[1], &p.jobs[2]);
+        assert_eq!((w.size, w.io_limit, w.fill_enospc), (52 * M, 52 * M, true));
+        assert_eq!((v.size, v.io_limit, v.fill_enospc), (52 * M, 52 * M, false));
+        assert_eq!(
+            w.files.as_ref().unwrap().service,
+            wl::FileService::Sequential
+        );
+        assert_eq!(p.enospc, vec![None, Some(("/d/fill".into(), 52 * M)), None]);
+        // A size within the free space: no ENOSPC; the reader keeps its own size.
+        let p = plan_of(&args(&["--size=10m"], &["--size=4m"], ""), journal).unwrap();
+        assert_eq!((p.jobs[1].size, p.jobs[1].fill_enospc), (10 * M, false));
+        assert_eq!(p.jobs[2].size, 4 * M);
+        assert_eq!(p.enospc[1], None);
+        let err = |w: &[&'static str], v: &[&'static str], drop: &str| match plan_of(
+            &args(w, v, drop),
+            journal,
+        ) {
+            Ok(_) => panic!("{:?} accepted", args(w, v, drop)),
+            Err(e) => e.to_string(),
+        };
+        // A reader beside the fill job, or sized before it ran (create_serialize=1).
+        let e = err(&[], &[], "--stonewall");
+        assert!(e.contains("runs beside"), "{e}");
+        let e = err(&[], &[], "--create_serialize=0");
+        assert!(e.contains("you need to specify size="), "{e}");
+        // A reader sized beyond the file; random reads over its pieces; random or
+        // variable-sized fill writes; two fill files.
+        let e = err(&[], &["--size=60m"], "");
+        assert!(e.contains("beyond the"), "{e}");
+        let e = err(&[], &["--rw=randread"], "");
+        assert!(e.contains("random I/O over fill_device file"), "{e}");
+        let e = err(&["--rw=randwrite"], &[], "");
+        assert!(e.contains("fill_device with rw=randwrite"), "{e}");
+        let e = err(&["--bsrange=4k-64k"], &[], "");
+        assert!(e.contains("variable block size"), "{e}");
+        let e = err(&[], &["--name=x", "--filename=/d/g", "--fill_device=1"], "");
+        assert!(e.contains("two files filling"), "{e}");
+        let e = err(&["--numjobs=2"], &[], "");
+        assert!(e.contains("filled by several jobs"), "{e}");
+    }
+
+    #[test]
     fn cpus_allowed_pins_threads() {
         let base = ["--direct=1", "--size=1m", "--name=a"];
         let with = |extra: &[&str]| {
@@ -1470,7 +1703,7 @@ mod option_walk {
         );
         eprintln!("option walk: {accepted} accepted, {refused} refused by the plan");
         // The walk reaches the plan for much of the table, both ways (at this commit:
-        // 164 accepted, 109 refused).
+        // 167 accepted, 106 refused).
         assert!(accepted >= 160 && refused >= 100, "{accepted} {refused}");
     }
 

@@ -124,6 +124,10 @@ fn job_report(meta: &JobMeta, s: &JobStats) -> JobReport {
         }
     }
     r.latency_buckets = buckets;
+    if s.enospc_write.is_some() {
+        // fill_device's failed write: issued (fio's total_io_u), with no bytes.
+        r.dir_mut(Ddir::Write).total_ios += 1;
+    }
     if s.sync_lat.count() > 0 {
         r.sync.total_ios = if meta.datasync { 0 } else { s.sync_lat.count() };
         r.sync.lat = LatStat::from_hist(s.sync_lat.clone());

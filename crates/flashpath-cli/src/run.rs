@@ -418,6 +418,14 @@ pub fn fio_command(args: &[String]) -> Result<()> {
         let file = job.options.filename.as_deref().unwrap_or(&job.name);
         eprintln!("{}", e.message.replace("%FILE%", file));
     }
+    // fill_device's last write (io_u.c io_u_log_error; the job then ends without error).
+    for (s, fill) in result.jobs.iter().zip(&plan.enospc) {
+        if let (Some(len), Some((file, offset))) = (s.enospc_write, fill) {
+            eprintln!(
+                "fio: io_u error on file {file}: No space left on device: write offset={offset}, buflen={len}"
+            );
+        }
+    }
     let failed = result.jobs.iter().any(|j| j.error.is_some());
     let mut rep = report::build(&plan.metas, &result, plan.global_options);
     if let Some(h) = &logs {

@@ -35,8 +35,6 @@ const NOT_YET: &[(&str, &str)] = &[
     ("poisson-rate-submission.fio", "io_submit_mode=offload"),
     // I/O errors tolerated, then verify_async's threads and trims of a file.
     ("enospc-pressure.fio", "continue_on_error"),
-    // fill_device: a file grown until the device is full.
-    ("surface-scan.fio", "fill_device"),
 ];
 
 fn examples() -> Vec<PathBuf> {

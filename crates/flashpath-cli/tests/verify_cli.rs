@@ -213,9 +213,10 @@ fn what_a_simulated_verify_cannot_do_is_refused_naming_it() {
             &["--direct=1", "--trim_percentage=10"][..],
             "trim_percentage",
         ),
-        // fio's fix-ups keep 2k (it divides the 8k writes): a header every 2 KiB.
+        // fio's fix-ups keep 3k (it divides the 12k writes): a header every 3 KiB,
+        // across the device's 4 KiB blocks.
         (
-            &["--direct=1", "--bs=8k", "--verify_interval=2k"][..],
+            &["--direct=1", "--bs=12k", "--verify_interval=3k"][..],
             "verify_interval",
         ),
         (&["--direct=1", "--verify_offset=512"][..], "verify_offset"),

@@ -37,6 +37,7 @@ mod blkev;
 mod buffered;
 mod cqe;
 mod discard;
+mod fill_device;
 mod flow;
 mod iopoll;
 mod journal;
@@ -514,6 +515,7 @@ impl Sim {
                         verify_failure: None,
                         dir_runtime_ns: [None, None],
                         steadystate: None,
+                        enospc_write: None,
                     },
                     last_change: 0,
                     replay: match &j.replay {
@@ -961,6 +963,11 @@ impl Sim {
         }
         let src_done = (!cfg.time_based && th.src.issued_bytes >= cfg.io_limit)
             || (cfg.max_ios > 0 && th.src.issued_ios >= cfg.max_ios);
+        if src_done && cfg.fill_enospc {
+            // The free space is written: the next write fails (sim/fill_device.rs), and
+            // fio then skips the job's verify phase (td->terminate).
+            return true;
+        }
         if let Some(j) = self
             .verify
             .as_ref()
@@ -1035,6 +1042,9 @@ impl Sim {
         }
 
         if self.job_done_issuing(t) {
+            if self.fill_enospc(t) {
+                return;
+            }
             if self.threads[t as usize].inflight == 0 {
                 if self.buf_end_fsync(t) {
                     return;

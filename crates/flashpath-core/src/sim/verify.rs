@@ -133,7 +133,8 @@ pub struct VerifyConfig {
     /// fio's do_verify: run the verify phase after the write phase.
     pub do_verify: bool,
     /// Bytes per verify header (fio's verify_interval; its default is the write block
-    /// size). A multiple of 4 KiB here.
+    /// size). A multiple of 4 KiB here, or a divisor of it (512, 1024, 2048: each
+    /// 4 KiB block then holds whole intervals of one write, checked by its tag).
     pub interval: u64,
     /// Where the header sits in its interval (fio's verify_offset), a multiple of 4 KiB
     /// below `interval`.
@@ -311,6 +312,9 @@ pub(crate) struct JobVerify {
     dry_run_done: bool,
     pub failure: Option<VerifyFailure>,
     decode_left: u64,
+    /// The write the last decoded tag came from: the next block read is most likely
+    /// from it or a neighbour (`decode_near`).
+    last_decoded: Option<(u32, u32)>,
     async_reap: bool,
     /// When the verify phase began.
     verify_start: Option<crate::engine::SimTime>,
@@ -353,6 +357,7 @@ impl JobVerify {
             dry_run_done: false,
             failure: None,
             decode_left: DECODE_BUDGET,
+            last_decoded: None,
             async_reap,
             verify_start: None,
             read_only,
@@ -608,7 +613,8 @@ impl JobVerify {
                 kind,
                 algo: self.cfg.algo,
                 offset: p.offset + h as u64 * 4096,
-                len: ((end - h) * 4096) as u64,
+                // An interval below 4 KiB: the block's first interval fails first.
+                len: (((end - h) * 4096) as u64).min(self.cfg.interval),
                 req_offset: p.offset,
                 req_len: p.len,
                 async_reap: self.async_reap,
@@ -681,6 +687,40 @@ impl JobVerify {
             h = end;
         }
     }
+}
+
+/// How far from the last decoded write `decode_near` looks.
+const NEAR: u32 = 64;
+
+/// `decode`, trying first the writes of `last`'s job numbered within `NEAR` of it: a
+/// verify read of what a sequential job wrote finds each block's write next to the
+/// previous block's, where a search from the newest write would spend its budget on
+/// a long job's other writes.
+fn decode_near(
+    jobs: &[(u32, u32)],
+    last: Option<(u32, u32)>,
+    tag: u32,
+    lpn: u64,
+    budget: &mut u64,
+) -> Option<(u32, u32)> {
+    let (seed, n) = last?;
+    let writes = jobs.iter().find(|j| j.0 == seed)?.1;
+    for d in 0..=NEAR {
+        for m in [n.checked_add(d), n.checked_sub(d).filter(|_| d > 0)]
+            .into_iter()
+            .flatten()
+            .filter(|&m| m < writes)
+        {
+            if *budget == 0 {
+                return None;
+            }
+            *budget -= 1;
+            if content_tag(seed, m, lpn) == tag {
+                return Some((seed, m));
+            }
+        }
+    }
+    None
 }
 
 /// The write among `jobs` ((seed, writes issued) each) whose tag for `lpn` is `tag`,
@@ -767,13 +807,18 @@ impl Verify {
             let (seed, writes) = (j.seed, j.writes);
             let others = &self.jobs;
             let mut budget = j.decode_left;
+            let mut last = j.last_decoded;
             j.check(r.piece, &r.tags, &mut |tag, lpn| {
                 let writers: Vec<(u32, u32)> = std::iter::once((seed, writes))
                     .chain(others.iter().flatten().map(|o| (o.seed, o.writes)))
                     .collect();
-                decode(&writers, tag, lpn, &mut budget)
+                let hit = decode_near(&writers, last, tag, lpn, &mut budget)
+                    .or_else(|| decode(&writers, tag, lpn, &mut budget));
+                last = hit.or(last);
+                hit
             });
             j.decode_left = budget;
+            j.last_decoded = last;
         }
         self.jobs[t] = Some(j);
         r.piece.len.div_ceil(4096)
@@ -832,9 +877,14 @@ pub(crate) fn setup(cfg: &super::SimConfig) -> Result<Option<Box<Verify>>, Strin
                 "job '{name}': verify needs block sizes and offsets in whole 4 KiB blocks (the device keeps content per 4 KiB)"
             ));
         }
-        if v.interval == 0 || !v.interval.is_multiple_of(4096) {
+        // An interval below 4 KiB that divides it puts whole headers in each 4 KiB
+        // block, all of the write that wrote the block (block sizes are whole 4 KiB
+        // blocks): the block's tag checks them all.
+        let whole = v.interval.is_multiple_of(4096)
+            || (v.interval.is_multiple_of(512) && 4096 % v.interval == 0);
+        if v.interval == 0 || !whole {
             return Err(format!(
-                "job '{name}': verify_interval={} is not a multiple of 4 KiB (the device keeps content per 4 KiB)",
+                "job '{name}': verify_interval={} is neither a multiple nor a divisor of 4 KiB in 512-byte sectors (the device keeps content per 4 KiB)",
                 v.interval
             ));
         }
@@ -1056,6 +1106,31 @@ mod tests {
     }
 
     #[test]
+    fn decoding_near_the_last_write_finds_a_long_jobs_early_writes() {
+        // A job of a million writes; block 7 was written by write 3. From the newest
+        // write, the search would spend its budget first; next to the last write
+        // decoded (write 5 of the block before), it takes a few digests.
+        let writers = [(9u32, 1_000_000u32)];
+        let tag = content_tag(9, 3, 7);
+        let mut budget = 1000;
+        assert_eq!(decode(&writers, tag, 7, &mut budget), None);
+        let mut budget = 1000;
+        assert_eq!(
+            decode_near(&writers, Some((9, 5)), tag, 7, &mut budget),
+            Some((9, 3))
+        );
+        // 5, then 6 and 4, then 7 and 3.
+        assert_eq!(budget, 1000 - 5);
+        // Beyond the window, or with nothing decoded yet: not found there.
+        let mut budget = 1000;
+        assert_eq!(
+            decode_near(&writers, Some((9, 500)), tag, 7, &mut budget),
+            None
+        );
+        assert_eq!(decode_near(&writers, None, tag, 7, &mut budget), None);
+    }
+
+    #[test]
     fn pieces_are_verified_in_write_order_with_a_random_map_and_by_offset_without() {
         let mut job = JobConfig::simple("v", Pattern::Random, 0, 4096, 64 * 4096);
         let mut src = IoSource::new(&job);
@@ -1119,6 +1194,44 @@ mod tests {
             }
         ));
         assert_eq!(j.runtimes(0, 9, false), [Some(4), Some(5)]);
+    }
+
+    #[test]
+    fn an_interval_below_4k_checks_every_block_as_headers() {
+        // verify=meta, verify_interval=512: each 4 KiB block holds eight headers of
+        // the write that wrote it; a stale block fails at its first interval.
+        let p = Piece {
+            offset: 8192,
+            len: 16384,
+            numberio: 3,
+            in_flight: false,
+        };
+        let mut cfg = vcfg(0, 0);
+        cfg.algo = VerifyAlgo::Meta;
+        cfg.interval = 512;
+        let mut tags: Vec<u32> = (2..6).map(|l| content_tag(9, 3, l)).collect();
+        let check = |tags: &[u32]| {
+            let mut j = JobVerify::new(cfg.clone(), 0, true, false, false);
+            j.seed = 9;
+            j.writes = 4;
+            let writers = [(9u32, 4u32)];
+            let mut budget = 100;
+            j.check(p, tags, &mut |t, l| decode(&writers, t, l, &mut budget));
+            j.failure.map(|f| (f.kind, f.offset, f.len))
+        };
+        assert_eq!(check(&tags), None);
+        tags[2] = content_tag(9, 1, 4);
+        assert_eq!(
+            check(&tags),
+            Some((
+                FailureKind::BadNumberio {
+                    found: 1,
+                    wanted: 3
+                },
+                8192 + 2 * 4096,
+                512
+            ))
+        );
     }
 
     #[test]

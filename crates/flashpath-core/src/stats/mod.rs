@@ -194,6 +194,10 @@ pub struct JobStats {
     pub lat_depth: Option<u32>,
     /// fio's steady-state detection, for a job with `ss_dur` (`sim/steadystate.rs`).
     pub steadystate: Option<crate::sim::steadystate::SteadyStateResult>,
+    /// fio's fill_device: the length of the write that failed with ENOSPC and ended the
+    /// job (`sim/fill_device.rs`), if one did. fio counts it among the issued writes
+    /// (`total_ios`, the depth histograms) but not in bytes or latencies.
+    pub enospc_write: Option<u64>,
 }
 
 /// An error that ends a job as fio's td_verror does: the job stops issuing, its report

@@ -298,6 +298,11 @@ pub struct JobConfig {
     /// fio's steady-state detection (`steadystate`, `ss_dur`, `ss_ramp`): the job (or
     /// its group) ends once the criterion holds (`sim/steadystate.rs`).
     pub steadystate: Option<crate::sim::steadystate::SteadyStateConfig>,
+    /// fio's fill_device on a filesystem or device with less free space than the job
+    /// would write: the region (`offset..offset + size`, `io_limit` = `size`) ends where
+    /// the free space does, and once the job has issued it, its next write fails with
+    /// ENOSPC (`sim/fill_device.rs`): the job then ends without error.
+    pub fill_enospc: bool,
 }
 
 /// fio's latency profile: the queue depth search of sim/lat_target.rs.
@@ -401,6 +406,7 @@ impl JobConfig {
             replay: None,
             verify: None,
             steadystate: None,
+            fill_enospc: false,
         }
     }
 
