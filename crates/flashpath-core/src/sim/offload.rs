@@ -167,8 +167,11 @@ impl Sim {
         }
         let gate = self.offload_gate(t);
         if gate > now {
-            // rate_ddir → usec_sleep (no io_u_quiesce in offload mode).
-            self.threads[ti].state = ThreadState::Sleeping;
+            // rate_ddir → usec_sleep (no io_u_quiesce in offload mode): nanosleep, a
+            // context switch of the job thread (fio's ctx counts one per I/O).
+            let th = &mut self.threads[ti];
+            th.state = ThreadState::Sleeping;
+            th.stats.ctx += 1;
             self.q.push(gate, Ev::ThreadRun(t));
             return;
         }
