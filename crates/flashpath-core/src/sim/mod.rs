@@ -1425,9 +1425,7 @@ impl Sim {
         let th = &mut self.threads[t as usize];
         th.inflight += 1;
         th.ios_since_think += 1;
-        // An offload worker queues one I/O at a time (its own iodepth is 1).
-        let level = if th.offload.is_some() { 1 } else { th.inflight };
-        th.stats.depth_hist[depth_level_bucket(level)] += 1;
+        th.stats.depth_hist[depth_level_bucket(th.inflight)] += 1;
         r
     }
 

@@ -41,7 +41,7 @@
 use super::{buffered, rw_pieces, Ev, Io, IoQueued, Sim, SimConfig, ThreadState};
 use crate::engine::SimTime;
 use crate::workload::{rate_gate, Dir, JobConfig, Submission};
-use flashpath_hist::batch_bucket;
+use flashpath_hist::{batch_bucket, depth_level_bucket};
 
 #[derive(Debug)]
 pub(super) enum OffloadEv {
@@ -293,9 +293,15 @@ impl Sim {
                 let worker = &pool.workers[w as usize];
                 let (io, core) = (worker.io.expect("a submitting worker's I/O"), worker.core);
                 self.submit_direct(t, core, &[io]);
+                // fio counts the depth in the worker's own context, where it is always 1
+                // (td_io_commit: io_u_mark_depth(td, io_u_queued = 1)); note_issued
+                // counted the job's whole in-flight level: move that count.
+                let th = &mut self.threads[t as usize];
+                th.stats.depth_hist[depth_level_bucket(th.inflight)] -= 1;
+                th.stats.depth_hist[depth_level_bucket(1)] += 1;
                 // libaio's commit: io_u_mark_submit(td, 1). The worker now sleeps in
                 // io_getevents(min_nr = 1).
-                self.threads[t as usize].stats.submit_hist[batch_bucket(1)] += 1;
+                th.stats.submit_hist[batch_bucket(1)] += 1;
             }
             OffloadEv::Reaped { t, w } => self.offload_reaped(t, w),
         }
