@@ -163,7 +163,11 @@ fn below_the_device_rate_every_io_is_on_time_and_poisson_keeps_its_mean() {
     // by them (offload): the mean gap stays 1/rate.
     let mut j = job(32, 4000, 5000, true);
     j.rate_process = RateProcess::Poisson;
-    let (_, p) = run(HostConfig::ideal(4), j, SERVICE_NS).unwrap();
+    let (_, p) = run(HostConfig::ideal(4), j.clone(), SERVICE_NS).unwrap();
+    // Same seed, same run.
+    let (_, again) = run(HostConfig::ideal(4), j, SERVICE_NS).unwrap();
+    assert_eq!(p.queued, again.queued);
+    assert_eq!(p.done, again.done);
     let mean = *p.queued.last().unwrap() as f64 / (p.queued.len() - 1) as f64;
     assert!((mean - 200_000.0).abs() < 200_000.0 * 0.05, "{mean}");
     assert!(max_outstanding(&p) > 1, "a burst queues");
