@@ -142,7 +142,7 @@ const MODELLED: &[&str] = &[
     "rate_cycle",
     // Completions reaped per call at most (`JobConfig::reap_max`).
     "iodepth_batch_complete_max",
-    // inline (the default) is how every job submits; offload is refused below.
+    // inline (the default) or offload (sim/offload.rs; engines checked below).
     "io_submit_mode",
     // Polled completion (io_uring, pvsync2; sim/iopoll.rs).
     "hipri",
@@ -625,10 +625,20 @@ fn check_modelled(job: &Job) -> Result<()> {
         );
     }
     if o.io_submit_mode == flashpath_fio::parse::IoSubmitMode::Offload {
-        bail!(
-            "io_submit_mode=offload{} is not modelled by flashpath (fio's submit worker threads, rate-submit.c)",
-            at("io_submit_mode")
-        );
+        // ioengines.c check_engine_ops: io_uring carries FIO_NO_OFFLOAD.
+        if o.ioengine == IoEngine::IoUring {
+            bail!(
+                "io_submit_mode=offload{} with ioengine=io_uring: fio refuses it (io_uring: can't be used with offloaded submit. Use a sync engine)",
+                at("io_submit_mode")
+            );
+        }
+        if o.ioengine != IoEngine::Libaio {
+            bail!(
+                "io_submit_mode=offload{} with ioengine={} is not modelled by flashpath (its submit workers are modelled for libaio only; fio runs it)",
+                at("io_submit_mode"),
+                o.ioengine.as_fio()
+            );
+        }
     }
     // fixup_options: fio refuses these before running.
     let (rate_set, iops_set) = (
@@ -962,6 +972,7 @@ fn job_config(
         // Placed by `plan` (files.rs).
         files: None,
         null_engine: null,
+        offload: o.io_submit_mode == flashpath_fio::parse::IoSubmitMode::Offload,
         zones: strided_zones(job)?,
         // Set by `plan` (replay.rs).
         replay: None,

@@ -30,9 +30,6 @@ const CANNOT_GIVE: &[&str] = &["zonemode=zbd", "numa_"];
 /// names: open work (issue 20). The test fails when one of them starts to run, so the
 /// list only shrinks.
 const NOT_YET: &[(&str, &str)] = &[
-    // fio's submit worker threads (rate-submit.c).
-    ("fixed-rate-submission.fio", "io_submit_mode=offload"),
-    ("poisson-rate-submission.fio", "io_submit_mode=offload"),
     // I/O errors tolerated, then verify_async's threads and trims of a file.
     ("enospc-pressure.fio", "continue_on_error"),
 ];

@@ -45,6 +45,7 @@ mod lat_target;
 mod min_rate;
 mod null_engine;
 mod observer;
+mod offload;
 mod replay;
 mod rtsx;
 pub mod steadystate;
@@ -239,6 +240,8 @@ enum Ev {
     Discard(discard::DiscardEv),
     /// fio's helper thread checks steady state (`sim/steadystate.rs`).
     SteadyStateCheck,
+    /// io_submit_mode=offload's submit workers (`sim/offload.rs`).
+    Offload(offload::OffloadEv),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -321,6 +324,8 @@ struct Thread {
     pause: Option<u64>,
     /// fio's latency profile (sim/lat_target.rs).
     lat: Option<lat_target::LatProfile>,
+    /// io_submit_mode=offload's submit workers (sim/offload.rs).
+    offload: Option<Box<offload::Pool>>,
 }
 
 /// The legacy MMC driver's state (one request on the bus, one prepared).
@@ -460,6 +465,7 @@ impl Sim {
         ufs_hpb::check(&cfg)?;
         ufs_hpb::configure_device(&mut cfg);
         iopoll::check(&cfg)?;
+        offload::check(&cfg)?;
         buffered::check(&cfg)?;
         journal::check(&cfg)?;
         discard::check(&cfg)?;
@@ -532,6 +538,7 @@ impl Sim {
                     flow: flow_seats[i].take(),
                     pause: None,
                     lat: None,
+                    offload: offload::Pool::new(j, core),
                 })
             })
             .collect::<Result<Vec<_>, String>>()?;
@@ -797,6 +804,7 @@ impl Sim {
             Ev::Dev(input) => self.device(input),
             Ev::Ufs(e) => self.ufs_handle(e),
             Ev::Cqe(e) => self.cqe_handle(e),
+            Ev::Offload(e) => self.offload_handle(e),
             Ev::Rtsx(e) => self.rtsx_event(e),
             Ev::Buf(e) => self.buf_handle(e),
             Ev::Jbd(e) => self.jbd_handle(e),
@@ -992,6 +1000,9 @@ impl Sim {
 
     /// The thread runs: it reaps what completed, then issues as its engine allows.
     fn thread_run(&mut self, t: u32) {
+        if self.threads[t as usize].offload.is_some() {
+            return self.offload_run(t);
+        }
         let now = self.now;
         // Reap completions (their completion latency ends now, when fio sees them), at
         // most iodepth_batch_complete_max of them (the rest wait for the next reap).
@@ -1312,19 +1323,29 @@ impl Sim {
         if !job.direct {
             return self.buf_submitted(t);
         }
+        let picked = std::mem::take(&mut self.threads[t as usize].submitting);
+        let core = self.threads[t as usize].core;
+        self.submit_direct(t, core, &picked);
+        let mut picked = picked;
+        picked.clear();
+        self.threads[t as usize].submitting = picked;
+        self.after_submit(t);
+    }
+
+    /// The direct I/Os `picked` of thread `t` leave their system call on `core` now:
+    /// their bios enter the block layer (one plug: inserted together, the queue run once).
+    fn submit_direct(&mut self, t: u32, core: u32, picked: &[u32]) {
         let now = self.now;
         self.account_outstanding(t);
-        let picked = std::mem::take(&mut self.threads[t as usize].submitting);
         let max_rw_sectors = self.block.max_sectors() as u64;
         let max_discard_sectors = self.block.max_discard_sectors() as u64;
         let kernel_bio = kernel_bio_sectors(max_rw_sectors, self.cfg.host.kernel.splits_bios());
-        let core = self.threads[t as usize].core;
         let tracing = self.trace.is_some();
         let made = self.block.requests_made;
         if tracing {
             self.blk_syscall_start(t, picked.len());
         }
-        for &io in &picked {
+        for &io in picked {
             let (dir, offset, len) = self.note_issued(t, io);
             let discard = self.ios[io as usize].trim;
             let max_sectors = if discard {
@@ -1367,15 +1388,11 @@ impl Sim {
         if tracing {
             self.blk_syscall_end(now, t);
         }
-        let mut picked = picked;
-        picked.clear();
-        self.threads[t as usize].submitting = picked;
         // Inserting a new request runs the hardware queue (asynchronously, from kblockd);
         // a bio merged into a queued request runs nothing (blk_mq_make_request).
         if self.block.requests_made != made {
             self.kick(core);
         }
-        self.after_submit(t);
     }
 
     /// A bio enters the block layer now (blktrace's Q, then its fate: merged or a new
@@ -1697,6 +1714,9 @@ impl Sim {
     }
 
     fn io_done(&mut self, t: u32, io: u32) {
+        if self.threads[t as usize].offload.is_some() {
+            return self.offload_done(t, io);
+        }
         let now = self.now;
         let costs = &self.cfg.host.costs;
         let (wakeup, ret, reap) = (costs.wakeup_ns, costs.syscall_return_ns, costs.aio_reap_ns);

@@ -287,6 +287,9 @@ pub struct JobConfig {
     pub files: Option<Files>,
     /// fio's null engine (`sim/null_engine.rs`): no system call, no kernel, no device.
     pub null_engine: bool,
+    /// fio's io_submit_mode=offload (`sim/offload.rs`): the thread only generates the
+    /// I/Os, at the rate; a pool of `depth` submit workers queues and reaps them.
+    pub offload: bool,
     /// fio's zonemode=strided (`workload/strided.rs`).
     pub zones: Option<StridedZones>,
     /// A replay job (fio's read_iolog, `workload/replay.rs`): its I/O comes from the
@@ -402,6 +405,7 @@ impl JobConfig {
             wait_for: Vec::new(),
             files: None,
             null_engine: false,
+            offload: false,
             zones: None,
             replay: None,
             verify: None,
