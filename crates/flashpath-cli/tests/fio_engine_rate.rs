@@ -29,6 +29,21 @@ fn json(extra: &[&str]) -> Value {
 }
 
 /// One line on stderr, a failure status, and the line contains each of `want`.
+/// Real fio's JSON run of `jobs` on a file in a scratch directory (None without fio).
+fn real_fio(name: &str, jobs: &[&str]) -> Option<std::process::Output> {
+    if !have("fio") {
+        return None;
+    }
+    let d = scratch(name);
+    let o = Command::new("fio")
+        .arg("--output-format=json")
+        .arg(format!("--filename={}", d.join("f").display()))
+        .args(jobs)
+        .output()
+        .unwrap();
+    Some(o)
+}
+
 fn refused(extra: &[&str], want: &[&str]) {
     let a = args(extra);
     let a: Vec<&str> = a.iter().map(String::as_str).collect();
@@ -299,15 +314,8 @@ fn flow_keeps_the_jobs_issues_in_their_weights_ratio() {
     ok(&o);
     let n = ios(&o.stdout);
     assert!((n[0] / n[1] - 3.0).abs() < 0.05, "{n:?}");
-    if have("fio") {
+    if let Some(o) = real_fio("flow", &jobs) {
         // Real fio keeps the same ratio on a file (1049:348 in one run).
-        let d = scratch("flow");
-        let o = Command::new("fio")
-            .arg("--output-format=json")
-            .arg(format!("--filename={}", d.join("f").display()))
-            .args(jobs)
-            .output()
-            .unwrap();
         let n = ios(&o.stdout);
         assert!((n[0] / n[1] - 3.0).abs() < 0.1, "{n:?}");
     }
@@ -366,15 +374,8 @@ fn flow_sleep_with_libaio_drains_the_queue_before_each_sleep() {
     let o = flashpath(&a);
     ok(&o);
     check("flashpath", &parse(&o.stdout));
-    if have("fio") {
+    if let Some(o) = real_fio("flow-sleep", &jobs) {
         // Real fio on a file (job2 1=49.5% 2=49.9%, job1 mostly 4-8 in one run).
-        let d = scratch("flow-sleep");
-        let o = Command::new("fio")
-            .arg("--output-format=json")
-            .arg(format!("--filename={}", d.join("f").display()))
-            .args(jobs)
-            .output()
-            .unwrap();
         if o.status.success() {
             check("fio", &parse(&o.stdout));
         } else {

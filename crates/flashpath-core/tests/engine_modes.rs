@@ -225,23 +225,33 @@ fn a_job_below_its_minimum_rate_fails_at_the_first_cycle_after_the_settle_period
     assert!(r.jobs[0].runtime_ns >= 4_000_000_000);
 }
 
+/// `j`, named `name`, in flow group 7 with `weight` and `sleep_ns`, for 200 ms.
+fn flow_job(mut j: JobConfig, name: &str, weight: u32, sleep_ns: u64) -> JobConfig {
+    j.name = name.into();
+    j.time_based = true;
+    j.runtime_ns = Some(200_000_000);
+    j.flow = Some(flashpath_core::workload::FlowConfig {
+        id: 7,
+        weight,
+        sleep_ns,
+    });
+    j
+}
+
+/// The first job's reads over the second's.
+fn read_ratio(r: &RunResult) -> f64 {
+    r.jobs[0].dirs[0].ios as f64 / r.jobs[1].dirs[0].ios as f64
+}
+
 #[test]
 fn flow_weights_share_the_issues_and_a_stalled_job_spins_or_sleeps() {
-    use flashpath_core::workload::FlowConfig;
     let job = |name: &str, weight: u32, sleep_ns: u64| {
-        let mut j = JobConfig::simple(name, Pattern::Random, 100, 4096, 4 << 20);
-        j.time_based = true;
-        j.runtime_ns = Some(200_000_000);
-        j.flow = Some(FlowConfig {
-            id: 7,
-            weight,
-            sleep_ns,
-        });
-        j
+        let j = JobConfig::simple(name, Pattern::Random, 100, 4096, 4 << 20);
+        flow_job(j, name, weight, sleep_ns)
     };
     let (r, _) = run_jobs(costed_host(), vec![job("a", 3, 0), job("b", 1, 0)]).unwrap();
-    let (a, b) = (&r.jobs[0], &r.jobs[1]);
-    let ratio = a.dirs[0].ios as f64 / b.dirs[0].ios as f64;
+    let b = &r.jobs[1];
+    let ratio = read_ratio(&r);
     assert!((ratio - 3.0).abs() < 0.02, "{ratio}");
     // b spins while it waits for a: its system time is most of the run.
     assert!(
@@ -256,33 +266,23 @@ fn flow_weights_share_the_issues_and_a_stalled_job_spins_or_sleeps() {
         vec![job("a", 3, 50_000), job("b", 1, 50_000)],
     )
     .unwrap();
-    let (a, b) = (&r.jobs[0], &r.jobs[1]);
-    let ratio = a.dirs[0].ios as f64 / b.dirs[0].ios as f64;
+    let b = &r.jobs[1];
+    let ratio = read_ratio(&r);
     assert!((ratio - 3.0).abs() < 0.1, "{ratio}");
     assert!((b.sys_ns as f64) < 0.2 * b.runtime_ns as f64);
     // Different groups do not hold each other.
     let mut c = job("c", 1, 0);
     c.flow.as_mut().unwrap().id = 8;
     let (r, _) = run_jobs(costed_host(), vec![job("a", 3, 0), c]).unwrap();
-    let ratio = r.jobs[0].dirs[0].ios as f64 / r.jobs[1].dirs[0].ios as f64;
+    let ratio = read_ratio(&r);
     assert!((ratio - 1.0).abs() < 0.05, "{ratio}");
 }
 
 #[test]
 fn flow_sleep_with_an_async_engine_quiesces_the_queue_before_it_sleeps() {
-    use flashpath_core::workload::FlowConfig;
     // flow.fio's shape: two libaio jobs at depth 32 sharing a flow group 3:1.
     let job = |name: &str, weight: u32, sleep_ns: u64| {
-        let mut j = aio_job(32, 1 << 16);
-        j.name = name.into();
-        j.time_based = true;
-        j.runtime_ns = Some(200_000_000);
-        j.flow = Some(FlowConfig {
-            id: 7,
-            weight,
-            sleep_ns,
-        });
-        j
+        flow_job(aio_job(32, 1 << 16), name, weight, sleep_ns)
     };
     let (r, _) = run_jobs(
         costed_host(),
@@ -290,7 +290,7 @@ fn flow_sleep_with_an_async_engine_quiesces_the_queue_before_it_sleeps() {
     )
     .unwrap();
     let (a, b) = (&r.jobs[0], &r.jobs[1]);
-    let ratio = a.dirs[0].ios as f64 / b.dirs[0].ios as f64;
+    let ratio = read_ratio(&r);
     assert!((ratio - 3.0).abs() < 0.1, "{ratio}");
     // Each stall drains the staller's queue (io_u_quiesce) before it sleeps, and a job
     // runs ahead of its share after a few issues (3 for a, 1 for b), so neither queue

@@ -287,6 +287,28 @@ struct Io {
     sync_after: bool,
 }
 
+impl Io {
+    /// A direct I/O of thread `t` fio starts now: `spec`, in `nbios` bios.
+    fn direct(t: u32, spec: &crate::workload::IoSpec, nbios: u32, now: SimTime) -> Io {
+        Io {
+            thread: t,
+            dir: spec.dir,
+            offset: spec.offset,
+            len: spec.len,
+            parts_left: nbios,
+            t_start: now,
+            t_issued: 0,
+            t_done: 0,
+            t_hw: SimTime::MAX,
+            t_irq: 0,
+            cache: buffered::CacheIo::None,
+            trim: spec.trim,
+            fua: false,
+            sync_after: false,
+        }
+    }
+}
+
 struct Thread {
     cfg: usize,
     core: u32,
@@ -1237,22 +1259,7 @@ impl Sim {
                 };
                 cost += pin * spec.len.div_ceil(4096) + c_block * nbios as u64;
             }
-            let io = self.alloc_io(Io {
-                thread: t,
-                dir: spec.dir,
-                offset: spec.offset,
-                len: spec.len,
-                parts_left: nbios,
-                t_start: now,
-                t_issued: 0,
-                t_done: 0,
-                t_hw: SimTime::MAX,
-                t_irq: 0,
-                cache: buffered::CacheIo::None,
-                trim: spec.trim,
-                fua: false,
-                sync_after: false,
-            });
+            let io = self.alloc_io(Io::direct(t, &spec, nbios, now));
             if direct && !null && !spec.trim && spec.dir == Dir::Write {
                 self.o_sync_direct(t, io);
             }

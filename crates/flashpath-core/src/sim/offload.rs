@@ -38,7 +38,7 @@
 //! steady state, replay), synchronous engines, buffered I/O, polled completion.
 //! Units: nanoseconds, bytes.
 
-use super::{buffered, rw_pieces, Ev, Io, IoQueued, Sim, SimConfig, ThreadState};
+use super::{rw_pieces, Ev, Io, IoQueued, Sim, SimConfig, ThreadState};
 use crate::engine::SimTime;
 use crate::workload::{rate_gate, Dir, JobConfig, Submission};
 use flashpath_hist::{batch_bucket, depth_level_bucket};
@@ -179,22 +179,7 @@ impl Sim {
         let spec = self.threads[ti].src.next_io();
         let max_bytes = self.cfg.host.block.max_request_bytes;
         let nbios = rw_pieces(spec.len, max_bytes, self.cfg.host.kernel.splits_bios());
-        let io = self.alloc_io(Io {
-            thread: t,
-            dir: spec.dir,
-            offset: spec.offset,
-            len: spec.len,
-            parts_left: nbios,
-            t_start: now,
-            t_issued: 0,
-            t_done: 0,
-            t_hw: SimTime::MAX,
-            t_irq: 0,
-            cache: buffered::CacheIo::None,
-            trim: false,
-            fua: false,
-            sync_after: false,
-        });
+        let io = self.alloc_io(Io::direct(t, &spec, nbios, now));
         if spec.dir == Dir::Write {
             self.o_sync_direct(t, io);
         }
