@@ -156,6 +156,9 @@ const MODELLED: &[&str] = &[
     "steadystate",
     "steadystate_duration",
     "steadystate_ramp_time",
+    // Errors a job counts and goes on after (errmap.rs, core sim/errors.rs).
+    "continue_on_error",
+    "ignore_error",
 ];
 
 /// Options of issue 20's engine and rate lists that flashpath refuses, with why (the
@@ -268,7 +271,7 @@ pub const NO_EFFECT: &[(&str, &str)] = &[
     ),
     (
         "error_dump",
-        "printing each I/O error as it happens: a simulated I/O fails only by verify or a missed minimum rate, which are printed as fio prints them",
+        "printing each failed io_u (io_u_log_error): it prints I/O errors the device returns, which a simulated device never does; the errors the simulation gives (verify failures, trims of a regular file, a missed minimum rate) are printed as fio prints them",
     ),
     (
         "create_on_open",
@@ -893,10 +896,17 @@ fn job_config(job: &Job, dev: &DeviceConfig) -> Result<(JobConfig, files::Target
         // Set by `plan` (replay.rs).
         replay: None,
         verify: None,
+        errors: Default::default(),
+        trim_errno: None,
         steadystate: steadystate(job)?,
     };
     let mut cfg = cfg;
     cfg.verify = crate::verifymap::verify_config(job, &cfg)?;
+    cfg.errors = crate::errmap::policy(job)?;
+    if matches!(target, files::Target::Files { .. }) {
+        // os_trim on Linux is ioctl(BLKDISCARD), which a regular file refuses.
+        cfg.trim_errno = Some(flashpath_core::sim::errors::ENOTTY);
+    }
     Ok((cfg, target))
 }
 
@@ -1017,6 +1027,7 @@ fn meta(job: &Job) -> JobMeta {
             iodepth: o.iodepth,
         },
         subjob_number: job.clone_index,
+        continue_on_error: crate::errmap::policy(job).is_ok_and(|p| p.any()),
         thread: o.thread,
         group_reporting: o.group_reporting,
         unified_rw_reporting: match o.unified_rw_reporting {

@@ -295,6 +295,11 @@ pub struct JobConfig {
     pub replay: Option<Replay>,
     /// fio's verify family (`sim/verify.rs`); `None`: verify=0.
     pub verify: Option<crate::sim::VerifyConfig>,
+    /// fio's continue_on_error and ignore_error (`sim/errors.rs`).
+    pub errors: crate::sim::errors::ErrorPolicy,
+    /// The errno a trim's ioctl(BLKDISCARD) fails with (fio's os_trim on Linux): ENOTTY
+    /// for a job on regular files; `None` on the block device, where it is a discard.
+    pub trim_errno: Option<i32>,
     /// fio's steady-state detection (`steadystate`, `ss_dur`, `ss_ramp`): the job (or
     /// its group) ends once the criterion holds (`sim/steadystate.rs`).
     pub steadystate: Option<crate::sim::steadystate::SteadyStateConfig>,
@@ -396,6 +401,8 @@ impl JobConfig {
             block_align: 0,
             wait_for: Vec::new(),
             files: None,
+            errors: Default::default(),
+            trim_errno: None,
             null_engine: false,
             zones: None,
             replay: None,
