@@ -4,7 +4,9 @@
 
 use flashpath_core::device::DeviceConfig;
 use flashpath_core::host::{DriverKind, HostConfig};
-use flashpath_core::sim::{instant_hardware, Precondition, Sim, SimConfig, VerifyAlgo, VerifyConfig};
+use flashpath_core::sim::{
+    instant_hardware, Precondition, Sim, SimConfig, VerifyAlgo, VerifyConfig,
+};
 use flashpath_core::stats::JobStats;
 use flashpath_core::workload::{JobConfig, Pattern, Submission};
 
@@ -42,7 +44,6 @@ fn run(threads: u32, cpus: Vec<u32>) -> (JobStats, Vec<u64>) {
     let mut device = DeviceConfig::small_test_device();
     instant_hardware(&mut host, &mut device);
     let mut j = JobConfig::simple("v", Pattern::Sequential, 0, 4096, 4 << 20);
-    j.cpu = Some(1);
     j.submission = Submission::Async {
         depth: 16,
         batch_submit: 1,
@@ -65,7 +66,9 @@ fn run(threads: u32, cpus: Vec<u32>) -> (JobStats, Vec<u64>) {
 fn verify_async_moves_the_checksum_off_the_job_thread() {
     let blocks = (4 << 20) / 4096u64;
     let (sync, sync_busy) = run(0, Vec::new());
-    let (asyn, async_busy) = run(4, Vec::new());
+    // Three verify threads: the scheduler puts them on the three cores the job's
+    // thread (core 1, the first after the IRQ core) leaves idle.
+    let (asyn, async_busy) = run(3, Vec::new());
     for j in [&sync, &asyn] {
         assert_eq!(j.verify_failure, None);
         assert_eq!(j.dirs[0].ios, blocks, "every block read back");
@@ -75,13 +78,24 @@ fn verify_async_moves_the_checksum_off_the_job_thread() {
     // verify_async: at least blocks x 20 us of its core.
     assert!(sync_busy[1] >= blocks * PER_4K_NS, "{sync_busy:?}");
     // With it, its core keeps only the I/O work; the checksums run elsewhere.
-    assert!(async_busy[1] < blocks * PER_4K_NS / 4, "{async_busy:?}");
-    let elsewhere: u64 = async_busy.iter().enumerate().filter(|(c, _)| *c != 1).map(|(_, b)| b).sum();
+    assert!(
+        async_busy[1] + blocks * PER_4K_NS <= sync_busy[1],
+        "{sync_busy:?} {async_busy:?}"
+    );
+    let elsewhere: u64 = async_busy
+        .iter()
+        .enumerate()
+        .filter(|(c, _)| *c != 1)
+        .map(|(_, b)| b)
+        .sum();
     assert!(elsewhere >= blocks * PER_4K_NS, "{async_busy:?}");
     // The same CPU time is spent (the job process's user time), on more cores at once:
     // the verify phase is faster.
     assert_eq!(sync.usr_ns, asyn.usr_ns);
-    let (rs, ra) = (sync.dir_runtime_ns[0].unwrap(), asyn.dir_runtime_ns[0].unwrap());
+    let (rs, ra) = (
+        sync.dir_runtime_ns[0].unwrap(),
+        asyn.dir_runtime_ns[0].unwrap(),
+    );
     assert!(ra * 2 < rs, "verify phase: sync {rs} ns, async {ra} ns");
 }
 
@@ -90,13 +104,13 @@ fn verify_async_cpus_pins_the_verify_threads() {
     let blocks = (4 << 20) / 4096u64;
     let (one, busy) = run(4, vec![3]);
     assert_eq!(one.dirs[0].ios, blocks);
-    // Every checksum on core 3: four threads pinned to one core verify no faster than
-    // the job's thread would.
-    assert!(busy[3] >= blocks * PER_4K_NS, "{busy:?}");
-    assert!(busy[0] + busy[2] < blocks * PER_4K_NS / 4, "{busy:?}");
-    let (sync, _) = run(0, Vec::new());
-    let (rs, r1) = (sync.dir_runtime_ns[0].unwrap(), one.dir_runtime_ns[0].unwrap());
-    assert!(r1 * 10 >= rs * 9, "pinned to one core: {r1} ns vs the job's own {rs} ns");
+    // Every checksum on core 3, none on the others but the job's own I/O work.
+    assert_eq!(busy[3], blocks * PER_4K_NS, "{busy:?}");
+    assert_eq!(busy[0] + busy[2], 0, "{busy:?}");
+    // Four threads pinned to one core check one block at a time: the verify phase
+    // lasts at least every checksum end to end.
+    let r1 = one.dir_runtime_ns[0].unwrap();
+    assert!(r1 >= blocks * PER_4K_NS, "{r1} ns");
 }
 
 #[test]
