@@ -373,8 +373,9 @@ pub fn fio_command(args: &[String]) -> Result<()> {
         fiologs::check(&inv)?;
         return Ok(());
     }
+    let verifying = cfg.jobs.iter().any(|j| j.verify.is_some());
     let mut sim = Sim::new(cfg).map_err(|e| anyhow!("{e}"))?;
-    if let Some(o) = crate::verifymap::FailureLog::new(&inv, &plan.metas) {
+    if let Some(o) = crate::verifymap::FailureLog::new(&inv, &plan.metas, verifying) {
         sim.add_observer(Box::new(o));
     }
     let logs = match fiologs::open(&inv)? {
@@ -447,8 +448,7 @@ pub fn fio_command(args: &[String]) -> Result<()> {
         let name = BlkDevice::for_driver(driver).name;
         rep.disk_util.push(report::disk_util(name, &result.system));
     }
-    let (verify_failed, verify_lines) =
-        crate::verifymap::failures(&inv, &plan.metas, &result, &rep);
+    let (verify_failed, verify_lines) = crate::verifymap::failures(&result, &rep);
     let normal = inv
         .formats
         .contains(&flashpath_fio::parse::OutputFormat::Normal);

@@ -185,14 +185,12 @@ fn pattern_id(p: &str) -> u32 {
     h
 }
 
-/// What fio prints for the jobs whose verify failed: the failure on standard error
-/// (verify.c's log_err), and `fio: pid=N, err=84/<where>` on standard output before
+/// What fio prints for the jobs whose verify failed: (the failures went to standard
+/// error as they were found) `fio: pid=N, err=84/<where>` on standard output before
 /// the report (backend.c's td_verror report; after `Starting N processes` in the
 /// normal format, returned here as startup lines). Returns whether any job failed
 /// (fio then exits 1).
 pub fn failures(
-    inv: &flashpath_fio::parse::Invocation,
-    metas: &[crate::report::JobMeta],
     result: &flashpath_core::stats::RunResult,
     rep: &flashpath_fio::report::model::RunReport,
 ) -> (bool, Vec<String>) {
@@ -203,7 +201,7 @@ pub fn failures(
             continue;
         };
         failed = true;
-        eprintln!("{}", f.message(&file_of(inv, &metas[i])));
+        // Its message went to standard error as it was found (FailureLog).
         let pid = rep.jobs.get(i).map_or(0, |j| j.pid);
         lines.push(format!(
             "fio: pid={pid}, err={}/{}",
@@ -226,24 +224,22 @@ fn file_of(inv: &flashpath_fio::parse::Invocation, meta: &crate::report::JobMeta
         .unwrap_or_else(|| format!("{}.{}.0", meta.name, meta.subjob_number))
 }
 
-/// Prints the verify failures a job goes on after (continue_on_error) on standard
-/// error as they happen, as fio's verify.c logs them.
+/// Prints verify failures on standard error as they happen, as fio's verify.c logs
+/// them.
 pub struct FailureLog {
     files: Vec<String>,
 }
 
 impl FailureLog {
-    /// `None` when no job goes on after errors (no observer is needed).
+    /// `None` when no job verifies (no observer is needed).
     pub fn new(
         inv: &flashpath_fio::parse::Invocation,
         metas: &[crate::report::JobMeta],
+        verifying: bool,
     ) -> Option<FailureLog> {
-        metas
-            .iter()
-            .any(|m| m.continue_on_error)
-            .then(|| FailureLog {
-                files: metas.iter().map(|m| file_of(inv, m)).collect(),
-            })
+        verifying.then(|| FailureLog {
+            files: metas.iter().map(|m| file_of(inv, m)).collect(),
+        })
     }
 }
 

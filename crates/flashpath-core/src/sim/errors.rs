@@ -166,7 +166,13 @@ impl Sim {
         let cfg = &self.cfg.jobs[th.cfg];
         let policy = &cfg.errors;
         let fatal_flag = cfg.verify.as_ref().is_some_and(|v| v.fatal);
-        let go_on = if policy.non_fatal(ErrorType::Verify, EILSEQ) {
+        let failed_before = self.verify.as_ref().expect("verifying").jobs[t as usize]
+            .as_ref()
+            .is_some_and(|j| j.failure.is_some());
+        let go_on = if failed_before {
+            // The job has ended on an earlier failure: this one is only logged.
+            true
+        } else if policy.non_fatal(ErrorType::Verify, EILSEQ) {
             th.stats.errors.add(EILSEQ);
             // verify_fatal: a bad checksum (not a bad header, which returns before
             // verify_io_u's check) marks the job to terminate.
@@ -190,12 +196,13 @@ impl Sim {
         } else {
             false
         };
-        if go_on {
-            if t as usize >= self.prefill {
-                for o in &mut self.observers {
-                    o.verify_failed(t as usize - self.prefill, now, &f);
-                }
+        // verify.c logs every failure as it finds it.
+        if t as usize >= self.prefill {
+            for o in &mut self.observers {
+                o.verify_failed(t as usize - self.prefill, now, &f);
             }
+        }
+        if go_on {
             return;
         }
         let v = self.verify.as_mut().expect("verifying");

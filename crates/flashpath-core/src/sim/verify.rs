@@ -781,7 +781,10 @@ impl Verify {
             return (0, None);
         };
         let mut j = self.jobs[t].take().expect("a verifying job");
-        if j.failure.is_none() {
+        // A read reaped after the job's failure is checked too (fio verifies what
+        // cleanup_pending_aio reaps): its failure is logged, the job's stays the first.
+        let first = j.failure.take();
+        {
             // This job's writes first, then the other jobs' that write fio headers.
             let (seed, writes) = (j.seed, j.writes);
             let others = &self.jobs;
@@ -794,7 +797,7 @@ impl Verify {
             });
             j.decode_left = budget;
         }
-        let failure = j.failure.take();
+        let failure = std::mem::replace(&mut j.failure, first);
         self.jobs[t] = Some(j);
         (r.piece.len.div_ceil(4096), failure)
     }
