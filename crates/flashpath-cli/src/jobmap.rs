@@ -1452,8 +1452,8 @@ mod option_walk {
         );
         eprintln!("option walk: {accepted} accepted, {refused} refused by the plan");
         // The walk reaches the plan for much of the table, both ways (at this commit:
-        // 155 accepted, 118 refused).
-        assert!(accepted >= 150 && refused >= 110, "{accepted} {refused}");
+        // 166 accepted, 107 refused; the refusals shrink as options are modelled).
+        assert!(accepted >= 160 && refused >= 100, "{accepted} {refused}");
     }
 
     /// The engine and rate options refused with a reason give it, naming the option.
