@@ -121,4 +121,27 @@ mod tests {
         assert_eq!(continue_bits("all"), Some(7));
         assert_eq!(continue_bits("some"), None);
     }
+
+    fn policy_of(args: &[&str]) -> ErrorPolicy {
+        use flashpath_fio::parse::{parse_command_line, Env};
+        let mut a: Vec<String> = vec!["--name=t".into()];
+        a.extend(args.iter().map(|s| s.to_string()));
+        let inv = parse_command_line(&a, &Env::from_process()).unwrap();
+        policy(&inv.jobs[0]).unwrap()
+    }
+
+    #[test]
+    fn options_apply_in_the_order_set_as_fio_parses_them() {
+        // ignore_error adds its types' bits; a later continue_on_error replaces them.
+        let p = policy_of(&["--continue_on_error=read", "--ignore_error=,ENOSPC:ENOTTY"]);
+        assert_eq!(p.continue_on, 0b011);
+        assert_eq!(p.ignore, [None, Some(vec![28, 25]), None]);
+        let p = policy_of(&["--ignore_error=,ENOSPC", "--continue_on_error=none"]);
+        assert_eq!(p.continue_on, 0);
+        assert_eq!(p.ignore[1], Some(vec![28]));
+        // An empty list leaves the type's default (EIO, EILSEQ) and its bit alone.
+        let p = policy_of(&["--ignore_error=EIO:,,84"]);
+        assert_eq!(p.continue_on, 0b101);
+        assert_eq!(p.ignore, [Some(vec![5]), None, Some(vec![84])]);
+    }
 }

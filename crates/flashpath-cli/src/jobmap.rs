@@ -8,7 +8,8 @@
 //! and io_uring: `FIO_Q_COMPLETED` inline once nothing is queued, io_uring's async trim
 //! needing a kernel newer than the modelled ones): a trim-only job runs one trim at a
 //! time. trimwrite with an asynchronous engine mixes synchronous trims with queued
-//! writes, which is not modelled (an error).
+//! writes, which is not modelled (an error). On a regular file the ioctl fails with
+//! ENOTTY (fio's os_trim on Linux), which continue_on_error may pass over (errmap.rs).
 
 use crate::files;
 use crate::report::JobMeta;

@@ -14,7 +14,8 @@
 //! is queued), so a trim job submits one trim at a time whatever its engine. trimwrite
 //! trims a block, then writes the same block (fio's `set_rw_ddir`: the next direction is
 //! TRIM when the last write and trim positions meet), counting both in the job's bytes
-//! (fio adds the region once more to the bytes to do).
+//! (fio adds the region once more to the bytes to do). A job on regular files
+//! (`trim_errno`) gets ENOTTY from that ioctl instead: no discard (sim/errors.rs).
 //!
 //! Random offsets come from the run's seeded stream (fio's tausworthe: the sequence
 //! differs from fio's while the distribution is the same), or from fio's own LFSR with
