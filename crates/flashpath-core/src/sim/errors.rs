@@ -150,6 +150,9 @@ impl Sim {
                 th.terminated = true;
             }
         }
+        // At least a nanosecond: a job that goes on after its failed trims must see
+        // time pass (a zero-cost test host would otherwise loop at one instant).
+        let cost = cost.max(1);
         th.stats.sys_ns += cost;
         th.state = ThreadState::Running;
         let end = self.cpu.run_l(th.core, now, cost, "ioctl");
