@@ -6,6 +6,7 @@
 
 mod analyze;
 mod compare;
+mod errmap;
 mod files;
 mod fiologs;
 mod flashbench;

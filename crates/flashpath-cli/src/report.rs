@@ -19,6 +19,9 @@ pub struct JobMeta {
     pub job_options: Vec<(String, String)>,
     pub header: JobHeader,
     pub subjob_number: u32,
+    /// fio's continue_on_error is set (with the bits ignore_error adds): the report
+    /// shows the error count.
+    pub continue_on_error: bool,
     pub thread: bool,
     pub group_reporting: bool,
     pub unified_rw_reporting: UnifiedRw,
@@ -79,10 +82,18 @@ fn job_report(meta: &JobMeta, s: &JobStats) -> JobReport {
     r.kb_base = meta.kb_base;
     r.latency_depth = s.lat_depth.unwrap_or(meta.iodepth);
     (r.latency_target, r.latency_window, r.latency_percentile) = meta.latency;
+    r.continue_on_error = meta.continue_on_error;
+    r.total_err_count = s.errors.total;
+    r.first_error = s.errors.first;
     if let Some(f) = &s.verify_failure {
         // fio's td_verror(EILSEQ) where the failing read was reaped.
         r.error = flashpath_core::sim::EILSEQ;
         r.verror = f.verror().to_string();
+    } else if s.error.is_none() && meta.continue_on_error && s.errors.first != 0 {
+        // sum_thread_stats: a job that went on after its errors shows the first, with
+        // the last td_verror text (none when io_completed cleared the error first).
+        r.error = s.errors.first;
+        r.verror = s.last_verror.as_ref().map(fio_verror).unwrap_or_default();
     }
     // fio (backend.c update_runtime): elapsed microseconds rounded up to milliseconds.
     let runtime_ms = (s.runtime_ns / 1000).div_ceil(1000);
@@ -103,7 +114,8 @@ fn job_report(meta: &JobMeta, s: &JobStats) -> JobReport {
             Ddir::Trim => None,
         }
         .map_or(runtime_ms, |ns| (ns / 1000).div_ceil(1000));
-        dst.runtime_ms = if src.ios > 0 { dir_runtime_ms } else { 0 };
+        // thread_main: update_runtime only for a direction that moved bytes.
+        dst.runtime_ms = if src.bytes > 0 { dir_runtime_ms } else { 0 };
         let off = meta.disabled;
         let hist = |h: &flashpath_hist::LatHist, disabled: bool| {
             LatStat::from_hist(if disabled {
@@ -202,10 +214,12 @@ pub fn fio_verror(e: &flashpath_core::stats::JobError) -> String {
     let at = match e.func {
         "check_min_rate" => "backend.c:1131",
         "max latency exceeded" => "io_u.c:1432",
+        "td_io_queue" => "ioengines.c:399",
         _ => "backend.c",
     };
     let strerror = match e.errno {
         5 => "Input/output error",
+        25 => "Inappropriate ioctl for device",
         110 => "Connection timed out",
         _ => "Unknown error",
     };

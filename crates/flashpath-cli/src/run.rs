@@ -373,7 +373,11 @@ pub fn fio_command(args: &[String]) -> Result<()> {
         fiologs::check(&inv)?;
         return Ok(());
     }
+    let verifying = cfg.jobs.iter().any(|j| j.verify.is_some());
     let mut sim = Sim::new(cfg).map_err(|e| anyhow!("{e}"))?;
+    if let Some(o) = crate::verifymap::FailureLog::new(&inv, &plan.metas, verifying) {
+        sim.add_observer(Box::new(o));
+    }
     let logs = match fiologs::open(&inv)? {
         Some((obs, handle)) => {
             sim.add_observer(Box::new(obs));
@@ -416,7 +420,9 @@ pub fn fio_command(args: &[String]) -> Result<()> {
         // fio names the job's file (its filename, else the job's name).
         let job = &inv.jobs[j];
         let file = job.options.filename.as_deref().unwrap_or(&job.name);
-        eprintln!("{}", e.message.replace("%FILE%", file));
+        if !e.message.is_empty() {
+            eprintln!("{}", e.message.replace("%FILE%", file));
+        }
     }
     // fill_device's last write (io_u.c io_u_log_error; the job then ends without error).
     for (s, fill) in result.jobs.iter().zip(&plan.enospc) {
@@ -426,7 +432,12 @@ pub fn fio_command(args: &[String]) -> Result<()> {
             );
         }
     }
-    let failed = result.jobs.iter().any(|j| j.error.is_some());
+    // fio's exit value counts the jobs that ended with an error (td->error).
+    let failed = result
+        .jobs
+        .iter()
+        .filter(|j| j.error.is_some() || j.verify_failure.is_some())
+        .count();
     let mut rep = report::build(&plan.metas, &result, plan.global_options);
     if let Some(h) = &logs {
         // fio's report takes bw/iops from the logs' samples when they are written.
@@ -445,8 +456,7 @@ pub fn fio_command(args: &[String]) -> Result<()> {
         let name = BlkDevice::for_driver(driver).name;
         rep.disk_util.push(report::disk_util(name, &result.system));
     }
-    let (verify_failed, verify_lines) =
-        crate::verifymap::failures(&inv, &plan.metas, &result, &rep);
+    let (verify_failed, verify_lines) = crate::verifymap::failures(&result, &rep);
     let normal = inv
         .formats
         .contains(&flashpath_fio::parse::OutputFormat::Normal);
@@ -467,9 +477,10 @@ pub fn fio_command(args: &[String]) -> Result<()> {
     }
     jobmap::write_formats(&inv, &rep, &mut out).context("writing the report")?;
     out.flush().context("writing the report")?;
-    if failed || verify_failed {
-        // fio exits 1 when a job ended with an error (its messages are printed).
-        return Err(crate::flashbench::ExitStatus(1).into());
+    if failed > 0 || verify_failed {
+        // fio exits with the number of jobs that ended with an error (reap_threads:
+        // exit_value++ per job; its messages are printed).
+        return Err(crate::flashbench::ExitStatus(failed.clamp(1, 255) as u8).into());
     }
     Ok(())
 }

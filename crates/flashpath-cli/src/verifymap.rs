@@ -20,6 +20,7 @@ pub const MODELLED: &[&str] = &[
     "verify_only",
     "verify_fatal",
     "verify_async",
+    "verify_async_cpus",
     "verify_state_save",
 ];
 
@@ -73,12 +74,15 @@ pub fn verify_config(job: &Job, cfg: &JobConfig) -> Result<Option<VerifyConfig>>
             ),
         },
     };
-    if flag(job, "verify_async", false) && int(job, "verify_async", kb_base)? != Some(0) {
-        bail!(
-            "verify_async{}: verification in separate threads is not modelled (it runs in the job's thread)",
+    let async_threads = match int(job, "verify_async", kb_base)? {
+        Some(n) if n > 1024 => bail!(
+            "verify_async={n}{}: more verify threads than flashpath models (1024)",
             at("verify_async")
-        );
-    }
+        ),
+        Some(n) => n as u32,
+        None => 0,
+    };
+    let async_cpus = async_cpus(job, at("verify_async_cpus"))?;
     if set(job, "verify_state_save").is_some() && flag(job, "verify_state_save", true) {
         bail!(
             "verify_state_save=1{}: flashpath does not write fio's verify state files (local-*-verify.state); set verify_state_save=0",
@@ -147,7 +151,27 @@ pub fn verify_config(job: &Job, cfg: &JobConfig) -> Result<Option<VerifyConfig>>
         any_writer: only || !writes,
         pattern_id: pattern_id(&pattern),
         pattern_per_offset: pattern.contains("%o"),
+        async_threads,
+        async_cpus,
     }))
+}
+
+/// verify_async_cpus: fio's CPU list (`0-3,6`), the cores the verify threads may run on.
+fn async_cpus(job: &Job, at: String) -> Result<Vec<u32>> {
+    let Some(v) = set(job, "verify_async_cpus").and_then(|s| s.value.as_deref()) else {
+        return Ok(Vec::new());
+    };
+    let mut cpus = Vec::new();
+    for part in v.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (lo, hi) = part.split_once('-').unwrap_or((part, part));
+        match (lo.trim().parse::<u32>(), hi.trim().parse::<u32>()) {
+            (Ok(lo), Ok(hi)) if lo <= hi && hi < 1024 => cpus.extend(lo..=hi),
+            _ => bail!("verify_async_cpus={v}{at}: '{part}' is not a CPU or a CPU range"),
+        }
+    }
+    cpus.sort_unstable();
+    cpus.dedup();
+    Ok(cpus)
 }
 
 /// A stable number for a verify pattern's text (the data every block of it holds).
@@ -161,14 +185,12 @@ fn pattern_id(p: &str) -> u32 {
     h
 }
 
-/// What fio prints for the jobs whose verify failed: the failure on standard error
-/// (verify.c's log_err), and `fio: pid=N, err=84/<where>` on standard output before
+/// What fio prints for the jobs whose verify failed: (the failures went to standard
+/// error as they were found) `fio: pid=N, err=84/<where>` on standard output before
 /// the report (backend.c's td_verror report; after `Starting N processes` in the
 /// normal format, returned here as startup lines). Returns whether any job failed
 /// (fio then exits 1).
 pub fn failures(
-    inv: &flashpath_fio::parse::Invocation,
-    metas: &[crate::report::JobMeta],
     result: &flashpath_core::stats::RunResult,
     rep: &flashpath_fio::report::model::RunReport,
 ) -> (bool, Vec<String>) {
@@ -179,17 +201,7 @@ pub fn failures(
             continue;
         };
         failed = true;
-        let meta = &metas[i];
-        // fio's file name: the job's filename, else <name>.<subjob>.0 in the cwd.
-        let file = inv
-            .jobs
-            .iter()
-            .find(|j| j.name == meta.name)
-            .and_then(|j| set(j, "filename"))
-            .and_then(|s| s.value.clone())
-            .map(|v| v.split(':').next().unwrap_or("").to_string())
-            .unwrap_or_else(|| format!("{}.{}.0", meta.name, meta.subjob_number));
-        eprintln!("{}", f.message(&file));
+        // Its message went to standard error as it was found (FailureLog).
         let pid = rep.jobs.get(i).map_or(0, |j| j.pid);
         lines.push(format!(
             "fio: pid={pid}, err={}/{}",
@@ -198,4 +210,46 @@ pub fn failures(
         ));
     }
     (failed, lines)
+}
+
+/// The file fio names in a job's verify messages: the job's filename, else
+/// <name>.<subjob>.0 in the current directory.
+fn file_of(inv: &flashpath_fio::parse::Invocation, meta: &crate::report::JobMeta) -> String {
+    inv.jobs
+        .iter()
+        .find(|j| j.name == meta.name)
+        .and_then(|j| set(j, "filename"))
+        .and_then(|s| s.value.clone())
+        .map(|v| v.split(':').next().unwrap_or("").to_string())
+        .unwrap_or_else(|| format!("{}.{}.0", meta.name, meta.subjob_number))
+}
+
+/// Prints verify failures on standard error as they happen, as fio's verify.c logs
+/// them.
+pub struct FailureLog {
+    files: Vec<String>,
+}
+
+impl FailureLog {
+    /// `None` when no job verifies (no observer is needed).
+    pub fn new(
+        inv: &flashpath_fio::parse::Invocation,
+        metas: &[crate::report::JobMeta],
+        verifying: bool,
+    ) -> Option<FailureLog> {
+        verifying.then(|| FailureLog {
+            files: metas.iter().map(|m| file_of(inv, m)).collect(),
+        })
+    }
+}
+
+impl flashpath_core::sim::IoObserver for FailureLog {
+    fn verify_failed(
+        &mut self,
+        job: usize,
+        _t: flashpath_core::engine::SimTime,
+        f: &flashpath_core::sim::VerifyFailure,
+    ) {
+        eprintln!("{}", f.message(&self.files[job]));
+    }
 }

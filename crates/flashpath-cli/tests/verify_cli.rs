@@ -200,7 +200,6 @@ fn what_a_simulated_verify_cannot_do_is_refused_naming_it() {
     ];
     for (extra, needle) in [
         (&["--direct=0"][..], "direct=0"),
-        (&["--direct=1", "--verify_async=2"][..], "verify_async"),
         (
             &["--direct=1", "--verify_state_save=1"][..],
             "verify_state_save=1",
@@ -335,4 +334,40 @@ fn pattern_verify_passes_and_meta_checks_headers() {
         assert_eq!(j["read"]["total_ios"], 512, "{v:?}");
         assert_eq!(j["error"], 0, "{v:?}");
     }
+}
+
+/// verify_async: the same reads are verified (on the job's verify threads), and a
+/// failure found there is fio's `async_verify` error.
+#[test]
+fn verify_async_verifies_every_read_on_its_threads() {
+    let mut args = WRITE_VERIFY.to_vec();
+    args.extend(["--ioengine=libaio", "--iodepth=16", "--verify_async=2"]);
+    let (code, out, err) = run(&args);
+    assert_eq!(code, 0, "{err}");
+    let j = json_job(&out, 0);
+    assert_eq!(j["error"], 0);
+    assert_eq!(j["read"]["total_ios"], 2048);
+    args.push("--verify_async_cpus=1");
+    let (code, out, err) = run(&args);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(json_job(&out, 0)["read"]["total_ios"], 2048);
+    // verify_only over blocks no job wrote: the first failure ends the job.
+    let (code, out, err) = run(&[
+        "fio",
+        "--name=v",
+        "--filename=/dev/mmcblk0",
+        "--rw=write",
+        "--bs=4k",
+        "--size=64k",
+        "--direct=1",
+        "--verify=crc32c",
+        "--verify_only=1",
+        "--verify_state_save=0",
+        "--verify_async=2",
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        out.contains("fio: pid=0, err=84/file:verify.c:1441, func=async_verify, error=Invalid or incomplete multibyte or wide character"),
+        "{out}"
+    );
 }

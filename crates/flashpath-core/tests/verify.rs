@@ -25,6 +25,8 @@ fn verify(algo: VerifyAlgo, interval: u64) -> VerifyConfig {
         any_writer: false,
         pattern_id: 0,
         pattern_per_offset: false,
+        async_threads: 0,
+        async_cpus: Vec::new(),
     }
 }
 
@@ -133,6 +135,7 @@ fn a_corrupted_block_fails_the_verify_naming_its_offset() {
             req_offset: last,
             req_len: 16384,
             async_reap: false,
+            verify_thread: false,
         }
     );
     assert_eq!(

@@ -37,6 +37,7 @@ mod blkev;
 mod buffered;
 mod cqe;
 mod discard;
+pub mod errors;
 mod fill_device;
 mod flow;
 mod iopoll;
@@ -52,6 +53,7 @@ pub mod steadystate;
 mod ufs;
 mod ufs_hpb;
 mod verify;
+mod verify_async;
 pub use buffered::CacheStats;
 pub use observer::{IoDone, IoObserver, IoQueued};
 pub use rtsx::IDLE_STOP_NS as RTSX_IDLE_STOP_NS;
@@ -200,6 +202,8 @@ enum Ev {
     ThreadStart(u32),
     /// A job thread runs: reaps completions and issues what it may.
     ThreadRun(u32),
+    /// A verify_async thread of a job has checked an io_u (sim/verify_async.rs).
+    VerifyThread { job: u32, worker: u32 },
     /// The thread's submission work for its pending I/Os is done: bios go to the block layer.
     Submitted(u32),
     /// The kblockd worker starts the dispatch loop.
@@ -316,6 +320,8 @@ struct Thread {
     src: IoSource,
     depth: u32,
     inflight: u32,
+    /// io_us reaped and held by verify_async threads (sim/verify_async.rs).
+    held: u32,
     /// I/Os issued (from fio's point of view: from the start of the system call) and
     /// not yet reaped; integrated over time for Little's law.
     outstanding: u32,
@@ -511,6 +517,7 @@ impl Sim {
                     src: IoSource::new(j),
                     depth: j.depth(),
                     inflight: 0,
+                    held: 0,
                     outstanding: 0,
                     submitting: Vec::new(),
                     completed: Vec::new(),
@@ -539,6 +546,8 @@ impl Sim {
                         sync_lat: Default::default(),
                         script_lat_ns: Vec::new(),
                         error: None,
+                        errors: Default::default(),
+                        last_verror: None,
                         lat_depth: None,
                         verify_failure: None,
                         dir_runtime_ns: [None, None],
@@ -608,6 +617,7 @@ impl Sim {
         sim.ufs_hpb_setup();
         if sim.verify.is_some() {
             sim.dev.track_content();
+            sim.verify_async_setup();
         }
         if instant_pre {
             for j in precondition_jobs(&sim.cfg.jobs, sim.cfg.device.capacity_bytes) {
@@ -787,6 +797,7 @@ impl Sim {
         match ev {
             Ev::ThreadStart(t) => self.thread_start(t),
             Ev::ThreadRun(t) => self.thread_run(t),
+            Ev::VerifyThread { job, worker } => self.verify_thread_done(job, worker as usize),
             Ev::Submitted(t) => self.submitted(t),
             Ev::DispStart => self.disp_next(now),
             Ev::DispPrepared(r) => self.disp_prepared(r),
@@ -1078,6 +1089,10 @@ impl Sim {
             if self.fill_enospc(t) {
                 return;
             }
+            if self.threads[t as usize].inflight == 0 && self.threads[t as usize].held > 0 {
+                // verify_async: the verify threads still hold io_us.
+                return self.verify_async_block(t);
+            }
             if self.threads[t as usize].inflight == 0 {
                 if self.buf_end_fsync(t) {
                     return;
@@ -1105,6 +1120,10 @@ impl Sim {
                 self.q.push(now + len, Ev::ThreadRun(t));
             }
             return;
+        }
+        if th.held > 0 && th.inflight + th.held >= th.depth {
+            // verify_async: every io_u is in flight or with a verify thread.
+            return self.verify_async_block(t);
         }
         if th.inflight >= th.depth {
             self.wait_for_completions(t);
@@ -1205,10 +1224,12 @@ impl Sim {
         let splits = self.cfg.host.kernel.splits_bios();
         let max_discard_bytes = (self.block.max_discard_sectors() as u64 * 512).max(512);
         let direct = cfg.direct;
+        let trim_errno = cfg.trim_errno;
+        let mut trim_failed = None;
         let mut picked = std::mem::take(&mut self.threads[t as usize].submitting);
         for _ in 0..batch {
             let th = &mut self.threads[t as usize];
-            if th.inflight + picked.len() as u32 >= th.depth {
+            if th.inflight + th.held + picked.len() as u32 >= th.depth {
                 break;
             }
             let src_done = (!time_based && th.src.issued_bytes >= io_limit)
@@ -1234,6 +1255,12 @@ impl Sim {
                     verify::Next::Wait | verify::Next::Done => break,
                 },
             };
+            if spec.trim && trim_errno.is_some() {
+                // fio's os_trim: ioctl(BLKDISCARD) on a regular file fails in the system
+                // call (a trim job runs one at a time: nothing else is picked).
+                trim_failed = trim_errno;
+                break;
+            }
             let nbios = if spec.trim {
                 // __blkdev_issue_discard and blk_bio_discard_split: pieces of at most
                 // max_discard_sectors, granularity-aligned.
@@ -1280,6 +1307,10 @@ impl Sim {
                 }
             }
             picked.push(io);
+        }
+        if let Some(errno) = trim_failed {
+            self.threads[t as usize].submitting = picked;
+            return self.trim_failed(t, errno, c_syscall);
         }
         if picked.is_empty() {
             // A verifying job waits for a write it must verify next, or for the write

@@ -63,6 +63,9 @@ pub trait IoObserver: Send {
     /// `write_iolog` records). The fsync inside an O_SYNC write is not one.
     fn sync_queued(&mut self, _job: usize, _t: SimTime, _datasync: bool) {}
     fn done(&mut self, _io: &IoDone) {}
+    /// A verify read failed: fio logs each failure as it finds it (the first that
+    /// ends the job is also in its statistics).
+    fn verify_failed(&mut self, _job: usize, _t: SimTime, _f: &super::VerifyFailure) {}
     /// The job thread finished (its last I/O reaped, or ended by time or exitall).
     fn job_finished(&mut self, _job: usize, _t: SimTime) {}
     /// The run is over: flush and close what the observer writes. Its error (an

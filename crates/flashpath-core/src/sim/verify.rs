@@ -23,8 +23,12 @@
 //! phase is a dry run (`do_dry_run`): pieces are logged, nothing is written.
 //! Verify reads are ordinary reads in the job's statistics.
 //!
+//! A failure is EILSEQ: whether it ends the job or is counted and passed over
+//! (continue_on_error) is sim/errors.rs; with verify_async the reads are checked on
+//! the job's verify threads (sim/verify_async.rs).
+//!
 //! Leaves out: the fsync and cache invalidation fio does before its verify phase
-//! (`fio_io_sync`), verify_async threads, trim verification, verify_state files.
+//! (`fio_io_sync`), trim verification, verify_state files.
 //! Units: bytes, 4 KiB blocks.
 
 use std::collections::{BTreeMap, VecDeque};
@@ -161,6 +165,12 @@ pub struct VerifyConfig {
     /// whether it carries the block's offset (`%o`).
     pub pattern_id: u32,
     pub pattern_per_offset: bool,
+    /// fio's verify_async: threads that verify the job's reads off its thread (0: the
+    /// job's thread verifies; sim/verify_async.rs).
+    pub async_threads: u32,
+    /// fio's verify_async_cpus: the cores those threads may run on (empty: the job's
+    /// own affinity).
+    pub async_cpus: Vec<u32>,
 }
 
 /// How a verify read failed, as fio reports it.
@@ -196,6 +206,8 @@ pub struct VerifyFailure {
     pub req_len: u64,
     /// The job submits asynchronously (fio reaps in io_u_queued_complete).
     pub async_reap: bool,
+    /// A verify_async thread found it (verify_async_thread's td_verror).
+    pub verify_thread: bool,
 }
 
 impl VerifyFailure {
@@ -233,7 +245,9 @@ impl VerifyFailure {
 
     /// fio's `verror` for the job (`err=84 (<this>)`): where the error was seen.
     pub fn verror(&self) -> &'static str {
-        if self.async_reap {
+        if self.verify_thread {
+            "file:verify.c:1441, func=async_verify, error=Invalid or incomplete multibyte or wide character"
+        } else if self.async_reap {
             "file:io_u.c:2190, func=io_u_queued_complete, error=Invalid or incomplete multibyte or wide character"
         } else {
             "file:io_u.c:2152, func=io_u_sync_complete, error=Invalid or incomplete multibyte or wide character"
@@ -242,7 +256,7 @@ impl VerifyFailure {
 }
 
 /// EILSEQ: fio's error for a verify failure.
-pub const EILSEQ: i32 = 84;
+pub use super::errors::EILSEQ;
 
 /// The content tag of 4 KiB block `lpn` written by write `numberio` of the job with
 /// `seed`: never `UNWRITTEN` or `ERASED`.
@@ -618,6 +632,7 @@ impl JobVerify {
                 req_offset: p.offset,
                 req_len: p.len,
                 async_reap: self.async_reap,
+                verify_thread: self.cfg.async_threads > 0,
             };
             if self.cfg.algo == VerifyAlgo::Pattern {
                 if (h..end).any(|k| tag_at(k) != self.write_tag(0, first_lpn + k as u64)) {
@@ -745,6 +760,8 @@ pub(crate) struct Verify {
     /// Per thread (None: the job does not verify).
     pub jobs: Vec<Option<JobVerify>>,
     reads: BTreeMap<u32, Reading>,
+    /// Per thread, its verify_async threads (sim/verify_async.rs).
+    pub pools: Vec<Option<super::verify_async::Pool>>,
 }
 
 impl Verify {
@@ -752,6 +769,7 @@ impl Verify {
         Verify {
             jobs,
             reads: BTreeMap::new(),
+            pools: Vec::new(),
         }
     }
 
@@ -796,13 +814,17 @@ impl Verify {
     }
 
     /// Verify read `io` of thread `t` was reaped: checked now. Returns the 4 KiB
-    /// blocks checked (for the CPU cost).
-    pub fn read_reaped(&mut self, io: u32, t: usize) -> u64 {
+    /// blocks checked (for the CPU cost) and the failure found, if any (the caller
+    /// decides whether it ends the job: sim/errors.rs).
+    pub fn read_reaped(&mut self, io: u32, t: usize) -> (u64, Option<VerifyFailure>) {
         let Some(r) = self.reads.remove(&io) else {
-            return 0;
+            return (0, None);
         };
         let mut j = self.jobs[t].take().expect("a verifying job");
-        if j.failure.is_none() {
+        // A read reaped after the job's failure is checked too (fio verifies what
+        // cleanup_pending_aio reaps): its failure is logged, the job's stays the first.
+        let first = j.failure.take();
+        {
             // This job's writes first, then the other jobs' that write fio headers.
             let (seed, writes) = (j.seed, j.writes);
             let others = &self.jobs;
@@ -820,8 +842,9 @@ impl Verify {
             j.decode_left = budget;
             j.last_decoded = last;
         }
+        let failure = std::mem::replace(&mut j.failure, first);
         self.jobs[t] = Some(j);
-        r.piece.len.div_ceil(4096)
+        (r.piece.len.div_ceil(4096), failure)
     }
 }
 
@@ -998,7 +1021,16 @@ impl super::Sim {
     pub(super) fn verify_reaped(&mut self, t: u32, io: u32) -> u64 {
         let v = self.verify.as_mut().expect("verifying");
         if v.is_read(io) {
-            return v.read_reaped(io, t as usize);
+            let (blocks, failure) = v.read_reaped(io, t as usize);
+            if self.verify_async_on(t) {
+                // verify_io_u_async: the io_u goes to the verify threads' list.
+                self.verify_async_push(t, blocks, failure);
+                return 0;
+            }
+            if let Some(f) = failure {
+                self.verify_error(t, f);
+            }
+            return blocks;
         }
         if let Some(j) = v.jobs[t as usize].as_mut() {
             j.write_reaped(io);
@@ -1080,6 +1112,8 @@ mod tests {
             any_writer: false,
             pattern_id: 0,
             pattern_per_offset: false,
+            async_threads: 0,
+            async_cpus: Vec::new(),
         }
     }
 

@@ -190,6 +190,11 @@ pub struct JobStats {
     pub dir_runtime_ns: [Option<u64>; 2],
     /// The error that ended the job (fio's td_verror), if one did.
     pub error: Option<JobError>,
+    /// The errors counted (fio's total_err_count, first_error: sim/errors.rs).
+    pub errors: crate::sim::errors::ErrorCount,
+    /// The last td_verror, kept when a non-fatal error is cleared (fio's td->verror,
+    /// which its report shows with first_error).
+    pub last_verror: Option<JobError>,
     /// latency_target: the queue depth fio's latency profile settled on (sim/lat_target.rs).
     pub lat_depth: Option<u32>,
     /// fio's steady-state detection, for a job with `ss_dur` (`sim/steadystate.rs`).

@@ -14,7 +14,8 @@
 //! is queued), so a trim job submits one trim at a time whatever its engine. trimwrite
 //! trims a block, then writes the same block (fio's `set_rw_ddir`: the next direction is
 //! TRIM when the last write and trim positions meet), counting both in the job's bytes
-//! (fio adds the region once more to the bytes to do).
+//! (fio adds the region once more to the bytes to do). A job on regular files
+//! (`trim_errno`) gets ENOTTY from that ioctl instead: no discard (sim/errors.rs).
 //!
 //! Random offsets come from the run's seeded stream (fio's tausworthe: the sequence
 //! differs from fio's while the distribution is the same), or from fio's own LFSR with
@@ -298,6 +299,11 @@ pub struct JobConfig {
     pub replay: Option<Replay>,
     /// fio's verify family (`sim/verify.rs`); `None`: verify=0.
     pub verify: Option<crate::sim::VerifyConfig>,
+    /// fio's continue_on_error and ignore_error (`sim/errors.rs`).
+    pub errors: crate::sim::errors::ErrorPolicy,
+    /// The errno a trim's ioctl(BLKDISCARD) fails with (fio's os_trim on Linux): ENOTTY
+    /// for a job on regular files; `None` on the block device, where it is a discard.
+    pub trim_errno: Option<i32>,
     /// fio's steady-state detection (`steadystate`, `ss_dur`, `ss_ramp`): the job (or
     /// its group) ends once the criterion holds (`sim/steadystate.rs`).
     pub steadystate: Option<crate::sim::steadystate::SteadyStateConfig>,
@@ -404,6 +410,8 @@ impl JobConfig {
             block_align: 0,
             wait_for: Vec::new(),
             files: None,
+            errors: Default::default(),
+            trim_errno: None,
             null_engine: false,
             offload: false,
             zones: None,

@@ -296,6 +296,7 @@ pub(crate) fn strerror(e: i32) -> String {
         13 => "Permission denied",
         16 => "Device or resource busy",
         22 => "Invalid argument",
+        25 => "Inappropriate ioctl for device",
         28 => "No space left on device",
         30 => "Read-only file system",
         61 => "No data available",
