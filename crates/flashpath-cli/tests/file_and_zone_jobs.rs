@@ -189,3 +189,33 @@ fn loops_with_io_size_below_size_go_on_where_the_last_loop_stopped() {
         }
     }
 }
+
+#[test]
+fn a_region_not_a_multiple_of_the_block_size_ends_at_its_last_whole_block() {
+    // fio issues an I/O only where it fits in the region (io_u_fits): 1000 KiB of
+    // 64 KiB I/Os is 15 of them, on a file (real fio's iolog) and on the device.
+    for rw in ["--rw=write", "--rw=randwrite", "--rw=read"] {
+        let job = ["--name=t", "--size=1000k", "--bs=64k", rw];
+        let dir = scratch(&format!("whole-{}", &rw[5..]));
+        let log = dir.join("iolog");
+        let l = format!("--write_iolog={}", log.display());
+        let mut a = vec!["fio", "--direct=1", &l];
+        a.extend_from_slice(&job);
+        ok(&flashpath(&a));
+        let text = std::fs::read_to_string(&log).unwrap();
+        let mut offsets: Vec<u64> = text
+            .lines()
+            .filter_map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                (f.len() == 5).then(|| f[3].parse::<u64>().unwrap())
+            })
+            .collect();
+        offsets.sort();
+        offsets.dedup();
+        let want: Vec<u64> = (0..15).map(|b| b * 65536).collect();
+        assert_eq!(offsets, want, "{rw}");
+        if let Some(got) = iolog_blocks("fio", &job, &format!("whole-{}", &rw[5..])) {
+            assert_eq!(got.len(), 15, "fio {rw}");
+        }
+    }
+}
