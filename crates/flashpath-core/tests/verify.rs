@@ -12,21 +12,8 @@ use flashpath_core::workload::{JobConfig, Pattern, Submission};
 
 fn verify(algo: VerifyAlgo, interval: u64) -> VerifyConfig {
     VerifyConfig {
-        algo,
-        do_verify: true,
         interval,
-        header_offset: 0,
-        backlog: 0,
-        backlog_batch: 0,
-        only: false,
-        fatal: false,
-        check_numberio: true,
-        seed_from_header: true,
-        any_writer: false,
-        pattern_id: 0,
-        pattern_per_offset: false,
-        async_threads: 0,
-        async_cpus: Vec::new(),
+        ..VerifyConfig::new(algo)
     }
 }
 

@@ -14,21 +14,9 @@ const PER_4K_NS: u64 = 20_000;
 
 fn verify(threads: u32, cpus: Vec<u32>) -> VerifyConfig {
     VerifyConfig {
-        algo: VerifyAlgo::Md5,
-        do_verify: true,
-        interval: 4096,
-        header_offset: 0,
-        backlog: 0,
-        backlog_batch: 0,
-        only: false,
-        fatal: false,
-        check_numberio: true,
-        seed_from_header: true,
-        any_writer: false,
-        pattern_id: 0,
-        pattern_per_offset: false,
         async_threads: threads,
         async_cpus: cpus,
+        ..VerifyConfig::new(VerifyAlgo::Md5)
     }
 }
 

@@ -173,6 +173,31 @@ pub struct VerifyConfig {
     pub async_cpus: Vec<u32>,
 }
 
+impl VerifyConfig {
+    /// fio's defaults for `verify=ALGO` on a writing job of one 4 KiB block size:
+    /// verify after the write phase, a header per 4 KiB at its start, no backlog,
+    /// numberio and seed checked, verified in the job's thread.
+    pub fn new(algo: VerifyAlgo) -> Self {
+        VerifyConfig {
+            algo,
+            do_verify: true,
+            interval: 4096,
+            header_offset: 0,
+            backlog: 0,
+            backlog_batch: 0,
+            only: false,
+            fatal: false,
+            check_numberio: true,
+            seed_from_header: true,
+            any_writer: false,
+            pattern_id: 0,
+            pattern_per_offset: false,
+            async_threads: 0,
+            async_cpus: Vec::new(),
+        }
+    }
+}
+
 /// How a verify read failed, as fio reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum FailureKind {
@@ -1099,21 +1124,9 @@ mod tests {
 
     fn vcfg(backlog: u64, batch: u64) -> VerifyConfig {
         VerifyConfig {
-            algo: VerifyAlgo::Crc32c,
-            do_verify: true,
-            interval: 4096,
-            header_offset: 0,
             backlog,
             backlog_batch: batch,
-            only: false,
-            fatal: false,
-            check_numberio: true,
-            seed_from_header: true,
-            any_writer: false,
-            pattern_id: 0,
-            pattern_per_offset: false,
-            async_threads: 0,
-            async_cpus: Vec::new(),
+            ..VerifyConfig::new(VerifyAlgo::Crc32c)
         }
     }
 
