@@ -3,12 +3,10 @@
 //! window (bwavgtime), IOPS samples per window likewise.
 
 use flashpath_core::host::block::{DiskStats, KERNEL_HZ};
-use flashpath_core::stats::{
-    JobStats, RunResult, RunningStat, Span, Spans, SystemStats, BW_INTERVAL_NS,
-};
+use flashpath_core::stats::{JobStats, RunResult, Span, Spans, SystemStats, BW_INTERVAL_NS};
 use flashpath_fio::report::model::{
-    Ddir, DiskUtil, IoStat, JobHeader, JobReport, LatStat, LatencyBuckets, RunReport, SpanSet,
-    SteadyState, UnifiedRw,
+    Ddir, DiskUtil, JobHeader, JobReport, LatStat, LatencyBuckets, RunReport, SpanSet, SteadyState,
+    UnifiedRw,
 };
 
 /// What the report needs to know about a job beyond what the simulator measured.
@@ -56,17 +54,6 @@ pub struct Disabled {
 /// The report's clock: simulated runs have no wall-clock time, and output must be the
 /// same bytes for the same inputs, so the report is stamped with the Unix epoch.
 pub const REPORT_TIME: &str = "Thu Jan  1 00:00:00 1970";
-
-/// The report's form of a statistic of window samples.
-fn window_stat(s: &RunningStat) -> IoStat {
-    IoStat {
-        samples: s.samples,
-        min: s.min,
-        max: s.max,
-        mean: s.mean,
-        s: s.s,
-    }
-}
 
 fn job_report(meta: &JobMeta, s: &JobStats) -> JobReport {
     let mut r = JobReport::new(meta.name.clone(), meta.groupid);
@@ -128,9 +115,7 @@ fn job_report(meta: &JobMeta, s: &JobStats) -> JobReport {
         dst.clat = hist(&src.clat, off.clat);
         dst.lat = hist(&src.lat, off.lat);
         // fio samples only complete windows; a run shorter than one window has none.
-        let (bw, iops) = src.windows.samples(if off.bw { 0 } else { full_windows });
-        dst.bw = window_stat(&bw);
-        dst.iops = window_stat(&iops);
+        (dst.bw, dst.iops) = src.windows.samples(if off.bw { 0 } else { full_windows });
         if !off.clat {
             buckets.merge(&LatencyBuckets::from_hist(&src.clat));
         }

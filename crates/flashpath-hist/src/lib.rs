@@ -9,6 +9,9 @@
 //!
 //! Units: nanoseconds. Leaves out: fio's per-priority split of the histogram.
 
+mod io_stat;
+pub use io_stat::IoStat;
+
 /// Bits of the value kept exactly within each group (`FIO_IO_U_PLAT_BITS`).
 pub const PLAT_BITS: u32 = 6;
 /// Buckets per group (`FIO_IO_U_PLAT_VAL`).

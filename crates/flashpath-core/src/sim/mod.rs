@@ -1293,19 +1293,7 @@ impl Sim {
             if let Some(v) = &mut self.verify {
                 verify::issued(v, t as usize, io, &spec, verify_of);
             }
-            if !self.observers.is_empty() && t as usize >= self.prefill {
-                let q = IoQueued {
-                    job: t as usize - self.prefill,
-                    dir: spec.dir,
-                    trim: spec.trim,
-                    offset: spec.offset,
-                    len: spec.len,
-                    t: now,
-                };
-                for o in &mut self.observers {
-                    o.queued(&q);
-                }
-            }
+            self.observe_queued(t, &spec);
             picked.push(io);
         }
         if let Some(errno) = trim_failed {

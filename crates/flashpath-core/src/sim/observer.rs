@@ -74,3 +74,25 @@ pub trait IoObserver: Send {
         Ok(())
     }
 }
+
+impl super::Sim {
+    /// Observers see thread `t` queue `spec` now (not a preconditioning job's). One
+    /// `is_empty` check when nobody observes.
+    #[inline]
+    pub(super) fn observe_queued(&mut self, t: u32, spec: &crate::workload::IoSpec) {
+        if self.observers.is_empty() || (t as usize) < self.prefill {
+            return;
+        }
+        let q = IoQueued {
+            job: t as usize - self.prefill,
+            dir: spec.dir,
+            trim: spec.trim,
+            offset: spec.offset,
+            len: spec.len,
+            t: self.now,
+        };
+        for o in &mut self.observers {
+            o.queued(&q);
+        }
+    }
+}

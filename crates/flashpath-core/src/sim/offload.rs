@@ -38,7 +38,7 @@
 //! steady state, replay), synchronous engines, buffered I/O, polled completion.
 //! Units: nanoseconds, bytes.
 
-use super::{rw_pieces, Ev, Io, IoQueued, Sim, SimConfig, ThreadState};
+use super::{rw_pieces, Ev, Io, Sim, SimConfig, ThreadState};
 use crate::engine::SimTime;
 use crate::workload::{rate_gate, Dir, JobConfig, Submission};
 use flashpath_hist::{batch_bucket, depth_level_bucket};
@@ -183,19 +183,7 @@ impl Sim {
         if spec.dir == Dir::Write {
             self.o_sync_direct(t, io);
         }
-        if !self.observers.is_empty() && ti >= self.prefill {
-            let q = IoQueued {
-                job: ti - self.prefill,
-                dir: spec.dir,
-                trim: false,
-                offset: spec.offset,
-                len: spec.len,
-                t: now,
-            };
-            for o in &mut self.observers {
-                o.queued(&q);
-            }
-        }
+        self.observe_queued(t, &spec);
         self.account_outstanding(t);
         let costs = &self.cfg.host.costs;
         let futex = costs.syscall_ns;

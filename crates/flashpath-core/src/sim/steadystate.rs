@@ -148,6 +148,21 @@ impl SteadyState {
 /// `td_steadystate_init` and `steadystate_setup`: each steady-state job's state, its
 /// group's consistency, and the ring of the jobs that hold samples.
 impl SsData {
+    /// This second's samples at the window's tail.
+    fn store(&mut self, iops: u64, bw: u64) {
+        self.bw_data[self.tail] = bw;
+        self.iops_data[self.tail] = iops;
+    }
+
+    /// The criterion's sample `k` (IOPS or bandwidth).
+    fn sample(&self, use_iops: bool, k: usize) -> u64 {
+        if use_iops {
+            self.iops_data[k]
+        } else {
+            self.bw_data[k]
+        }
+    }
+
     /// The state fio's steadystate_setup gives a job: its criterion bits, the ramp
     /// already over when there is none, the window's x sums (0..n) precomputed.
     fn new(c: &SteadyStateConfig) -> SsData {
@@ -458,16 +473,9 @@ fn slope(ss: &mut SsData, c: &SteadyStateConfig, iops: u64, bw: u64) -> bool {
     let n = c.dur_s as usize;
     let dur = c.dur_s;
     let use_iops = c.criterion.is_iops();
-    ss.bw_data[ss.tail] = bw;
-    ss.iops_data[ss.tail] = iops;
+    ss.store(iops, bw);
     let new_val = if use_iops { iops } else { bw };
-    let y = |ss: &SsData, k: usize| {
-        if use_iops {
-            ss.iops_data[k]
-        } else {
-            ss.bw_data[k]
-        }
-    };
+    let y = |ss: &SsData, k: usize| ss.sample(use_iops, k);
     if ss.state & BUFFER_FULL != 0 || ss.tail.wrapping_sub(ss.head) == n - 1 {
         if ss.state & BUFFER_FULL == 0 {
             ss.sum_y = 0;
@@ -505,15 +513,8 @@ fn slope(ss: &mut SsData, c: &SteadyStateConfig, iops: u64, bw: u64) -> bool {
 fn deviation(ss: &mut SsData, c: &SteadyStateConfig, iops: u64, bw: u64) -> bool {
     let n = c.dur_s as usize;
     let use_iops = c.criterion.is_iops();
-    ss.bw_data[ss.tail] = bw;
-    ss.iops_data[ss.tail] = iops;
-    let y = |ss: &SsData, k: usize| {
-        if use_iops {
-            ss.iops_data[k]
-        } else {
-            ss.bw_data[k]
-        }
-    };
+    ss.store(iops, bw);
+    let y = |ss: &SsData, k: usize| ss.sample(use_iops, k);
     if ss.state & BUFFER_FULL != 0 || ss.tail.wrapping_sub(ss.head) == n - 1 {
         if ss.state & BUFFER_FULL == 0 {
             ss.sum_y = (0..n).fold(0u64, |s, i| s.wrapping_add(y(ss, i)));

@@ -5,7 +5,7 @@
 //! Units: nanoseconds, bytes.
 
 use crate::workload::Dir;
-use flashpath_hist::LatHist;
+use flashpath_hist::{IoStat, LatHist};
 
 /// fio samples bandwidth and IOPS every 500 ms by default (bwavgtime, iopsavgtime).
 pub const BW_INTERVAL_NS: u64 = 500_000_000;
@@ -22,45 +22,6 @@ pub struct DirStats {
     pub windows: Windows,
 }
 
-/// fio's `io_stat` as `add_stat_sample` keeps it (Welford's running mean and sum of
-/// squared deviations), for samples taken as the run goes.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct RunningStat {
-    pub samples: u64,
-    /// `u64::MAX` while empty.
-    pub min: u64,
-    pub max: u64,
-    pub mean: f64,
-    pub s: f64,
-}
-
-impl Default for RunningStat {
-    fn default() -> Self {
-        RunningStat {
-            samples: 0,
-            min: u64::MAX,
-            max: 0,
-            mean: 0.0,
-            s: 0.0,
-        }
-    }
-}
-
-impl RunningStat {
-    /// fio's add_stat_sample.
-    pub fn add(&mut self, data: u64) {
-        let val = data as f64;
-        self.max = self.max.max(data);
-        self.min = self.min.min(data);
-        let delta = val - self.mean;
-        if delta != 0.0 {
-            self.mean += delta / (self.samples as f64 + 1.0);
-            self.s += delta * (val - self.mean);
-        }
-        self.samples += 1;
-    }
-}
-
 /// Completions per `BW_INTERVAL_NS` window, streamed: the window I/Os complete in now
 /// and the bandwidth (KiB/s) and IOPS samples of the windows before it, so the record
 /// stays the same size however long the run. A window with no completion before the
@@ -72,8 +33,8 @@ pub struct Windows {
     pub open_bytes: u64,
     pub open_ios: u64,
     /// Samples of the closed windows (0..open).
-    pub bw_kib: RunningStat,
-    pub iops: RunningStat,
+    pub bw_kib: IoStat,
+    pub iops: IoStat,
 }
 
 impl Windows {
@@ -100,7 +61,7 @@ impl Windows {
     /// The bandwidth and IOPS samples of the first `full` windows (fio samples only
     /// complete ones: the open window counts if it is one of them). Every completion
     /// falls inside the job's runtime, so the closed windows all are.
-    pub fn samples(&self, full: usize) -> (RunningStat, RunningStat) {
+    pub fn samples(&self, full: usize) -> (IoStat, IoStat) {
         if full == 0 {
             return Default::default();
         }
