@@ -219,6 +219,8 @@ pub fn counters(sys: &SystemStats) -> Vec<(String, Vec<(String, u64)>)> {
         ("map_misses".to_string(), d.map_misses),
         ("nand_map_reads".to_string(), d.nand_map_reads),
         ("nand_page_reads".to_string(), d.nand_page_reads),
+        ("read_retry_reads".to_string(), d.read_retry_reads),
+        ("read_retry_steps".to_string(), d.read_retry_steps),
     ];
     let mut groups = Vec::new();
     if let Some(a) = &sys.au {

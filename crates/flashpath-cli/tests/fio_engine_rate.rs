@@ -83,7 +83,7 @@ fn a_job_below_rate_min_fails_as_fio_fails() {
         }
         out
     };
-    assert_eq!(err.trim(), "t: rate_iops_min=1000 not met, got 97 IOPS");
+    assert_eq!(err.trim(), "t: rate_iops_min=1000 not met, got 98 IOPS");
     let verror = "file:backend.c:1131, func=check_min_rate, error=Input/output error";
     let pid_line = format!("fio: pid=0, err=5/{verror}");
     assert!(out.lines().any(|l| l == pid_line), "{out}");

@@ -194,6 +194,36 @@ fn no_bad_file_panics() {
 const BAD_SETS: &[(Kind, &str, &str, &str)] = &[
     (
         Kind::Device,
+        "page_types.cell",
+        "qlc",
+        "--set page_types.cell=qlc (emmc51-hs400-32g): page_types.cell: 'qlc' is not \"slc\", \"mlc\" or \"tlc\"",
+    ),
+    (
+        Kind::Device,
+        "page_types.cell",
+        "tlc",
+        "emmc51-hs400-32g:155: page_types.read_profile: has 2 times; tlc has 3 page types",
+    ),
+    (
+        Kind::Device,
+        "read_retry.max_steps",
+        "100",
+        "--set read_retry.max_steps=100 (emmc51-hs400-32g): read_retry.max_steps: 100 is more than any retry table (64)",
+    ),
+    (
+        Kind::Device,
+        "read_retry.ref_pe_cycles",
+        "0",
+        "--set read_retry.ref_pe_cycles=0 (emmc51-hs400-32g): read_retry.ref_pe_cycles: must be at least 1",
+    ),
+    (
+        Kind::Device,
+        "wear.data_age",
+        "30",
+        "--set wear.data_age=30 (emmc51-hs400-32g): wear.data_age: '30': a duration needs a unit (ns, us, ms, s, h, d)",
+    ),
+    (
+        Kind::Device,
         "nand.t_raed",
         "60us",
         "--set nand.t_raed=60us (emmc51-hs400-32g): nand.t_raed: no such field in this preset",
@@ -244,7 +274,7 @@ const BAD_SETS: &[(Kind, &str, &str, &str)] = &[
         Kind::Device,
         "nand.t_read",
         "60",
-        "--set nand.t_read=60 (emmc51-hs400-32g): nand.t_read: '60': a duration needs a unit (ns, us, ms, s)",
+        "--set nand.t_read=60 (emmc51-hs400-32g): nand.t_read: '60': a duration needs a unit (ns, us, ms, s, h, d)",
     ),
     (
         Kind::Device,

@@ -80,14 +80,16 @@ pub fn parse_ns(s: &str) -> Result<u64, UnitError> {
         "us" | "µs" => 1e3,
         "ms" => 1e6,
         "s" => 1e9,
+        "h" => 3.6e12,
+        "d" => 8.64e13,
         "" => {
             return Err(UnitError(format!(
-                "'{s}': a duration needs a unit (ns, us, ms, s)"
+                "'{s}': a duration needs a unit (ns, us, ms, s, h, d)"
             )))
         }
         _ => {
             return Err(UnitError(format!(
-                "'{s}': unknown time unit '{unit}' (use ns, us, ms, s)"
+                "'{s}': unknown time unit '{unit}' (use ns, us, ms, s, h, d)"
             )))
         }
     };
@@ -145,7 +147,9 @@ mod tests {
         assert_eq!(parse_ns("1.5ms").unwrap(), 1_500_000);
         assert_eq!(parse_ns("2s").unwrap(), 2_000_000_000);
         assert!(parse_ns("50").is_err());
-        assert!(parse_ns("5h").is_err());
+        assert_eq!(parse_ns("2h").unwrap(), 7_200_000_000_000);
+        assert_eq!(parse_ns("365d").unwrap(), 31_536_000_000_000_000);
+        assert!(parse_ns("5min").is_err());
     }
 
     #[test]

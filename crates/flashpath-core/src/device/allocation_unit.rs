@@ -66,7 +66,15 @@
 //! - Not modelled: NAND timelines (`record_nand` records nothing), wear levelling, bad
 //!   blocks, power loss.
 //!
-//! Units: ns, bytes; "slot" = 4 KiB logical unit; no randomness.
+//! - NAND times by page type and read retry (`super::nand_timing`): a host read's tR
+//!   and a unit's tPROG are those of the row's page type (unit u of an AU is row
+//!   u / dies of its die's blocks); a host read first books the retry steps its page
+//!   needs, from the AU's erases, `[wear]` and the age of the AU's data (from when the
+//!   AU was taken from the free list). Copies (closed form), old-page reads and table
+//!   reads use the mean tR and do not retry.
+//!
+//! Units: ns, bytes; "slot" = 4 KiB logical unit; no random stream (read retries are a
+//! hash of the run's seed, the page and its AU's erase count).
 
 use super::config::{GcCopy, LPN_BYTES, SECTORS_PER_LPN};
 use super::{DevCommand, DevOp, DevStatus, DeviceStats, Input, Output};
@@ -142,6 +150,8 @@ pub struct AuNand {
     pub channel_bytes_per_s: u64,
     pub fw_per_command_ns: u64,
     pub fw_per_4kib_ns: u64,
+    /// tR/tPROG by page type, read retry and wear (`super::nand_timing`).
+    pub timing: super::nand_timing::NandTiming,
 }
 
 impl AuDeviceConfig {
@@ -425,6 +435,14 @@ pub struct AuDevice {
     port: super::content::Port,
     /// The write command being served (its staged tags).
     cur_write: u32,
+    /// When each physical AU was opened (its data's age) and how often it was erased
+    /// (read retry, `super::nand_timing`).
+    ages: super::nand_timing::BlockAges,
+    erases: Vec<u32>,
+    /// The time of the input being handled.
+    now: SimTime,
+    /// The run's seed: which pages need read retries.
+    seed: u64,
 }
 
 impl AuDevice {
@@ -471,6 +489,10 @@ impl AuDevice {
             write_seq: 0,
             port: super::content::Port::default(),
             cur_write: 0,
+            ages: super::nand_timing::BlockAges::new(physical),
+            erases: vec![0; physical as usize],
+            now: 0,
+            seed: 0,
             c: c.clone(),
         }
     }
@@ -557,6 +579,7 @@ impl AuDevice {
     }
 
     pub fn handle(&mut self, now: SimTime, input: Input, out: &mut Outbox<Input, Output>) {
+        self.now = now;
         match input {
             Input::Command(cmd) => self.command(now, cmd, self.c.nand.fw_per_command_ns, out),
             // An SD stream's next data: no command to decode.
@@ -738,7 +761,16 @@ impl AuDevice {
             } else {
                 last_row = row;
                 self.stats.nand_page_reads += 1;
-                self.die_res[die].book(t_issue, self.c.nand.t_read_ns).1
+                let t_r = self
+                    .c
+                    .nand
+                    .timing
+                    .t_read_row(self.row_in_block(p), self.c.nand.t_read_ns);
+                let mut t = t_issue;
+                if self.c.nand.timing.retry_possible() {
+                    t = self.read_retries(p, t_r, t);
+                }
+                self.die_res[die].book(t, t_r).1
             };
             let e = self.page_out(die, ch, read_end, page_x);
             first_ready = first_ready.min(e);
@@ -916,9 +948,55 @@ impl AuDevice {
     }
 
     fn alloc(&mut self) -> u32 {
-        self.free
+        let pau = self
+            .free
             .pop_front()
-            .expect("validate keeps a free AU for every open, FAT, log and merge AU")
+            .expect("validate keeps a free AU for every open, FAT, log and merge AU");
+        // Its data is programmed from now on (read retry counts the data's age).
+        self.ages.programmed(pau, self.now);
+        pau
+    }
+
+    /// The run's seed, which decides the pages that need read retries.
+    pub fn set_seed(&mut self, seed: u64) {
+        self.seed = seed;
+    }
+
+    /// Row index within its erase block of physical slot `p` (its page type follows):
+    /// unit u of an AU is on die u mod dies, the die's units in order.
+    fn row_in_block(&self, p: u32) -> u32 {
+        (p % self.spa / self.spu / self.dies) % self.c.nand.pages_per_block
+    }
+
+    /// The failed attempts of an array read of the page holding physical slot `p` (tR
+    /// `t_r` and the page out to the ECC each; `super::nand_timing`), from `t`; returns
+    /// when the last one ends (`t` if the page reads at once).
+    fn read_retries(&mut self, p: u32, t_r: u64, t: SimTime) -> SimTime {
+        let pau = p / self.spa;
+        let erases = self.erases[pau as usize];
+        let timing = &self.c.nand.timing;
+        let pe = timing.wear_pe_cycles + erases;
+        let age = self.ages.age(pau, t);
+        let steps = timing.retry_steps(self.seed, p / self.spp, erases, pe, age);
+        if steps == 0 {
+            return t;
+        }
+        self.stats.read_retry_reads += 1;
+        self.stats.read_retry_steps += steps as u64;
+        let die = self.die_of(p);
+        let ch = die % self.channels.len();
+        let x = self.xfer(self.c.nand.page_bytes);
+        let mut t = t;
+        for _ in 0..steps {
+            let (_, r) = self.die_res[die].book(t, t_r);
+            t = self.page_out(die, ch, r, x);
+        }
+        t
+    }
+
+    /// The reported jobs start: the data on the device is `wear.data_age` old.
+    pub fn age_data(&mut self) {
+        self.ages.age_all(self.c.nand.timing.wear_data_age_ns);
     }
 
     /// In-order data into an open linear AU.
@@ -1214,11 +1292,17 @@ impl AuDevice {
         let x = self.xfer(self.c.unit_bytes());
         let mut end = t;
         for u in u0..u1 {
-            let die = self.die_of(self.phys(pau, u * self.spu));
+            let slot = self.phys(pau, u * self.spu);
+            let die = self.die_of(slot);
             let ch = die % self.channels.len();
             let start = t.max(self.die_res[die].free_at());
             let (s, e) = self.channels[ch].book(start, x);
-            let (_, p) = self.die_res[die].book(s, e - s + self.c.nand.t_prog_ns);
+            let t_prog = self
+                .c
+                .nand
+                .timing
+                .t_prog_row(self.row_in_block(slot), self.c.nand.t_prog_ns);
+            let (_, p) = self.die_res[die].book(s, e - s + t_prog);
             end = end.max(p);
             self.stats.nand_page_programs += self.c.nand.planes_per_die as u64;
         }
@@ -1274,6 +1358,7 @@ impl AuDevice {
         let blocks = self.c.au_bytes / self.c.block_bytes();
         let per_die = blocks.div_ceil(self.dies as u64);
         self.stats.erases += blocks;
+        self.erases[pau as usize] += 1;
         let mut end = t;
         for d in 0..self.dies as usize {
             end = end.max(self.die_res[d].book(t, per_die * self.c.nand.t_erase_ns).1);
@@ -1320,6 +1405,9 @@ impl super::Model for AuDevice {
     }
     fn stats(&self) -> &DeviceStats {
         AuDevice::stats(self)
+    }
+    fn age_data(&mut self) {
+        AuDevice::age_data(self)
     }
 }
 

@@ -51,6 +51,12 @@ pub struct RawDeviceConfig {
     /// Allocation units (`[allocation_unit]`): required with `ftl.kind =
     /// "allocation-unit"`, refused otherwise.
     pub allocation_unit: Option<super::allocation_unit::RawAllocationUnit>,
+    /// Page types of the cells (`[page_types]`, `nand_timing`); optional.
+    pub page_types: Option<super::nand_timing::RawPageTypes>,
+    /// Read retry (`[read_retry]`, `nand_timing`); optional.
+    pub read_retry: Option<super::nand_timing::RawReadRetry>,
+    /// The device's wear at the start of the run (`[wear]`, `nand_timing`); optional.
+    pub wear: Option<super::nand_timing::RawWear>,
 }
 
 /// The eMMC registers the Linux MMC core reads for discards (mmc.c mmc_decode_csd,
@@ -338,6 +344,8 @@ pub struct NandDeviceConfig {
     pub write_through: bool,
     pub gc_threshold_blocks: u32,
     pub gc_copy: GcCopy,
+    /// tR/tPROG by page type, read retry and wear (`nand_timing`).
+    pub timing: super::nand_timing::NandTiming,
 }
 
 impl NandDeviceConfig {
@@ -436,6 +444,7 @@ impl DeviceConfig {
             write_through: false,
             gc_threshold_blocks: 3,
             gc_copy: GcCopy::Controller,
+            timing: super::nand_timing::NandTiming::uniform(),
         };
         let capacity_bytes = 48 << 20;
         check_capacity(capacity_bytes, &nand).expect("small test device is consistent");
@@ -664,6 +673,12 @@ pub fn validate(raw: &RawDeviceConfig) -> Result<DeviceConfig, ConfigError> {
                 channel_bytes_per_s,
                 fw_per_command_ns,
                 fw_per_4kib_ns,
+                timing: super::nand_timing::validate(
+                    raw.page_types.as_ref(),
+                    raw.read_retry.as_ref(),
+                    raw.wear.as_ref(),
+                    pages_per_block,
+                )?,
             };
             let model = super::allocation_unit::validate(raw, nand, capacity_bytes)?;
             for (present, field) in [
@@ -823,6 +838,12 @@ pub fn validate(raw: &RawDeviceConfig) -> Result<DeviceConfig, ConfigError> {
         write_through,
         gc_threshold_blocks,
         gc_copy,
+        timing: super::nand_timing::validate(
+            raw.page_types.as_ref(),
+            raw.read_retry.as_ref(),
+            raw.wear.as_ref(),
+            pages_per_block,
+        )?,
     };
     check_capacity(capacity_bytes, &nand).map_err(|r| ConfigError::new("geometry.capacity", r))?;
     if write_buffer_bytes < nand.slots_per_row() as u64 * LPN_BYTES {

@@ -83,6 +83,7 @@ pub mod ftl;
 pub mod harness;
 pub mod hpb;
 pub mod map_cache;
+pub mod nand_timing;
 pub mod page_mapped;
 pub mod write_buffer;
 
@@ -195,6 +196,10 @@ pub struct DeviceStats {
     pub host_write_slots: u64,
     /// Reads served from the write buffer.
     pub buffer_read_hits: u64,
+    /// Array reads that failed ECC at first and were read again (read retry).
+    pub read_retry_reads: u64,
+    /// Retry steps taken (each one more tR and transfer).
+    pub read_retry_steps: u64,
     /// Page reads served from a die's page register (no tR).
     pub page_register_hits: u64,
     /// Array reads (tR) for host data.
@@ -264,6 +269,9 @@ pub trait Model {
     fn stats(&self) -> &DeviceStats;
     /// Records NAND die and channel work from now on (timelines), where modelled.
     fn record_nand(&mut self) {}
+    /// The reported jobs start: the data on the device takes the age of `[wear]
+    /// data_age` (`nand_timing`), where modelled.
+    fn age_data(&mut self) {}
     /// The NAND work recorded so far.
     fn take_nand_slices(&mut self) -> Vec<crate::trace::NandSlice> {
         Vec::new()
@@ -303,10 +311,9 @@ impl Inner {
 }
 
 impl Device {
-    /// Builds the device. `seed` is reserved for the device's random stream (the current
-    /// models draw no random numbers).
+    /// Builds the device. `seed` is the run's: it decides which pages need read
+    /// retries (`nand_timing`).
     pub fn new(cfg: &DeviceConfig, seed: u64) -> Device {
-        let _ = seed;
         let capacity_sectors = cfg.capacity_bytes / config::SECTOR_BYTES;
         let inner = match &cfg.model {
             DeviceModel::Ideal(i) => Inner::Ideal(IdealDevice {
@@ -318,14 +325,17 @@ impl Device {
             }),
             DeviceModel::PageMapped(n) => {
                 let mut d = page_mapped::PageMappedDevice::new(n, cfg.capacity_bytes);
+                d.set_seed(seed);
                 if let Some(h) = cfg.hpb {
                     d.enable_hpb(h);
                 }
                 Inner::PageMapped(Box::new(d))
             }
-            DeviceModel::AllocationUnit(a) => Inner::AllocationUnit(Box::new(
-                allocation_unit::AuDevice::new(a, cfg.capacity_bytes),
-            )),
+            DeviceModel::AllocationUnit(a) => {
+                let mut d = allocation_unit::AuDevice::new(a, cfg.capacity_bytes);
+                d.set_seed(seed);
+                Inner::AllocationUnit(Box::new(d))
+            }
         };
         Device {
             inner,
@@ -356,6 +366,11 @@ impl Device {
 
     pub fn stats(&self) -> &DeviceStats {
         self.inner.model_ref().stats()
+    }
+
+    /// The reported jobs start now: the data on the device is `[wear] data_age` old.
+    pub fn age_data(&mut self) {
+        self.inner.model().age_data()
     }
 
     /// The current L2P entries of 4 KiB blocks `first..first + n` (what a READ BUFFER's

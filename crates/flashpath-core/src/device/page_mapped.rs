@@ -31,7 +31,12 @@
 //!   keep the last page read per plane until a program, erase or map read uses the die;
 //!   a later command finds its page there (no tR) only if the preset's
 //!   `controller.reuse_page_register` says the firmware trusts them across commands.
-//!   No cache read, no program/erase suspend, no read retry.
+//!   No cache read, no program/erase suspend.
+//! - NAND times by page type and read retry (`super::nand_timing`): a row's tR and
+//!   tPROG are its page type's (its index in the block); an array read of host data or
+//!   of a GC victim first books the failed retry steps its page needs (tR and transfer
+//!   each), from its block's P/E cycles and data age. Map pages use the mean tR/tPROG
+//!   and do not retry.
 //! - Host data is programmed one row per die at a time; the drain goes to the next die
 //!   in round-robin order and waits for it if it is busy, skipping only a die that has
 //!   no block to write into until its GC frees one. With `cache_program` (ONFI PROGRAM
@@ -68,13 +73,15 @@
 //!   NAND slot its map entry (or, for the first block of an HPB READ, the host's entry)
 //!   names, zero for an unmapped block.
 //!
-//! Units: ns, bytes. No randomness.
+//! Units: ns, bytes. No random stream: the pages that need read retries are a hash of
+//! the run's seed, the page and its block's erase count.
 
 use super::config::{GcCopy, NandDeviceConfig, LPN_BYTES, SECTORS_PER_LPN};
 use super::content::{BlockTags, Port, UNWRITTEN};
 use super::ftl::{Lpn, PageMap, Ppa, Stream, BUF_FLAG, UNMAPPED};
 use super::hpb::{HpbControl, HpbDevice, HpbDeviceConfig, HPB_ENTRY_BYTES};
 use super::map_cache::{MapAccess, MapCache};
+use super::nand_timing::BlockAges;
 use super::write_buffer::{SlotState, WriteBuffer};
 use super::{DevCommand, DevOp, DevStatus, DeviceStats, Input, Output};
 use crate::engine::{transfer_ns, FifoResource, Outbox, SimTime};
@@ -163,6 +170,10 @@ pub struct PageMappedDevice {
     hpb: Option<HpbDevice>,
     /// Content tags, when tracked (`super::content`).
     content: Option<Box<PmContent>>,
+    /// When each block's data was programmed (read retry grows with its age).
+    ages: BlockAges,
+    /// The run's seed: which pages need read retries (`super::nand_timing`).
+    seed: u64,
 }
 
 /// The tags of the data the device holds: per write buffer slot and per NAND slot.
@@ -296,8 +307,54 @@ impl PageMappedDevice {
             nand_log: None,
             hpb: None,
             content: None,
+            ages: BlockAges::new(dies * c.blocks_per_plane),
+            seed: 0,
             c: c.clone(),
         }
+    }
+
+    /// The run's seed, which decides the pages that need read retries.
+    pub fn set_seed(&mut self, seed: u64) {
+        self.seed = seed;
+    }
+
+    /// The reported jobs start: the data on the device is `wear.data_age` old.
+    pub fn age_data(&mut self) {
+        self.ages.age_all(self.c.timing.wear_data_age_ns);
+    }
+
+    /// Row `row`'s index within its block (its page type follows from it).
+    #[inline]
+    fn row_in_block(&self, ppa: Ppa) -> u32 {
+        self.ftl.row_of(ppa) % self.c.pages_per_block
+    }
+
+    /// The failed attempts of an array read of the page holding `ppa` (`t_r` and the
+    /// transfer of `bytes` to the controller's ECC each; `super::nand_timing`), booked
+    /// from `t`. Returns when the last one ends (`t` if the page reads at once).
+    fn read_retries(&mut self, ppa: Ppa, t_r: u64, bytes: u64, t: SimTime) -> SimTime {
+        let block = self.ftl.block_of(ppa);
+        let erases = self.ftl.erase_count(block);
+        let pe = self.c.timing.wear_pe_cycles + erases;
+        let age = self.ages.age(block, t);
+        let page = ppa / self.slots_per_page;
+        let steps = self.c.timing.retry_steps(self.seed, page, erases, pe, age);
+        if steps == 0 {
+            return t;
+        }
+        self.stats.read_retry_reads += 1;
+        self.stats.read_retry_steps += steps as u64;
+        let die = self.ftl.die_of(ppa);
+        let ch = self.channel_of(die);
+        let xfer = self.c.channel_ns(bytes);
+        let mut t = t;
+        for _ in 0..steps {
+            let (_, tr_end) = self.book_die(die, "read retry", t, t_r);
+            let (_, xend) = self.book_ch(ch, "retry out", tr_end, xfer);
+            self.book_die(die, "retry out", tr_end, xend - tr_end);
+            t = xend;
+        }
+        t
     }
 
     /// Keeps a content tag per 4 KiB from now on (see `super::content`).
@@ -935,7 +992,15 @@ impl PageMappedDevice {
             self.stats.page_register_hits += 1;
             avail.max(self.dies[d].free_at())
         } else {
-            let (_, e) = self.book_die(d as u32, "read", avail, self.c.t_read_ns);
+            let t_r = self
+                .c
+                .timing
+                .t_read_row(self.row_in_block(ppa), self.c.t_read_ns);
+            let mut t = avail;
+            if self.c.timing.retry_possible() {
+                t = self.read_retries(ppa, t_r, units as u64 * LPN_BYTES, t);
+            }
+            let (_, e) = self.book_die(d as u32, "read", t, t_r);
             self.page_reg[reg] = page;
             *last_tr = (die, row);
             self.stats.nand_page_reads += 1;
@@ -1137,6 +1202,13 @@ impl PageMappedDevice {
             .alloc_row(die, Stream::Host)
             .expect("can_alloc_host promised a row");
         let block = self.ftl.block_of(base);
+        if base.is_multiple_of(self.ftl.slots_per_block()) {
+            self.ages.programmed(block, now);
+        }
+        let t_prog = self
+            .c
+            .timing
+            .t_prog_row(self.row_in_block(base), self.c.t_prog_ns);
         let prog = &mut self.die_prog[die as usize];
         // A die that is programming takes this row into its cache register (80h-15h).
         let cached = prog.active;
@@ -1169,7 +1241,7 @@ impl PageMappedDevice {
             // has left it; the array takes it when the running program ends.
             let (_, xend) =
                 self.book_ch(ch, "data in", ready.max(self.die_prog[d].array_start), xfer);
-            let (array_start, end) = self.book_die(d as u32, "program", xend, self.c.t_prog_ns);
+            let (array_start, end) = self.book_die(d as u32, "program", xend, t_prog);
             let prog = &mut self.die_prog[d];
             prog.cached_active = true;
             prog.cached_array_start = array_start;
@@ -1178,8 +1250,7 @@ impl PageMappedDevice {
             // The die is held from the data-in to the end of the program.
             let start = ready.max(self.dies[d].free_at());
             let (_, xend) = self.book_ch(ch, "data in", start, xfer);
-            let (_, end) =
-                self.book_die(d as u32, "program", start, xend - start + self.c.t_prog_ns);
+            let (_, end) = self.book_die(d as u32, "program", start, xend - start + t_prog);
             let prog = &mut self.die_prog[d];
             prog.active = true;
             prog.array_start = xend;
@@ -1374,7 +1445,16 @@ impl PageMappedDevice {
         let d = die as usize;
         let ch = self.channel_of(die);
         let n = valid.len() as u64;
-        let (_, tr_end) = self.book_die(d as u32, "gc read", now, self.c.t_read_ns);
+        let src = valid[0].1;
+        let t_r = self
+            .c
+            .timing
+            .t_read_row(self.row_in_block(src), self.c.t_read_ns);
+        let mut t = now;
+        if self.c.timing.retry_possible() {
+            t = self.read_retries(src, t_r, n * LPN_BYTES, t);
+        }
+        let (_, tr_end) = self.book_die(d as u32, "gc read", t, t_r);
         self.invalidate_registers(die);
         let mut t_data = tr_end;
         if self.c.gc_copy == GcCopy::Controller {
@@ -1396,23 +1476,25 @@ impl PageMappedDevice {
                 self.map_update(seg, t_data);
                 last_seg = seg;
             }
+            if dst.is_multiple_of(self.ftl.slots_per_block()) {
+                self.ages.programmed(self.ftl.block_of(dst), t_data);
+            }
             if (dst + 1).is_multiple_of(self.slots_per_row) {
                 // The GC row is full: program it.
+                let t_prog = self
+                    .c
+                    .timing
+                    .t_prog_row(self.row_in_block(dst), self.c.t_prog_ns);
                 self.stats.nand_page_programs += self.c.planes_per_die as u64;
                 match self.c.gc_copy {
                     GcCopy::Copyback => {
-                        self.book_die(d as u32, "gc program", t_data, self.c.t_prog_ns);
+                        self.book_die(d as u32, "gc program", t_data, t_prog);
                     }
                     GcCopy::Controller => {
                         let start = t_data.max(self.dies[d].free_at());
                         let bytes = self.slots_per_row as u64 * LPN_BYTES;
                         let (_, xend) = self.book_ch(ch, "gc in", start, self.c.channel_ns(bytes));
-                        self.book_die(
-                            d as u32,
-                            "gc program",
-                            start,
-                            xend - start + self.c.t_prog_ns,
-                        );
+                        self.book_die(d as u32, "gc program", start, xend - start + t_prog);
                     }
                 }
             }
@@ -1430,6 +1512,9 @@ impl super::Model for PageMappedDevice {
     }
     fn stats(&self) -> &DeviceStats {
         PageMappedDevice::stats(self)
+    }
+    fn age_data(&mut self) {
+        PageMappedDevice::age_data(self)
     }
     fn record_nand(&mut self) {
         PageMappedDevice::record_nand(self)

@@ -943,6 +943,9 @@ impl Sim {
             }
             self.ss_thread_started(t as usize);
         }
+        if t as usize == self.prefill {
+            self.dev.age_data();
+        }
         if t as usize == self.prefill && self.trace.is_some() {
             if let Some(tr) = &mut self.trace {
                 tr.start = now;
