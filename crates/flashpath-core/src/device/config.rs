@@ -181,6 +181,10 @@ pub struct RawFtl {
     /// How GC moves a valid page: "copyback" (on-die, no channel transfer) or
     /// "controller" (read out over the channel and written back in).
     pub gc_copy: Option<String>,
+    /// Foreground housekeeping (`device/housekeeping.rs`): data the firmware moves on a
+    /// die, inside the busy of the write that made it open a new host block ("0B" or
+    /// absent: none).
+    pub housekeeping_move: Option<String>,
 }
 
 // ---------------------------------------------------------------- typed side
@@ -338,6 +342,9 @@ pub struct NandDeviceConfig {
     pub write_through: bool,
     pub gc_threshold_blocks: u32,
     pub gc_copy: GcCopy,
+    /// Bytes moved by foreground housekeeping each time a die opens a new host block
+    /// (0: off; see `housekeeping.rs`).
+    pub housekeeping_move_bytes: u64,
 }
 
 impl NandDeviceConfig {
@@ -436,6 +443,7 @@ impl DeviceConfig {
             write_through: false,
             gc_threshold_blocks: 3,
             gc_copy: GcCopy::Controller,
+            housekeeping_move_bytes: 0,
         };
         let capacity_bytes = 48 << 20;
         check_capacity(capacity_bytes, &nand).expect("small test device is consistent");
@@ -796,6 +804,20 @@ pub fn validate(raw: &RawDeviceConfig) -> Result<DeviceConfig, ConfigError> {
             ))
         }
     };
+    let housekeeping_move_bytes = match &f.housekeeping_move {
+        None => 0,
+        Some(s) => {
+            let v = bytes_field("ftl.housekeeping_move", s)?;
+            let block = pages_per_block as u64 * page_bytes * planes_per_die as u64;
+            if v % LPN_BYTES != 0 || v > block {
+                return Err(ConfigError::new(
+                    "ftl.housekeeping_move",
+                    format!("{s} must be a multiple of 4KiB, at most one block ({block} bytes)"),
+                ));
+            }
+            v
+        }
+    };
 
     let nand = NandDeviceConfig {
         channels,
@@ -823,6 +845,7 @@ pub fn validate(raw: &RawDeviceConfig) -> Result<DeviceConfig, ConfigError> {
         write_through,
         gc_threshold_blocks,
         gc_copy,
+        housekeeping_move_bytes,
     };
     check_capacity(capacity_bytes, &nand).map_err(|r| ConfigError::new("geometry.capacity", r))?;
     if write_buffer_bytes < nand.slots_per_row() as u64 * LPN_BYTES {

@@ -61,6 +61,8 @@
 //!   clean, i.e. once their data and everything buffered before it is programmed (the
 //!   buffer drains in arrival order; a partial row goes out padded, as for a flush).
 //! - No SLC cache, no wear levelling beyond FIFO reuse of erased blocks, no power loss.
+//!   Foreground housekeeping (`housekeeping.rs`, `ftl.housekeeping_move`): a die whose
+//!   host block is full then moves that much data (time and counters only).
 //! - Content (`super::content`, when tracked): a write's tags go into its buffer slots
 //!   as it is admitted (a coalesced overwrite replaces the slot's tag), into the NAND
 //!   slots of its row when the row's program is issued, and with each GC copy; an erase
@@ -79,6 +81,9 @@ use super::write_buffer::{SlotState, WriteBuffer};
 use super::{DevCommand, DevOp, DevStatus, DeviceStats, Input, Output};
 use crate::engine::{transfer_ns, FifoResource, Outbox, SimTime};
 use crate::trace::{NandSlice, NandUnit};
+
+#[path = "housekeeping.rs"]
+mod housekeeping;
 
 const NONE: u32 = u32::MAX;
 
@@ -163,6 +168,8 @@ pub struct PageMappedDevice {
     hpb: Option<HpbDevice>,
     /// Content tags, when tracked (`super::content`).
     content: Option<Box<PmContent>>,
+    /// Rows of foreground housekeeping still to move, per die (`housekeeping.rs`).
+    hk_rows: Vec<u32>,
 }
 
 /// The tags of the data the device holds: per write buffer slot and per NAND slot.
@@ -296,6 +303,7 @@ impl PageMappedDevice {
             nand_log: None,
             hpb: None,
             content: None,
+            hk_rows: vec![0; dies as usize],
             c: c.clone(),
         }
     }
@@ -445,6 +453,7 @@ impl PageMappedDevice {
             && self.programming_writes.is_empty()
             && self.buf.is_clean()
             && self.gc.iter().all(|g| g.victim == NONE && !g.scheduled)
+            && self.hk_rows.iter().all(|&r| r == 0)
     }
 
     /// Full consistency check (slow; tests): the FTL's invariants, and every L2P entry
@@ -550,6 +559,7 @@ impl PageMappedDevice {
             }
             Input::ProgramDone { die } => self.program_done(now, die, out),
             Input::GcStep { die } => self.gc_step(now, die, out),
+            Input::HousekeepingStep { die } => self.housekeeping_step(now, die, out),
             Input::Continue(cmd) => self.stream_continue(now, cmd, out),
             Input::Stop { tag } if self.open_write => {
                 // CMD12 after a write: commit what the buffer holds, as a flush does.
@@ -1117,6 +1127,9 @@ impl PageMappedDevice {
     /// row of the block the next row goes to and its cache register is empty.
     fn die_accepts(&self, die: u32) -> bool {
         let p = &self.die_prog[die as usize];
+        if self.housekeeping_holds(die) {
+            return false;
+        }
         !p.active
             || (self.c.cache_program
                 && !p.cached_active
@@ -1188,6 +1201,9 @@ impl PageMappedDevice {
         };
         self.invalidate_registers(die);
         out.timer(end, Input::ProgramDone { die });
+        if self.housekeeping_due(base) {
+            self.housekeeping_start(now, die, out);
+        }
         if self.ftl.needs_gc(die) {
             self.schedule_gc(now, die, out);
         }
