@@ -1124,7 +1124,8 @@ impl PageMappedDevice {
     }
 
     /// Whether `die` takes a row now: it is idle, or (cache program) it is programming a
-    /// row of the block the next row goes to and its cache register is empty.
+    /// row of the block the next row goes to and its cache register is empty; never while
+    /// a housekeeping move holds it.
     fn die_accepts(&self, die: u32) -> bool {
         let p = &self.die_prog[die as usize];
         if self.housekeeping_holds(die) {
