@@ -18,8 +18,12 @@ pub struct DirFigures {
     pub bw_bytes: f64,
     pub iops: f64,
     pub clat_mean_ns: f64,
+    /// Completion-latency percentiles as fio's JSON gives them (`clat_ns.percentile`).
+    pub clat_p50_ns: Option<f64>,
+    pub clat_p90_ns: Option<f64>,
     pub clat_p95_ns: Option<f64>,
     pub clat_p99_ns: Option<f64>,
+    pub clat_p999_ns: Option<f64>,
 }
 
 /// One job row of the report.
@@ -138,8 +142,11 @@ pub fn figures_of(v: &serde_json::Value) -> Result<Vec<JobFigures>> {
                     bw_bytes: x["bw_bytes"].as_f64().unwrap_or(0.0),
                     iops: x["iops"].as_f64().unwrap_or(0.0),
                     clat_mean_ns: x["clat_ns"]["mean"].as_f64().unwrap_or(0.0),
+                    clat_p50_ns: pct("50.000000"),
+                    clat_p90_ns: pct("90.000000"),
                     clat_p95_ns: pct("95.000000"),
                     clat_p99_ns: pct("99.000000"),
+                    clat_p999_ns: pct("99.900000"),
                 }
             };
             let means = |fp: &serde_json::Value| -> Vec<(String, f64)> {
@@ -262,8 +269,11 @@ pub fn metric(rows: &[JobFigures], name: &str) -> Result<f64> {
                 ns / 1e3
             }
         }
+        "clat_p50_ms" => need(one_row()?.clat_p50_ns)? / 1e6,
+        "clat_p90_ms" => need(one_row()?.clat_p90_ns)? / 1e6,
         "clat_p95_ms" => need(one_row()?.clat_p95_ns)? / 1e6,
         "clat_p99_ms" => need(one_row()?.clat_p99_ns)? / 1e6,
+        "clat_p99.9_ms" => need(one_row()?.clat_p999_ns)? / 1e6,
         _ => return Err(anyhow!("unknown metric '{name}' ({METRICS})")),
     })
 }
@@ -313,8 +323,11 @@ pub fn check_metric(name: &str) -> Result<()> {
         name: String::new(),
         dirs: std::array::from_fn(|_| DirFigures {
             ios: 1,
+            clat_p50_ns: Some(0.0),
+            clat_p90_ns: Some(0.0),
             clat_p95_ns: Some(0.0),
             clat_p99_ns: Some(0.0),
+            clat_p999_ns: Some(0.0),
             ..DirFigures::default()
         }),
         spans: SPANS.iter().map(|s| (s.to_string(), 0.0)).collect(),
@@ -326,7 +339,8 @@ pub fn check_metric(name: &str) -> Result<()> {
 }
 
 pub const METRICS: &str = "DIR_bw_mib, DIR_bw_mb, DIR_iops, DIR_clat_mean_ms, DIR_clat_mean_us, \
-DIR_clat_p95_ms, DIR_clat_p99_ms with DIR read, write or trim; SPAN_us with SPAN pre, hw, post, q2g, \
+DIR_clat_p50_ms, DIR_clat_p90_ms, DIR_clat_p95_ms, DIR_clat_p99_ms, DIR_clat_p99.9_ms (fio's \
+clat percentiles) with DIR read, write or trim; SPAN_us with SPAN pre, hw, post, q2g, \
 g2i, i2d, d2c or q2c, and DIR_SPAN_us for one direction's; software_share_pct; the run's \
 counters device.NAME and hpb.NAME (as in the JSON root flashpath); runtime_ms@PREFIX (summed runtimes \
 of the jobs whose name starts with PREFIX)";
@@ -345,8 +359,11 @@ mod tests {
             bw_bytes: bw,
             iops: ios as f64,
             clat_mean_ns: mean,
+            clat_p50_ns: Some(1e6),
+            clat_p90_ns: Some(1.5e6),
             clat_p95_ns: Some(2e6),
             clat_p99_ns: Some(3e6),
+            clat_p999_ns: Some(4e6),
         };
         vec![
             JobFigures {
@@ -379,7 +396,10 @@ mod tests {
         assert_eq!(metric(&r, "read_bw_mb").unwrap(), 3.145728);
         assert_eq!(metric(&r, "read_iops").unwrap(), 400.0);
         assert_eq!(metric(&r, "read_clat_mean_ms").unwrap(), 1.75);
+        assert_eq!(metric(&r[..1], "read_clat_p50_ms").unwrap(), 1.0);
+        assert_eq!(metric(&r[..1], "read_clat_p90_ms").unwrap(), 1.5);
         assert_eq!(metric(&r[..1], "read_clat_p95_ms").unwrap(), 2.0);
+        assert_eq!(metric(&r[..1], "read_clat_p99.9_ms").unwrap(), 4.0);
         assert_eq!(metric(&r[..1], "pre_us").unwrap(), 141.0);
         assert_eq!(metric(&r[..1], "hw_us").unwrap(), 1360.0);
         assert!(metric(&r[..1], "post_us").is_err(), "not reported");

@@ -223,6 +223,12 @@ pub fn counters(sys: &SystemStats) -> Vec<(String, Vec<(String, u64)>)> {
         ("read_retry_steps".to_string(), d.read_retry_steps),
     ];
     let mut groups = Vec::new();
+    if d.housekeeping_moves > 0 {
+        device.extend([
+            ("housekeeping_moves".to_string(), d.housekeeping_moves),
+            ("housekeeping_slots".to_string(), d.housekeeping_slots),
+        ]);
+    }
     if let Some(a) = &sys.au {
         device.extend([
             ("gc_victims".to_string(), d.gc_victims),

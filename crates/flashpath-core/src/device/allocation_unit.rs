@@ -588,7 +588,7 @@ impl AuDevice {
                 let (_, t) = self.ctrl.book(now, self.c.nand.fw_per_command_ns);
                 out.emit(t, done(tag, DevStatus::Ok));
             }
-            Input::ProgramDone { .. } | Input::GcStep { .. } => {
+            Input::ProgramDone { .. } | Input::GcStep { .. } | Input::HousekeepingStep { .. } => {
                 panic!("the allocation-unit device sets no timers")
             }
         }

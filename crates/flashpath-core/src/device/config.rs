@@ -187,6 +187,10 @@ pub struct RawFtl {
     /// How GC moves a valid page: "copyback" (on-die, no channel transfer) or
     /// "controller" (read out over the channel and written back in).
     pub gc_copy: Option<String>,
+    /// Foreground housekeeping (`device/housekeeping.rs`): data the firmware moves on a
+    /// die, inside the busy of the write that made it open a new host block ("0B" or
+    /// absent: none).
+    pub housekeeping_move: Option<String>,
 }
 
 // ---------------------------------------------------------------- typed side
@@ -346,6 +350,9 @@ pub struct NandDeviceConfig {
     pub gc_copy: GcCopy,
     /// tR/tPROG by page type, read retry and wear (`nand_timing`).
     pub timing: super::nand_timing::NandTiming,
+    /// Bytes moved by foreground housekeeping each time a die opens a new host block
+    /// (0: off; see `housekeeping.rs`).
+    pub housekeeping_move_bytes: u64,
 }
 
 impl NandDeviceConfig {
@@ -445,6 +452,7 @@ impl DeviceConfig {
             gc_threshold_blocks: 3,
             gc_copy: GcCopy::Controller,
             timing: super::nand_timing::NandTiming::uniform(),
+            housekeeping_move_bytes: 0,
         };
         let capacity_bytes = 48 << 20;
         check_capacity(capacity_bytes, &nand).expect("small test device is consistent");
@@ -811,6 +819,20 @@ pub fn validate(raw: &RawDeviceConfig) -> Result<DeviceConfig, ConfigError> {
             ))
         }
     };
+    let housekeeping_move_bytes = match &f.housekeeping_move {
+        None => 0,
+        Some(s) => {
+            let v = bytes_field("ftl.housekeeping_move", s)?;
+            let block = pages_per_block as u64 * page_bytes * planes_per_die as u64;
+            if v % LPN_BYTES != 0 || v > block {
+                return Err(ConfigError::new(
+                    "ftl.housekeeping_move",
+                    format!("{s} must be a multiple of 4KiB, at most one block ({block} bytes)"),
+                ));
+            }
+            v
+        }
+    };
 
     let nand = NandDeviceConfig {
         channels,
@@ -844,6 +866,7 @@ pub fn validate(raw: &RawDeviceConfig) -> Result<DeviceConfig, ConfigError> {
             raw.wear.as_ref(),
             pages_per_block,
         )?,
+        housekeeping_move_bytes,
     };
     check_capacity(capacity_bytes, &nand).map_err(|r| ConfigError::new("geometry.capacity", r))?;
     if write_buffer_bytes < nand.slots_per_row() as u64 * LPN_BYTES {

@@ -32,7 +32,8 @@
 //!   instead of `ReadReady`.
 //! - Any command reaching past the capacity (or a read/write/discard of 0 sectors) gets
 //!   `Done { status: OutOfRange }` after the per-command firmware time.
-//! - The device's internal timers (`Input::ProgramDone`, `Input::GcStep`) come back to
+//! - The device's internal timers (`Input::ProgramDone`, `Input::GcStep`,
+//!   `Input::HousekeepingStep`) come back to
 //!   it through the outbox like any timer; the host never sends them.
 //! - Several commands may be outstanding (interfaces with a command queue: UFS; eMMC
 //!   without CQ sends one at a time). Reads are served concurrently: each books the
@@ -73,7 +74,8 @@
 //!
 //! Submodules: `config` (presets, validation, `DeviceConfig::ideal`), `page_mapped`
 //! (the eMMC model and its timing), `ftl` (page map, GC bookkeeping), `map_cache`
-//! (L2P segment LRU), `write_buffer` (buffer slots).
+//! (L2P segment LRU), `write_buffer` (buffer slots), `housekeeping` (foreground
+//! housekeeping at block turnover; a child of `page_mapped`).
 
 pub mod allocation_unit;
 pub mod config;
@@ -180,6 +182,10 @@ pub enum Input {
     GcStep {
         die: u32,
     },
+    /// The next row of a foreground housekeeping move on `die` is due (`housekeeping`).
+    HousekeepingStep {
+        die: u32,
+    },
     /// SD: the open multi-block stream continues with this read or write, data only (no
     /// command; see the contract above).
     Continue(DevCommand),
@@ -214,7 +220,7 @@ pub struct DeviceStats {
     pub gc_copies: u64,
     pub gc_victims: u64,
     pub erases: u64,
-    /// Physical NAND pages programmed (host rows and GC rows, × planes).
+    /// Physical NAND pages programmed (host rows, GC rows and housekeeping rows, × planes).
     pub nand_page_programs: u64,
     pub map_hits: u64,
     pub map_misses: u64,
@@ -245,6 +251,10 @@ pub struct DeviceStats {
     /// Hints sent in responses (device control mode).
     pub hpb_hint_activations: u64,
     pub hpb_hint_inactivations: u64,
+    /// Foreground housekeeping moves (`housekeeping`: one per host block opened) and
+    /// the slots they moved.
+    pub housekeeping_moves: u64,
+    pub housekeeping_slots: u64,
 }
 
 impl DeviceStats {

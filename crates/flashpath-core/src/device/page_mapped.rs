@@ -66,6 +66,8 @@
 //!   clean, i.e. once their data and everything buffered before it is programmed (the
 //!   buffer drains in arrival order; a partial row goes out padded, as for a flush).
 //! - No SLC cache, no wear levelling beyond FIFO reuse of erased blocks, no power loss.
+//!   Foreground housekeeping (`housekeeping.rs`, `ftl.housekeeping_move`): a die whose
+//!   host block is full then moves that much data (time and counters only).
 //! - Content (`super::content`, when tracked): a write's tags go into its buffer slots
 //!   as it is admitted (a coalesced overwrite replaces the slot's tag), into the NAND
 //!   slots of its row when the row's program is issued, and with each GC copy; an erase
@@ -86,6 +88,9 @@ use super::write_buffer::{SlotState, WriteBuffer};
 use super::{DevCommand, DevOp, DevStatus, DeviceStats, Input, Output};
 use crate::engine::{transfer_ns, FifoResource, Outbox, SimTime};
 use crate::trace::{NandSlice, NandUnit};
+
+#[path = "housekeeping.rs"]
+mod housekeeping;
 
 const NONE: u32 = u32::MAX;
 
@@ -174,6 +179,8 @@ pub struct PageMappedDevice {
     ages: BlockAges,
     /// The run's seed: which pages need read retries (`super::nand_timing`).
     seed: u64,
+    /// Rows of foreground housekeeping still to move, per die (`housekeeping.rs`).
+    hk_rows: Vec<u32>,
 }
 
 /// The tags of the data the device holds: per write buffer slot and per NAND slot.
@@ -309,6 +316,7 @@ impl PageMappedDevice {
             content: None,
             ages: BlockAges::new(dies * c.blocks_per_plane),
             seed: 0,
+            hk_rows: vec![0; dies as usize],
             c: c.clone(),
         }
     }
@@ -502,6 +510,7 @@ impl PageMappedDevice {
             && self.programming_writes.is_empty()
             && self.buf.is_clean()
             && self.gc.iter().all(|g| g.victim == NONE && !g.scheduled)
+            && self.hk_rows.iter().all(|&r| r == 0)
     }
 
     /// Full consistency check (slow; tests): the FTL's invariants, and every L2P entry
@@ -607,6 +616,7 @@ impl PageMappedDevice {
             }
             Input::ProgramDone { die } => self.program_done(now, die, out),
             Input::GcStep { die } => self.gc_step(now, die, out),
+            Input::HousekeepingStep { die } => self.housekeeping_step(now, die, out),
             Input::Continue(cmd) => self.stream_continue(now, cmd, out),
             Input::Stop { tag } if self.open_write => {
                 // CMD12 after a write: commit what the buffer holds, as a flush does.
@@ -1179,9 +1189,13 @@ impl PageMappedDevice {
     }
 
     /// Whether `die` takes a row now: it is idle, or (cache program) it is programming a
-    /// row of the block the next row goes to and its cache register is empty.
+    /// row of the block the next row goes to and its cache register is empty; never while
+    /// a housekeeping move holds it.
     fn die_accepts(&self, die: u32) -> bool {
         let p = &self.die_prog[die as usize];
+        if self.housekeeping_holds(die) {
+            return false;
+        }
         !p.active
             || (self.c.cache_program
                 && !p.cached_active
@@ -1259,6 +1273,9 @@ impl PageMappedDevice {
         };
         self.invalidate_registers(die);
         out.timer(end, Input::ProgramDone { die });
+        if self.housekeeping_due(base) {
+            self.housekeeping_start(now, die, out);
+        }
         if self.ftl.needs_gc(die) {
             self.schedule_gc(now, die, out);
         }
