@@ -107,8 +107,11 @@ impl GcPolicy {
         }
         let gate = self.gate(die, free, now);
         assert!(gate.open, "a host row went through a shut gate");
+        // The host is moving again: no row waits for any die's GC now.
+        for d in &mut self.dies {
+            d.held_since = None;
+        }
         let d = &mut self.dies[die as usize];
-        d.held_since = None;
         if free < self.threshold_blocks {
             d.host += slots as u64;
         } else {
@@ -178,7 +181,7 @@ impl GcPolicy {
     }
 
     /// A host row found no die to go to and `die`'s gate was shut: it is held from
-    /// `now` (if not already).
+    /// `now` (if not already), until a host row goes to any die.
     pub fn hold(&mut self, die: u32, now: SimTime) {
         self.dies[die as usize].held_since.get_or_insert(now);
     }
@@ -287,5 +290,29 @@ mod tests {
         assert!(!p.gate(0, 3, 0).open, "5 · 50 < 6 · 50");
         p.copied(0, 1);
         assert!(p.gate(0, 3, 0).open);
+    }
+
+    #[test]
+    fn a_row_that_goes_to_another_die_ends_the_hold() {
+        let mut p = GcPolicy::new(
+            Some(GcPacing {
+                urgent_blocks: 2,
+                slice_ns: 1000,
+            }),
+            4,
+            S,
+            2,
+        );
+        p.victim_picked(0, 90);
+        p.host_row(0, 8, 3, 0);
+        p.hold(0, 10);
+        assert!(p.holding(0));
+        let went = p.host_row(1, 8, 4, 500);
+        assert_eq!(went.held_ns, 0, "die 1 held nothing");
+        assert!(!p.holding(0));
+        // A later wait for die 0 starts its slice afresh.
+        p.hold(0, 900);
+        assert!(!p.gate(0, 3, 1500).open);
+        assert!(p.gate(0, 3, 1900).by_slice);
     }
 }
