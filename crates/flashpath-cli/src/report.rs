@@ -242,6 +242,19 @@ pub fn counters(sys: &SystemStats) -> Vec<(String, Vec<(String, u64)>)> {
             ("au_table_misses".to_string(), a.table_misses),
         ]);
     }
+    if sys.au.is_none() && d.gc_victims > 0 {
+        // Page-mapped GC and its pacing (device/gc_policy.rs), when GC ran.
+        device.extend([
+            ("gc_victims".to_string(), d.gc_victims),
+            ("gc_copies".to_string(), d.gc_copies),
+            ("erases".to_string(), d.erases),
+            ("gc_host_holds".to_string(), d.gc_host_holds),
+            ("gc_host_hold_ns".to_string(), d.gc_host_hold_ns),
+            ("gc_slice_ends".to_string(), d.gc_slice_ends),
+            ("gc_urgent_steps".to_string(), d.gc_urgent_steps),
+            ("write_stall_ns".to_string(), d.write_stall_ns),
+        ]);
+    }
     if let Some(h) = &sys.hpb {
         device.extend([
             ("hpb_entry_hits".to_string(), d.hpb_entry_hits),

@@ -201,6 +201,16 @@ pub fn validate(
                 .is_some_and(|f| f.gc_threshold_blocks.is_some()),
             "ftl.gc_threshold_blocks",
         ),
+        (
+            raw.ftl
+                .as_ref()
+                .is_some_and(|f| f.gc_urgent_blocks.is_some()),
+            "ftl.gc_urgent_blocks",
+        ),
+        (
+            raw.ftl.as_ref().is_some_and(|f| f.gc_slice.is_some()),
+            "ftl.gc_slice",
+        ),
     ] {
         if present {
             return Err(ConfigError::new(

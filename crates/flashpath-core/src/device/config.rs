@@ -4,6 +4,7 @@
 //!
 //! Units: times in ns, sizes in bytes, rates in bytes/s (all integers).
 
+use super::gc_policy::GcPacing;
 use crate::config::{bytes_field, ns_field, rate_field, ConfigError};
 use crate::engine::{transfer_ns, NS_PER_MS};
 use serde::Deserialize;
@@ -191,6 +192,14 @@ pub struct RawFtl {
     /// die, inside the busy of the write that made it open a new host block ("0B" or
     /// absent: none).
     pub housekeeping_move: Option<String>,
+    /// GC paced by host writes (`device/gc_policy.rs`), with `gc_slice`: below
+    /// `gc_threshold_blocks` a host row waits for the GC copies it owes, at most
+    /// `gc_slice`; below this many free blocks (critical) it waits for all of them.
+    /// Unset: GC is never paced and host rows never wait for it.
+    pub gc_urgent_blocks: Option<u32>,
+    /// The longest a host row waits for a paced GC slice (bBackgroundOpsTermLat, a
+    /// multiple of 10 ms).
+    pub gc_slice: Option<String>,
 }
 
 // ---------------------------------------------------------------- typed side
@@ -353,6 +362,8 @@ pub struct NandDeviceConfig {
     /// Bytes moved by foreground housekeeping each time a die opens a new host block
     /// (0: off; see `housekeeping.rs`).
     pub housekeeping_move_bytes: u64,
+    /// GC paced by host writes (None: never paced).
+    pub gc_pacing: Option<GcPacing>,
 }
 
 impl NandDeviceConfig {
@@ -453,6 +464,7 @@ impl DeviceConfig {
             gc_copy: GcCopy::Controller,
             timing: super::nand_timing::NandTiming::uniform(),
             housekeeping_move_bytes: 0,
+            gc_pacing: None,
         };
         let capacity_bytes = 48 << 20;
         check_capacity(capacity_bytes, &nand).expect("small test device is consistent");
@@ -833,6 +845,41 @@ pub fn validate(raw: &RawDeviceConfig) -> Result<DeviceConfig, ConfigError> {
             v
         }
     };
+    let gc_pacing = match (f.gc_urgent_blocks, &f.gc_slice) {
+        (None, None) => None,
+        (Some(urgent_blocks), Some(slice)) => {
+            if urgent_blocks < 1 || urgent_blocks > gc_threshold_blocks {
+                return Err(ConfigError::new(
+                    "ftl.gc_urgent_blocks",
+                    format!("{urgent_blocks} must be 1..=ftl.gc_threshold_blocks = {gc_threshold_blocks}"),
+                ));
+            }
+            // bBackgroundOpsTermLat: 1..=255 units of 10 ms (JESD220G, Device Descriptor).
+            let slice_ns = time_in("ftl.gc_slice", slice, 10 * NS_PER_MS, 2550 * NS_PER_MS)?;
+            if slice_ns % (10 * NS_PER_MS) != 0 {
+                return Err(ConfigError::new(
+                    "ftl.gc_slice",
+                    format!("{slice} is not a multiple of 10ms (bBackgroundOpsTermLat's unit)"),
+                ));
+            }
+            Some(GcPacing {
+                urgent_blocks,
+                slice_ns,
+            })
+        }
+        (Some(_), None) => {
+            return Err(ConfigError::new(
+                "ftl.gc_slice",
+                "missing: ftl.gc_urgent_blocks paces GC, which needs the slice bound",
+            ))
+        }
+        (None, Some(_)) => {
+            return Err(ConfigError::new(
+                "ftl.gc_urgent_blocks",
+                "missing: ftl.gc_slice is set, so GC is paced, which needs the urgent floor",
+            ))
+        }
+    };
 
     let nand = NandDeviceConfig {
         channels,
@@ -867,6 +914,7 @@ pub fn validate(raw: &RawDeviceConfig) -> Result<DeviceConfig, ConfigError> {
             pages_per_block,
         )?,
         housekeeping_move_bytes,
+        gc_pacing,
     };
     check_capacity(capacity_bytes, &nand).map_err(|r| ConfigError::new("geometry.capacity", r))?;
     if write_buffer_bytes < nand.slots_per_row() as u64 * LPN_BYTES {

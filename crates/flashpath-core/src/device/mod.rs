@@ -82,6 +82,7 @@ pub mod config;
 pub mod content;
 pub mod cq;
 pub mod ftl;
+pub mod gc_policy;
 pub mod harness;
 pub mod hpb;
 pub mod map_cache;
@@ -219,6 +220,14 @@ pub struct DeviceStats {
     /// Valid slots copied by GC.
     pub gc_copies: u64,
     pub gc_victims: u64,
+    /// GC paced by host writes (`gc_policy`): host rows that waited for the GC copies
+    /// they owed, and how long in all.
+    pub gc_host_holds: u64,
+    pub gc_host_hold_ns: u64,
+    /// Held host rows that went when their wait reached the slice bound (`gc_slice`).
+    pub gc_slice_ends: u64,
+    /// GC steps (victim rows copied) taken below the urgent floor (critical).
+    pub gc_urgent_steps: u64,
     pub erases: u64,
     /// Physical NAND pages programmed (host rows, GC rows and housekeeping rows, × planes).
     pub nand_page_programs: u64,

@@ -58,6 +58,10 @@
 //!   write or discard superseded it meanwhile; then the programmed copy is stale).
 //! - GC moves are committed to the map when the step is booked; a GC row is programmed
 //!   when it is full. GC and host data use separate open blocks per die.
+//! - With `gc_pacing` (`super::gc_policy`), a die below the GC threshold takes a host row
+//!   only once its GC has made the copies the host rows before it owe (at the victim's
+//!   valid/invalid ratio), or the row has waited one slice (bBackgroundOpsTermLat); below
+//!   the urgent floor, only once the copies are made. The drain skips a die held so.
 //! - Writes are admitted to the buffer one at a time, in arrival order; a write whose
 //!   data arrives during another's admission waits in `write_queue` (UFS queues them).
 //! - A write is done once its data is in the buffer, except in write-through mode and
@@ -81,6 +85,7 @@
 use super::config::{GcCopy, NandDeviceConfig, LPN_BYTES, SECTORS_PER_LPN};
 use super::content::{BlockTags, Port, UNWRITTEN};
 use super::ftl::{Lpn, PageMap, Ppa, Stream, BUF_FLAG, UNMAPPED};
+use super::gc_policy::GcPolicy;
 use super::hpb::{HpbControl, HpbDevice, HpbDeviceConfig, HPB_ENTRY_BYTES};
 use super::map_cache::{MapAccess, MapCache};
 use super::nand_timing::BlockAges;
@@ -146,6 +151,8 @@ pub struct PageMappedDevice {
     page_reg: Vec<u32>,
     die_prog: Vec<DieProgram>,
     gc: Vec<GcState>,
+    /// When host rows may go while GC runs (`super::gc_policy`).
+    gc_policy: GcPolicy,
     rr: u32,
     active_write: Option<ActiveWrite>,
     /// Writes whose data arrived while `active_write` was being admitted, in arrival order.
@@ -297,6 +304,12 @@ impl PageMappedDevice {
                 };
                 dies as usize
             ],
+            gc_policy: GcPolicy::new(
+                c.gc_pacing,
+                c.gc_threshold_blocks,
+                c.slots_per_row() * c.pages_per_block,
+                dies,
+            ),
             rr: 0,
             active_write: None,
             write_queue: std::collections::VecDeque::new(),
@@ -1164,7 +1177,7 @@ impl PageMappedDevice {
             let mut chosen = None;
             for i in 0..dies {
                 let d = (self.rr + i) % dies;
-                if !self.ftl.can_alloc_host(d) {
+                if !self.ftl.can_alloc_host(d) || !self.gc_gate(now, d) {
                     continue;
                 }
                 if self.die_accepts(d) {
@@ -1173,6 +1186,7 @@ impl PageMappedDevice {
                 break;
             }
             let Some(d) = chosen else {
+                self.gc_hold(now);
                 let any_busy = self.die_prog.iter().any(|p| p.active);
                 let any_gc = self.gc.iter().any(|g| g.scheduled || g.victim != NONE);
                 assert!(
@@ -1211,6 +1225,7 @@ impl PageMappedDevice {
             self.take_scratch = take;
             return false;
         }
+        let free = self.ftl.free_blocks(die);
         let base = self
             .ftl
             .alloc_row(die, Stream::Host)
@@ -1243,6 +1258,7 @@ impl PageMappedDevice {
             }
         }
         self.take_scratch = take;
+        self.gc_host_row(now, die, n, free);
         self.stats.host_slots_programmed += n as u64;
         self.stats.padding_slots += (self.slots_per_row - n) as u64;
         self.stats.nand_page_programs += self.c.planes_per_die as u64;
@@ -1429,6 +1445,7 @@ impl PageMappedDevice {
             self.gc[d].victim = v;
             self.gc[d].row = 0;
             self.stats.gc_victims += 1;
+            self.gc_policy.victim_picked(die, self.ftl.valid_in(v));
         }
         let victim = self.gc[d].victim;
         let rows = self.ftl.rows_per_block();
@@ -1443,6 +1460,7 @@ impl PageMappedDevice {
                 let next = self.dies[d].free_at();
                 self.gc[d].scheduled = true;
                 out.timer(next, Input::GcStep { die });
+                self.gc_paid(now, die, n as u32, out);
                 return;
             }
         }
@@ -1450,12 +1468,65 @@ impl PageMappedDevice {
         let (_, end) = self.book_die(d as u32, "erase", now, self.c.t_erase_ns);
         self.invalidate_registers(die);
         self.ftl.erase(victim);
+        self.gc_policy.victim_erased(die);
         self.content_erase(victim);
         self.stats.erases += 1;
         self.gc[d].victim = NONE;
         self.gc[d].scheduled = true;
         out.timer(end, Input::GcStep { die });
         self.try_drain(now, out);
+    }
+
+    /// Whether a host row may be programmed on `die` now, as the GC policy says.
+    #[inline]
+    fn gc_gate(&self, now: SimTime, die: u32) -> bool {
+        !self.gc_policy.paced()
+            || self
+                .gc_policy
+                .gate(die, self.ftl.free_blocks(die), now)
+                .open
+    }
+
+    /// A host row of `slots` slots goes to `die`, which had `free` free blocks: it owes
+    /// GC copies (paced GC).
+    #[inline]
+    fn gc_host_row(&mut self, now: SimTime, die: u32, slots: u32, free: u32) {
+        if !self.gc_policy.paced() {
+            return;
+        }
+        let went = self.gc_policy.host_row(die, slots, free, now);
+        if went.held_ns > 0 {
+            self.stats.gc_host_holds += 1;
+            self.stats.gc_host_hold_ns += went.held_ns;
+        }
+        self.stats.gc_slice_ends += went.by_slice as u64;
+    }
+
+    /// No die took the waiting row: the dies whose GC shut them out hold it.
+    fn gc_hold(&mut self, now: SimTime) {
+        if !self.gc_policy.paced() {
+            return;
+        }
+        for d in 0..self.c.dies() {
+            let free = self.ftl.free_blocks(d);
+            if self.ftl.can_alloc_host(d) && !self.gc_policy.gate(d, free, now).open {
+                self.gc_policy.hold(d, now);
+            }
+        }
+    }
+
+    /// A GC step copied `slots` slots on `die`: a host row held for that GC may go now.
+    fn gc_paid(&mut self, now: SimTime, die: u32, slots: u32, out: &mut Outbox<Input, Output>) {
+        if !self.gc_policy.paced() {
+            return;
+        }
+        self.gc_policy.copied(die, slots);
+        if self.ftl.free_blocks(die) < self.c.gc_pacing.map_or(0, |p| p.urgent_blocks) {
+            self.stats.gc_urgent_steps += 1;
+        }
+        if self.gc_policy.holding(die) {
+            self.try_drain(now, out);
+        }
     }
 
     fn gc_copy_row(&mut self, now: SimTime, die: u32, valid: &[(Lpn, Ppa)]) {
