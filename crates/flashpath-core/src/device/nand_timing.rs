@@ -41,7 +41,8 @@
 //!
 //! **Wear** (`[wear]`): the device's age, which no preset fixes: `pe_cycles` every block
 //! has had before the run, and `data_age`, how old the data already on the device is
-//! when the reported jobs start. A fresh device (0, 0 s) needs no retries.
+//! when the reported jobs start. On a fresh device (0, 0 s) the data found there needs
+//! no retries; blocks erased during the run gain P/E cycles like any other.
 
 use crate::config::{ns_field, ConfigError};
 use crate::engine::SimTime;
