@@ -665,6 +665,13 @@ pub fn validate(raw: &RawDeviceConfig) -> Result<DeviceConfig, ConfigError> {
         0,
         NS_PER_MS,
     )?;
+    // Page types, read retry and wear: the same for either FTL (`nand_timing`).
+    let timing = super::nand_timing::validate(
+        raw.page_types.as_ref(),
+        raw.read_retry.as_ref(),
+        raw.wear.as_ref(),
+        pages_per_block,
+    )?;
     let ftl_kind = raw
         .ftl
         .as_ref()
@@ -693,12 +700,7 @@ pub fn validate(raw: &RawDeviceConfig) -> Result<DeviceConfig, ConfigError> {
                 channel_bytes_per_s,
                 fw_per_command_ns,
                 fw_per_4kib_ns,
-                timing: super::nand_timing::validate(
-                    raw.page_types.as_ref(),
-                    raw.read_retry.as_ref(),
-                    raw.wear.as_ref(),
-                    pages_per_block,
-                )?,
+                timing,
             };
             let model = super::allocation_unit::validate(raw, nand, capacity_bytes)?;
             for (present, field) in [
@@ -907,12 +909,7 @@ pub fn validate(raw: &RawDeviceConfig) -> Result<DeviceConfig, ConfigError> {
         write_through,
         gc_threshold_blocks,
         gc_copy,
-        timing: super::nand_timing::validate(
-            raw.page_types.as_ref(),
-            raw.read_retry.as_ref(),
-            raw.wear.as_ref(),
-            pages_per_block,
-        )?,
+        timing,
         housekeeping_move_bytes,
         gc_pacing,
     };
