@@ -3,7 +3,7 @@
 
 use flashpath_core::config::preset;
 use flashpath_core::device::DeviceConfig;
-use flashpath_core::host::HostConfig;
+use flashpath_core::host::{Cmd13Mode, HostConfig};
 use flashpath_core::sim::{run, SimConfig};
 use flashpath_core::workload::{JobConfig, Pattern, Submission};
 
@@ -122,6 +122,67 @@ fn qd1_write_adds_one_synchronous_cmd13_round_trip() {
     assert_eq!(j.dirs[1].clat.min(), path);
     assert_eq!(j.dirs[1].clat.max(), path);
     assert_eq!(res.system.cmd13, 50);
+}
+
+/// Linux >= 5.15 without busy detection: the transfer-complete interrupt comes at the
+/// end of the data, then CMD13 polls with usleep_range(d, 2d) between them, d doubling
+/// from 32 us; each sleep lasts to its hard expiry, 2d (nothing else wakes the core).
+#[test]
+fn backoff_polls_sleep_to_the_hard_expiry_of_usleep_range() {
+    let mut host = costed_host();
+    host.mmc.busy_detect = false;
+    host.mmc.cmd13_mode = Cmd13Mode::Backoff;
+    let write_ns = 1_000_000;
+    let dev = DeviceConfig::ideal_rw(1 << 30, 50_000, write_ns);
+    let ios = 20;
+    let res = run(SimConfig {
+        host: host.clone(),
+        device: dev,
+        driver: host.default_driver,
+        jobs: vec![qd1_job(Pattern::Sequential, 0, ios)],
+        precondition: false.into(),
+    })
+    .unwrap();
+    let c = &host.costs;
+    let m = &host.mmc;
+    let cmd = host.bus.command_ns();
+    // From the end of the data: the interrupt and the poller's wake-up, then rounds of
+    // CMD13 (CPU, bus), interrupt and wake-up; after a busy answer a sleep of 2d and a
+    // wake-up. The device is ready write_ns after the data.
+    let mut t = c.irq_ns + c.wakeup_ns;
+    let (mut d, mut polls) = (32_000u64, 0u64);
+    loop {
+        t += m.cmd13_ns + cmd;
+        polls += 1;
+        let busy = t < write_ns;
+        t += c.irq_ns + c.wakeup_ns;
+        if !busy {
+            break;
+        }
+        t += 2 * d + c.wakeup_ns;
+        d = (2 * d).min(32_768_000);
+    }
+    // 1 ms of busy: sleeps of 64, 128, 256 and 512 us, then the fifth CMD13 is ready.
+    assert_eq!(polls, 5);
+    let path = c.syscall_ns
+        + c.pin_per_4k_ns
+        + c.block_submit_ns
+        + c.wakeup_ns
+        + m.prep_ns
+        + m.prep_per_4k_ns
+        + m.start_ns
+        + 2 * cmd
+        + host.bus.data_ns(4096)
+        + t
+        + m.post_ns
+        + m.post_per_4k_ns
+        + c.complete_ns
+        + c.wakeup_ns
+        + c.syscall_return_ns;
+    let j = &res.jobs[0];
+    assert_eq!(j.dirs[1].clat.min(), path);
+    assert_eq!(j.dirs[1].clat.max(), path);
+    assert_eq!(res.system.cmd13, polls * ios);
 }
 
 fn preset_system() -> (HostConfig, DeviceConfig) {

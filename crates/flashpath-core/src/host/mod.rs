@@ -185,7 +185,8 @@ impl DriverKind {
 pub enum Cmd13Mode {
     /// Kernels up to 5.14: CMD13 after CMD13 with no sleep.
     BackToBack,
-    /// 5.15 and later: first CMD13 at once, then sleeps of 32 µs doubling up to 32 768 µs.
+    /// 5.15 and later: first CMD13 at once, then usleep_range(d, 2d) with d from 32 µs
+    /// doubling up to 32 768 µs; each sleep ends at its hard expiry, 2d.
     Backoff,
 }
 

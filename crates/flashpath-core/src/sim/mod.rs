@@ -1999,8 +1999,11 @@ impl Sim {
                 return t;
             }
             if self.cfg.host.mmc.cmd13_mode == Cmd13Mode::Backoff {
-                // usleep_range(d, 2d): the timer fires at the low end here.
-                t += backoff_us * 1000;
+                // mmc_poll_for_busy's usleep_range(d, 2d) arms an hrtimer whose soft
+                // expiry is d and hard expiry 2d (hrtimer_set_expires_range_ns); the
+                // clock event is programmed for the hard expiry, so on a core with no
+                // earlier timer (the polling thread sleeps, NO_HZ idle) it fires at 2d.
+                t += 2 * backoff_us * 1000;
                 t = self.wake(core, t);
                 backoff_us = (backoff_us * 2).min(32_768);
             }
