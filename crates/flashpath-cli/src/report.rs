@@ -223,6 +223,13 @@ pub fn counters(sys: &SystemStats) -> Vec<(String, Vec<(String, u64)>)> {
         ("read_retry_steps".to_string(), d.read_retry_steps),
     ];
     let mut groups = Vec::new();
+    if d.page_type_reads[1] + d.page_type_reads[2] > 0 {
+        // Cells with more than one page type (MLC, TLC): the reads each type took.
+        let names = flashpath_core::device::nand_timing::PAGE_TYPES;
+        for (name, &n) in names.iter().zip(&d.page_type_reads) {
+            device.push((format!("nand_page_reads_{name}"), n));
+        }
+    }
     if d.housekeeping_moves > 0 {
         device.extend([
             ("housekeeping_moves".to_string(), d.housekeeping_moves),

@@ -771,11 +771,13 @@ impl AuDevice {
             } else {
                 last_row = row;
                 self.stats.nand_page_reads += 1;
+                let row_in_block = self.row_in_block(p);
+                self.stats.page_type_reads[self.c.nand.timing.page_type(row_in_block)] += 1;
                 let t_r = self
                     .c
                     .nand
                     .timing
-                    .t_read_row(self.row_in_block(p), self.c.nand.t_read_ns);
+                    .t_read_row(row_in_block, self.c.nand.t_read_ns);
                 let mut t = t_issue;
                 if self.c.nand.timing.retry_possible() {
                     t = self.read_retries(p, t_r, t);

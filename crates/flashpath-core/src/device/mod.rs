@@ -203,6 +203,9 @@ pub struct DeviceStats {
     pub host_write_slots: u64,
     /// Reads served from the write buffer.
     pub buffer_read_hits: u64,
+    /// Array reads of host data by page type (`nand_timing::PAGE_TYPES`: lower, centre,
+    /// upper), as the row each lands on decides.
+    pub page_type_reads: [u64; 3],
     /// Array reads that failed ECC at first and were read again (read retry).
     pub read_retry_reads: u64,
     /// Retry steps taken (each one more tR and transfer).

@@ -102,19 +102,28 @@ impl Cell {
         }
     }
     fn types(self) -> usize {
+        self.slots().len()
+    }
+    /// The page types this cell has, as indices of [`PAGE_TYPES`], lower first (the
+    /// order of a preset's profile).
+    fn slots(self) -> &'static [usize] {
         match self {
-            Cell::Slc => 1,
-            Cell::Mlc => 2,
-            Cell::Tlc => 3,
+            Cell::Slc => &[0],
+            Cell::Mlc => &[0, 2],
+            Cell::Tlc => &[0, 1, 2],
         }
     }
 }
+
+/// The names of the page types, as `NandTiming::page_type` numbers them (an MLC word
+/// line has a lower and an upper page, a TLC one all three; SLC pages count as lower).
+pub const PAGE_TYPES: [&str; 3] = ["lower", "centre", "upper"];
 
 /// The validated timing model (see the module doc).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NandTiming {
     pub cell: Cell,
-    /// tR and tPROG of each page type (index 0 = lower) relative to the preset's mean
+    /// tR and tPROG of each page type (`PAGE_TYPES`) relative to the preset's mean
     /// (`nand.t_read`, `nand.t_prog`), in 1/65536ths: the mean stays the one source of
     /// the level (a `--set` or a test that changes it moves every type).
     pub read_q16: [u32; 3],
@@ -150,13 +159,13 @@ impl NandTiming {
         }
     }
 
-    /// The page type of row `row` of a block (0 = lower).
+    /// The page type of row `row` of a block: an index of `PAGE_TYPES`.
     #[inline]
     pub fn page_type(&self, row: u32) -> usize {
         match self.cell {
             Cell::Slc => 0,
             // Linux nand_pairing_dist3_get_info: page 0 and odd pages are lower pages.
-            Cell::Mlc => (row != 0 && row.is_multiple_of(2)) as usize,
+            Cell::Mlc => 2 * (row != 0 && row.is_multiple_of(2)) as usize,
             Cell::Tlc => (row % 3) as usize,
         }
     }
@@ -376,11 +385,15 @@ pub fn validate(
 /// Each type's time in `profile` relative to the profile's mean over the rows of a
 /// block (with `t`'s page-type layout), in 1/65536ths.
 fn relative(t: &NandTiming, profile: &[u64], rows: u32) -> [u32; 3] {
-    let sum: f64 = (0..rows).map(|r| profile[t.page_type(r)] as f64).sum();
+    let mut by_type = [0u64; 3];
+    for (&slot, &p) in t.cell.slots().iter().zip(profile) {
+        by_type[slot] = p;
+    }
+    let sum: f64 = (0..rows).map(|r| by_type[t.page_type(r)] as f64).sum();
     let k = rows as f64 / sum;
     let mut out = [ONE; 3];
-    for (o, &p) in out.iter_mut().zip(profile) {
-        *o = (p as f64 * k * ONE as f64).round() as u32;
+    for &slot in t.cell.slots() {
+        out[slot] = (by_type[slot] as f64 * k * ONE as f64).round() as u32;
     }
     out
 }
@@ -405,7 +418,7 @@ mod tests {
     fn mlc_rows_follow_linux_dist3_pairing() {
         let t = mlc();
         let types: Vec<usize> = (0..8).map(|r| t.page_type(r)).collect();
-        assert_eq!(types, [0, 0, 1, 0, 1, 0, 1, 0]);
+        assert_eq!(types, [0, 0, 2, 0, 2, 0, 2, 0]);
     }
 
     #[test]

@@ -1015,10 +1015,9 @@ impl PageMappedDevice {
             self.stats.page_register_hits += 1;
             avail.max(self.dies[d].free_at())
         } else {
-            let t_r = self
-                .c
-                .timing
-                .t_read_row(self.row_in_block(ppa), self.c.t_read_ns);
+            let row_in_block = self.row_in_block(ppa);
+            self.stats.page_type_reads[self.c.timing.page_type(row_in_block)] += 1;
+            let t_r = self.c.timing.t_read_row(row_in_block, self.c.t_read_ns);
             let mut t = avail;
             if self.c.timing.retry_possible() {
                 t = self.read_retries(ppa, t_r, units as u64 * LPN_BYTES, t);
