@@ -83,6 +83,29 @@ fn qd1_read_bandwidth_is_bs_over_the_sum_of_the_path() {
     assert!((bw - expect).abs() < 1e-6 * expect, "{bw} vs {expect}");
 }
 
+/// A QD1 4 KiB write's completion latency on `host`: the thread's and the dispatcher's
+/// work, CMD23 + CMD25 and the data, then `after_data` (the device's busy and how the
+/// host learns it ended), then the completion back to the thread.
+fn qd1_write_path(host: &HostConfig, after_data: u64) -> u64 {
+    let c = &host.costs;
+    let m = &host.mmc;
+    c.syscall_ns
+        + c.pin_per_4k_ns
+        + c.block_submit_ns
+        + c.wakeup_ns
+        + m.prep_ns
+        + m.prep_per_4k_ns
+        + m.start_ns
+        + 2 * host.bus.command_ns()
+        + host.bus.data_ns(4096)
+        + after_data
+        + m.post_ns
+        + m.post_per_4k_ns
+        + c.complete_ns
+        + c.wakeup_ns
+        + c.syscall_return_ns
+}
+
 #[test]
 fn qd1_write_adds_one_synchronous_cmd13_round_trip() {
     let host = costed_host();
@@ -97,27 +120,8 @@ fn qd1_write_adds_one_synchronous_cmd13_round_trip() {
     })
     .unwrap();
     let c = &host.costs;
-    let m = &host.mmc;
-    let cmd = host.bus.command_ns();
-    let cmd13_round = m.cmd13_ns + cmd + c.irq_ns + c.wakeup_ns;
-    let path = c.syscall_ns
-        + c.pin_per_4k_ns
-        + c.block_submit_ns
-        + c.wakeup_ns
-        + m.prep_ns
-        + m.prep_per_4k_ns
-        + m.start_ns
-        + 2 * cmd
-        + host.bus.data_ns(4096)
-        + write_ns
-        + c.irq_ns
-        + c.wakeup_ns
-        + cmd13_round
-        + m.post_ns
-        + m.post_per_4k_ns
-        + c.complete_ns
-        + c.wakeup_ns
-        + c.syscall_return_ns;
+    let cmd13_round = host.mmc.cmd13_ns + host.bus.command_ns() + c.irq_ns + c.wakeup_ns;
+    let path = qd1_write_path(&host, write_ns + c.irq_ns + c.wakeup_ns + cmd13_round);
     let j = &res.jobs[0];
     assert_eq!(j.dirs[1].clat.min(), path);
     assert_eq!(j.dirs[1].clat.max(), path);
@@ -164,21 +168,7 @@ fn backoff_polls_sleep_to_the_hard_expiry_of_usleep_range() {
     }
     // 1 ms of busy: sleeps of 64, 128, 256 and 512 us, then the fifth CMD13 is ready.
     assert_eq!(polls, 5);
-    let path = c.syscall_ns
-        + c.pin_per_4k_ns
-        + c.block_submit_ns
-        + c.wakeup_ns
-        + m.prep_ns
-        + m.prep_per_4k_ns
-        + m.start_ns
-        + 2 * cmd
-        + host.bus.data_ns(4096)
-        + t
-        + m.post_ns
-        + m.post_per_4k_ns
-        + c.complete_ns
-        + c.wakeup_ns
-        + c.syscall_return_ns;
+    let path = qd1_write_path(&host, t);
     let j = &res.jobs[0];
     assert_eq!(j.dirs[1].clat.min(), path);
     assert_eq!(j.dirs[1].clat.max(), path);
