@@ -202,7 +202,7 @@ const BAD_SETS: &[(Kind, &str, &str, &str)] = &[
         Kind::Device,
         "page_types.cell",
         "tlc",
-        "emmc51-hs400-32g:155: page_types.read_profile: has 2 times; tlc has 3 page types",
+        "emmc51-hs400-32g:166: page_types.read_profile: has 2 times; tlc has 3 page types",
     ),
     (
         Kind::Device,
