@@ -108,3 +108,56 @@ fn paced_gc_leaves_no_window_without_completions_and_bounds_each_write() {
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_dir_all(&dir2);
 }
+
+/// The page-mapped eMMC presets pace GC too (`gc_slice` = the HPI out-of-interrupt time,
+/// 100 ms): the same job on emmc51-hs400-32g scaled down (10× fewer blocks of a quarter
+/// the pages, the same spare share) holds host rows for GC, and its longest write is
+/// well under the longest of the same device without the pacing fields (the preset's
+/// text with `gc_urgent_blocks` and `gc_slice` removed).
+#[test]
+fn emmc_presets_pace_gc_and_shorten_the_longest_write() {
+    let preset = include_str!("../../../presets/devices/emmc51-hs400-32g.toml");
+    let unpaced: String = preset
+        .lines()
+        .filter(|l| !l.starts_with("gc_urgent_blocks") && !l.starts_with("gc_slice"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_ne!(unpaced.len(), preset.len(), "the preset paces GC");
+    let dir = scratch("emmc-steady");
+    std::fs::write(dir.join("unpaced.toml"), unpaced).unwrap();
+    // 4 dies × 2 planes × 104 blocks × 64 pages × 16 KiB, user capacity in the preset's
+    // ratio (31,268,536,320 B of 4 × 2 × 1048 × 256 × 16 KiB), a multiple of 4 KiB.
+    let raw = 4 * 2 * 104 * 64 * 16384_u128;
+    let full = 4 * 2 * 1048 * 256 * 16384_u128;
+    let cap = format!(
+        "device.geometry.capacity={}B",
+        raw * 31_268_536_320 / full / 4096 * 4096
+    );
+    let job = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../jobs/ufs/steady-randwrite.fio");
+    let run = |device: &str| -> Value {
+        let o = Command::new(env!("CARGO_BIN_EXE_flashpath"))
+            .current_dir(&dir)
+            .args(["fio", "--device", device, "--output-format=json"])
+            .args(["--set", &cap])
+            .args(["--set", "device.geometry.pages_per_block=64"])
+            .args(["--set", "device.geometry.blocks_per_plane=104"])
+            .args(["--filename=/dev/mmcblk0"])
+            .arg(&job)
+            .output()
+            .expect("run flashpath");
+        serde_json::from_str(&ok(&o)).expect("JSON")
+    };
+    let paced = run("emmc51-hs400-32g");
+    let unpaced = run("./unpaced.toml");
+    let max = |j: &Value| j["jobs"][0]["write"]["clat_ns"]["max"].as_u64().unwrap();
+    let holds = |j: &Value| j["flashpath"]["device"]["gc_host_holds"].as_u64();
+    assert!(holds(&paced).unwrap() > 1000, "{}", paced["flashpath"]);
+    assert_eq!(holds(&unpaced), Some(0));
+    assert!(
+        2 * max(&paced) < max(&unpaced),
+        "longest write paced {} ns, unpaced {} ns",
+        max(&paced),
+        max(&unpaced)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
