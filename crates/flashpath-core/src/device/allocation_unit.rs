@@ -986,10 +986,12 @@ impl AuDevice {
     fn read_retries(&mut self, p: u32, t_r: u64, t: SimTime) -> SimTime {
         let pau = p / self.spa;
         let erases = self.erases[pau as usize];
-        let timing = &self.c.nand.timing;
-        let pe = timing.wear_pe_cycles + erases;
         let age = self.ages.age(pau, t);
-        let steps = timing.retry_steps(self.seed, p / self.spp, erases, pe, age);
+        let steps = self
+            .c
+            .nand
+            .timing
+            .retry_steps(self.seed, p / self.spp, erases, age);
         if steps == 0 {
             return t;
         }

@@ -201,11 +201,11 @@ impl NandTiming {
         self.retry_mean_milli as f64 / 1000.0 * wear * time
     }
 
-    /// Retry steps of an array read of `page` (a global page id) in a block with `pe`
-    /// P/E cycles (`erases` of them during the run, which name the block's current
-    /// program), its data `age_ns` old; `seed` is the run's.
-    pub fn retry_steps(&self, seed: u64, page: u32, erases: u32, pe: u32, age_ns: u64) -> u32 {
-        let m = self.mean_steps(pe, age_ns);
+    /// Retry steps of an array read of `page` (a global page id) in a block erased
+    /// `erases` times during the run (its P/E cycles are those and `[wear]`'s; the count
+    /// names the block's current program), its data `age_ns` old; `seed` is the run's.
+    pub fn retry_steps(&self, seed: u64, page: u32, erases: u32, age_ns: u64) -> u32 {
+        let m = self.mean_steps(self.wear_pe_cycles + erases, age_ns);
         if m <= 0.0 {
             return 0;
         }
@@ -489,15 +489,15 @@ mod tests {
     /// read twice in the same state takes the same steps.
     #[test]
     fn steps_are_geometric_per_page_and_repeatable() {
-        let t = retry(3000);
-        let year = 365 * 24 * 3600 * 1_000_000_000u64;
         let pe = 300; // m = 0.3
+        let t = retry(pe);
+        let year = 365 * 24 * 3600 * 1_000_000_000u64;
         let m = t.mean_steps(pe, year);
         let n = 200_000u32;
         let mut hist = [0u32; 9];
         for p in 0..n {
-            let k = t.retry_steps(7, p, 0, pe, year);
-            assert_eq!(k, t.retry_steps(7, p, 0, pe, year));
+            let k = t.retry_steps(7, p, 0, year);
+            assert_eq!(k, t.retry_steps(7, p, 0, year));
             hist[k as usize] += 1;
         }
         let q = m / (1.0 + m);
@@ -510,18 +510,16 @@ mod tests {
         }
         // Another program of the block draws other weak pages.
         let moved = (0..1000)
-            .filter(|&p| t.retry_steps(7, p, 0, pe, year) != t.retry_steps(7, p, 1, pe, year))
+            .filter(|&p| t.retry_steps(7, p, 0, year) != t.retry_steps(7, p, 1, year))
             .count();
         assert!(moved > 100, "{moved}");
     }
 
     #[test]
     fn steps_stop_at_the_table_length() {
-        let t = retry(3000);
+        let t = retry(100_000);
         let year = 365 * 24 * 3600 * 1_000_000_000u64;
-        let worst = (0..100_000)
-            .map(|p| t.retry_steps(1, p, 0, 100_000, year))
-            .max();
+        let worst = (0..100_000).map(|p| t.retry_steps(1, p, 0, year)).max();
         assert_eq!(worst, Some(8));
     }
 }

@@ -356,10 +356,9 @@ impl PageMappedDevice {
     fn read_retries(&mut self, ppa: Ppa, t_r: u64, bytes: u64, t: SimTime) -> SimTime {
         let block = self.ftl.block_of(ppa);
         let erases = self.ftl.erase_count(block);
-        let pe = self.c.timing.wear_pe_cycles + erases;
         let age = self.ages.age(block, t);
         let page = ppa / self.slots_per_page;
-        let steps = self.c.timing.retry_steps(self.seed, page, erases, pe, age);
+        let steps = self.c.timing.retry_steps(self.seed, page, erases, age);
         if steps == 0 {
             return t;
         }

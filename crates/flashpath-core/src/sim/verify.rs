@@ -1243,29 +1243,33 @@ mod tests {
         assert_eq!(j.runtimes(0, 9, false), [Some(4), Some(5)]);
     }
 
-    #[test]
-    fn an_interval_below_4k_checks_every_block_as_headers() {
-        // verify=meta, verify_interval=512: each 4 KiB block holds eight headers of
-        // the write that wrote it; a stale block fails at its first interval.
+    /// Checks `tags` (the 4 KiB blocks read) against the piece of 16 KiB at 8 KiB that
+    /// write 3 of a 4-write job seeded 9 wrote; the failure found.
+    fn check_piece(cfg: &VerifyConfig, tags: &[u32]) -> Option<VerifyFailure> {
         let p = Piece {
             offset: 8192,
             len: 16384,
             numberio: 3,
             in_flight: false,
         };
+        let mut j = JobVerify::new(cfg.clone(), 0, true, false, false);
+        j.seed = 9;
+        j.writes = 4;
+        let writers = [(9u32, 4u32)];
+        let mut budget = 100;
+        j.check(p, tags, &mut |t, l| decode(&writers, t, l, &mut budget));
+        j.failure
+    }
+
+    #[test]
+    fn an_interval_below_4k_checks_every_block_as_headers() {
+        // verify=meta, verify_interval=512: each 4 KiB block holds eight headers of
+        // the write that wrote it; a stale block fails at its first interval.
         let mut cfg = vcfg(0, 0);
         cfg.algo = VerifyAlgo::Meta;
         cfg.interval = 512;
         let mut tags: Vec<u32> = (2..6).map(|l| content_tag(9, 3, l)).collect();
-        let check = |tags: &[u32]| {
-            let mut j = JobVerify::new(cfg.clone(), 0, true, false, false);
-            j.seed = 9;
-            j.writes = 4;
-            let writers = [(9u32, 4u32)];
-            let mut budget = 100;
-            j.check(p, tags, &mut |t, l| decode(&writers, t, l, &mut budget));
-            j.failure.map(|f| (f.kind, f.offset, f.len))
-        };
+        let check = |tags: &[u32]| check_piece(&cfg, tags).map(|f| (f.kind, f.offset, f.len));
         assert_eq!(check(&tags), None);
         tags[2] = content_tag(9, 1, 4);
         assert_eq!(
@@ -1283,25 +1287,11 @@ mod tests {
 
     #[test]
     fn header_failures_follow_fios_checks_in_order() {
-        let p = Piece {
-            offset: 8192,
-            len: 16384,
-            numberio: 3,
-            in_flight: false,
-        };
         let mut cfg = vcfg(0, 0);
         cfg.interval = 16384;
         let good: Vec<u32> = (2..6).map(|l| content_tag(9, 3, l)).collect();
         let stale: Vec<u32> = (2..6).map(|l| content_tag(9, 1, l)).collect();
-        let check = |cfg: &VerifyConfig, tags: &[u32]| {
-            let mut j = JobVerify::new(cfg.clone(), 0, true, false, false);
-            j.seed = 9;
-            j.writes = 4;
-            let writers = [(9u32, 4u32)];
-            let mut budget = 100;
-            j.check(p, tags, &mut |t, l| decode(&writers, t, l, &mut budget));
-            j.failure.map(|f| f.kind)
-        };
+        let check = |cfg: &VerifyConfig, tags: &[u32]| check_piece(cfg, tags).map(|f| f.kind);
         assert_eq!(check(&cfg, &good), None);
         assert_eq!(
             check(&cfg, &[0, good[1], good[2], good[3]]),
