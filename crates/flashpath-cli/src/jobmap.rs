@@ -40,6 +40,7 @@ const MODELLED: &[&str] = &[
     "io_size",
     "offset",
     "offset_increment",
+    "offset_align",
     "numjobs",
     "iodepth",
     "iodepth_batch",
@@ -442,10 +443,52 @@ pub(crate) fn raw_value<'a>(job: &'a Job, name: &str) -> Option<&'a str> {
     last_set(job, name).and_then(|s| s.value.as_deref())
 }
 
+/// `p` % of `bytes`, as fio computes it (`bytes * p / 100`, rounded down).
+fn percent_of(bytes: u64, p: u32) -> u64 {
+    (bytes as u128 * p as u128 / 100) as u64
+}
+
+/// fio's `td_min_bs`: the smallest block size of any direction.
+fn min_bs(job: &Job) -> u64 {
+    (0..3)
+        .map(|d| block_sizes(job, d).min())
+        .min()
+        .unwrap_or(0)
+        .max(1)
+}
+
+/// Where the job's region starts: fio 3.33's `get_start_offset`. An offset or increment
+/// given in percent is of the device, and the result is then rounded up to
+/// `offset_align` (default: the smallest block size).
+fn start_offset(job: &Job, cap: u64) -> Result<u64> {
+    let o = &job.options;
+    let sub = job.clone_index as u64;
+    let (increment, mut align) = match o.offset_increment {
+        SizeSpec::Percent(p) => (percent_of(cap, p), true),
+        s => (size_bytes(s, cap, "offset_increment", job)?, false),
+    };
+    let offset = match o.offset {
+        SizeSpec::Percent(p) if p > 0 => {
+            align = true;
+            percent_of(cap, p) + sub * increment
+        }
+        s => size_bytes(s, cap, "offset", job)? + sub * increment,
+    };
+    if !align {
+        return Ok(offset);
+    }
+    let a = if o.offset_align_bytes > 0 {
+        o.offset_align_bytes
+    } else {
+        min_bs(job)
+    };
+    Ok(offset.div_ceil(a) * a)
+}
+
 fn size_bytes(spec: SizeSpec, capacity: u64, what: &str, job: &Job) -> Result<u64> {
     Ok(match spec {
         SizeSpec::Bytes(b) => b,
-        SizeSpec::Percent(p) => capacity / 100 * p as u64,
+        SizeSpec::Percent(p) => percent_of(capacity, p),
         SizeSpec::Zones(_) => match raw_value(job, what) {
             // fio reads a size modulo 2^64: a negative one lands among its zone counts.
             Some(v) if v.trim_start().starts_with('-') => bail!(
@@ -736,9 +779,16 @@ fn job_config(
     check_fill_device(job)?;
     let o = &job.options;
     let cap = dev.capacity_bytes;
-    let base = size_bytes(o.offset, cap, "offset", job)?
-        + job.clone_index as u64 * size_bytes(o.offset_increment, cap, "offset_increment", job)?;
+    let base = start_offset(job, cap)?;
     let size_set = match o.size {
+        // fio's setup_files: 100 % is the region from the offset to the end; another
+        // percentage is of the whole device, capped at that region, in whole blocks
+        // of the job's smallest size (td_min_bs).
+        Some(SizeSpec::Percent(100)) => Some(cap.saturating_sub(base)),
+        Some(SizeSpec::Percent(p)) => {
+            let s = percent_of(cap, p).min(cap.saturating_sub(base));
+            Some(s - s % min_bs(job))
+        }
         Some(s) => Some(size_bytes(s, cap, "size", job)?),
         None => None,
     };
@@ -777,6 +827,8 @@ fn job_config(
         );
     }
     let io_limit = match o.io_size {
+        // fio's io_size_percent: that share of the job's region (setup_files).
+        Some(SizeSpec::Percent(p)) => percent_of(size, p),
         Some(s) => size_bytes(s, cap, "io_size", job)?,
         None if file_total.is_none() && !o.time_based => whole_blocks(job, size),
         None => size,

@@ -1,0 +1,202 @@
+//! Where a job's region starts and how much it moves when `size`, `offset`,
+//! `offset_increment` and `io_size` are given in percent, with `offset_align`: fio 3.33's
+//! arithmetic (`get_start_offset`, `setup_files`). The device's capacity is not a
+//! multiple of 100 or of the block size, so each rounding shows. Real fio, reading a
+//! sparse file of the same size, is the oracle where it is installed; the arithmetic
+//! is written out beside each case as well.
+mod common;
+
+use common::{flashpath, ok, scratch};
+use serde_json::Value;
+use std::process::Command;
+
+/// 244,141 blocks of 4 KiB: 1,000,001,536 / 100 is not whole, nor is it a number of MiB.
+const CAP: u64 = 1_000_001_536;
+const MIB: u64 = 1 << 20;
+
+/// (bytes read per job, offset of the first read of the first job).
+fn sim(args: &[&str], name: &str) -> (Vec<u64>, u64) {
+    let dir = scratch(name);
+    let log = dir.join("iolog");
+    let cap = format!("device.geometry.capacity={CAP}B");
+    let log_arg = format!("--write_iolog={}", log.display());
+    let mut a = vec![
+        "fio",
+        "--device",
+        "sd-samsung-pro-plus-128g",
+        "--host",
+        "x86-laptop-rtsx",
+        "--set",
+        &cap,
+        "--filename=/dev/mmcblk0",
+        "--output-format=json",
+        &log_arg,
+    ];
+    a.extend_from_slice(args);
+    let out = ok(&flashpath(&a));
+    (bytes(&out), first_offset(&log))
+}
+
+/// The same from real fio on a sparse file of `CAP` bytes; None if fio is not installed.
+fn real(args: &[&str], name: &str) -> Option<(Vec<u64>, u64)> {
+    Command::new("fio").arg("--version").output().ok()?;
+    let dir = scratch(&format!("{name}-fio"));
+    let file = dir.join("f");
+    std::fs::File::create(&file).unwrap().set_len(CAP).unwrap();
+    let log = dir.join("iolog");
+    let mut a = vec![
+        format!("--filename={}", file.display()),
+        "--output-format=json".into(),
+        format!("--write_iolog={}", log.display()),
+    ];
+    a.extend(args.iter().map(|s| s.to_string()));
+    let o = Command::new("fio").args(&a).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    Some((
+        bytes(&String::from_utf8_lossy(&o.stdout)),
+        first_offset(&log),
+    ))
+}
+
+fn bytes(json: &str) -> Vec<u64> {
+    let v: Value = serde_json::from_str(json).unwrap();
+    v["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["read"]["io_bytes"].as_u64().unwrap())
+        .collect()
+}
+
+fn first_offset(log: &std::path::Path) -> u64 {
+    let text = std::fs::read_to_string(log).unwrap();
+    let l = text
+        .lines()
+        .find(|l| l.split_whitespace().rev().nth(2) == Some("read"))
+        .expect("a read in the iolog");
+    l.split_whitespace().rev().nth(1).unwrap().parse().unwrap()
+}
+
+fn check(args: &[&str], name: &str, want_bytes: &[u64], want_first: u64) {
+    let mut a = vec!["--name=t", "--rw=read", "--bs=1M", "--ioengine=psync"];
+    a.extend_from_slice(args);
+    let got = sim(&a, name);
+    assert_eq!(got, (want_bytes.to_vec(), want_first), "{args:?}");
+    if let Some(f) = real(&a, name) {
+        assert_eq!(got, f, "{args:?}: flashpath against real fio");
+    }
+}
+
+#[test]
+fn a_whole_device_is_every_whole_block() {
+    // size=100%: the whole device; 953 whole MiB of it are read.
+    check(&["--size=100%"], "p100", &[953 * MIB], 0);
+}
+
+#[test]
+fn size_in_percent_runs_from_the_offset() {
+    // size=100% after an offset is the rest of the device, not more.
+    check(
+        &["--offset=1M", "--size=100%"],
+        "off-p100",
+        &[952 * MIB],
+        MIB,
+    );
+    // size=50%: 500,000,768 B, rounded down to the 1 MiB block: 476 MiB. offset=10%:
+    // 100,000,153 B, rounded up to the block: 96 MiB.
+    check(
+        &["--offset=10%", "--size=50%"],
+        "p10-p50",
+        &[476 * MIB],
+        96 * MIB,
+    );
+}
+
+#[test]
+fn offset_align_rounds_a_percent_offset_up() {
+    // 100,000,153 B rounded up to 3 MiB: 96 MiB (32 x 3 MiB).
+    check(
+        &["--offset=10%", "--offset_align=3M", "--size=50%"],
+        "align3",
+        &[476 * MIB],
+        96 * MIB,
+    );
+    // 7% = 70,000,107 B: up to 5 MiB, 70 MiB (67 MiB would be below it).
+    check(
+        &["--offset=7%", "--offset_align=5M", "--size=10%"],
+        "align5",
+        &[95 * MIB],
+        70 * MIB,
+    );
+    // A byte offset is not aligned (fio aligns only a percent offset or increment).
+    check(
+        &["--offset=1M", "--offset_align=3M", "--size=4M"],
+        "bytes",
+        &[4 * MIB],
+        MIB,
+    );
+}
+
+#[test]
+fn io_size_in_percent_is_a_share_of_the_region() {
+    // io_size=30% of the 476 MiB region: 149,796,044 B; fio reads while less is done,
+    // so the last 1 MiB read crosses it: 143 MiB.
+    check(&["--size=50%", "--io_size=30%"], "io30", &[143 * MIB], 0);
+}
+
+#[test]
+fn offset_increment_in_percent_places_each_clone() {
+    // Clone 1 starts at 3% + 7% = 30,000,046 + 70,000,107 B, rounded up to the block:
+    // 96 MiB; clone 0 at 3% rounded up: 29 MiB. Each reads 5% (50,000,076 B, rounded
+    // down: 47 MiB). The sim's blktrace gives the first sector each clone queues.
+    let a = [
+        "--name=t",
+        "--rw=read",
+        "--bs=1M",
+        "--ioengine=psync",
+        "--offset=3%",
+        "--offset_increment=7%",
+        "--numjobs=2",
+        "--size=5%",
+    ];
+    let dir = scratch("incr");
+    let d = dir.to_str().unwrap();
+    let cap = format!("device.geometry.capacity={CAP}B");
+    let mut args = vec![
+        "fio",
+        "--device",
+        "sd-samsung-pro-plus-128g",
+        "--host",
+        "x86-laptop-rtsx",
+        "--set",
+        &cap,
+        "--filename=/dev/mmcblk0",
+        "--output-format=json",
+        "--blktrace",
+        d,
+    ];
+    args.extend_from_slice(&a);
+    let out = ok(&flashpath(&args));
+    assert_eq!(bytes(&out), vec![47 * MIB, 47 * MIB]);
+    if let Some((f, _)) = real(&a, "incr") {
+        assert_eq!(bytes(&out), f, "flashpath against real fio");
+    }
+    if !common::have("blkparse") {
+        eprintln!("blkparse not installed: offsets not checked");
+        return;
+    }
+    let o = Command::new("blkparse")
+        .args(["-i", "mmcblk0", "-D", d, "-q", "-f", "%a %S\\n"])
+        .output()
+        .expect("blkparse");
+    let starts: Vec<u64> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter_map(|l| l.strip_prefix("Q "))
+        .map(|s| s.trim().parse::<u64>().unwrap() * 512)
+        .collect();
+    let first = starts.iter().min().unwrap();
+    assert_eq!(*first, 29 * MIB);
+    // Clone 1's first read (readahead may read clone 0's region a little past its end).
+    assert!(starts.contains(&(96 * MIB)), "clone 1 starts at 96 MiB");
+    assert!(!starts.iter().any(|&b| b > 80 * MIB && b < 96 * MIB));
+}
