@@ -26,7 +26,7 @@
 use crate::jobmap::raw_value;
 use anyhow::{bail, Result};
 use flashpath_core::workload::{FileExtent, FileService};
-use flashpath_fio::parse::Job;
+use flashpath_fio::parse::{Job, SizeSpec};
 
 /// ext4's block, the alignment of the files' extents.
 const FS_BLOCK: u64 = 4096;
@@ -200,6 +200,22 @@ pub fn target(
         return Ok(Target::Device);
     };
     let o = &job.options;
+    // fio takes these percentages of each file's current size (filesetup.c), which a
+    // file a job creates does not have: fio's own answer to size=N% is "you need to
+    // specify size=", and an offset in percent would be of a size flashpath does not
+    // know. The percentages are of the device only.
+    for (what, spec) in [
+        ("size", o.size.unwrap_or_default()),
+        ("offset", o.offset),
+        ("offset_increment", o.offset_increment),
+    ] {
+        if let SizeSpec::Percent(p) = spec {
+            bail!(
+                "job '{}': {what}={p}% of a regular file is not modelled by flashpath (fio takes it of the file's existing size; for a file it creates fio answers \"you need to specify size=\"): give it in bytes",
+                job.name
+            );
+        }
+    }
     if o.fill_device || (size.is_none() && o.filesize_bytes.is_none()) {
         if let [name] = &names[..] {
             if o.fill_device || fill_files.contains(name) {

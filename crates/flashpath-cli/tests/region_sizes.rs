@@ -200,3 +200,22 @@ fn offset_increment_in_percent_places_each_clone() {
     assert!(starts.contains(&(96 * MIB)), "clone 1 starts at 96 MiB");
     assert!(!starts.iter().any(|&b| b > 80 * MIB && b < 96 * MIB));
 }
+
+#[test]
+fn percentages_of_a_regular_file_are_refused() {
+    for opt in ["--size=10%", "--offset=10%", "--offset_increment=5%"] {
+        let o = flashpath(&[
+            "fio",
+            "--name=t",
+            "--rw=write",
+            "--bs=4k",
+            "--filename=/mnt/x",
+            "--filesize=4m",
+            opt,
+        ]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{opt}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains("of a regular file is not modelled"), "{err}");
+    }
+}
