@@ -952,6 +952,13 @@ fn job_config(
         offset: base,
         size,
         io_limit,
+        // fio's keep_running: without io_size a job whose region is done ends (after
+        // `loops` passes), though a pass with rw=...:N holes moved less than size.
+        passes: if o.io_size.is_none() && !o.time_based {
+            o.loops.max(1)
+        } else {
+            0
+        },
         seq_skip,
         rand_every,
         distribution,

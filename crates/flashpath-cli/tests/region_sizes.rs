@@ -1,6 +1,8 @@
-//! Where a job's region starts and how much it moves when `size`, `offset`,
-//! `offset_increment` and `io_size` are given in percent, with `offset_align`: fio 3.33's
-//! arithmetic (`get_start_offset`, `setup_files`). The device's capacity is not a
+//! Where a job's region starts and how much it moves: `size`, `offset`,
+//! `offset_increment` and `io_size` given in percent, with `offset_align` (fio 3.33's
+//! `get_start_offset`, `setup_files`), and sequential streams with `rw=...:N` holes, one
+//! cursor per direction, whose pass ends at the region's end (`get_next_seq_offset`,
+//! `keep_running`). The device's capacity is not a
 //! multiple of 100 or of the block size, so each rounding shows. Real fio, reading a
 //! sparse file of the same size, is the oracle where it is installed; the arithmetic
 //! is written out beside each case as well.
@@ -218,4 +220,146 @@ fn percentages_of_a_regular_file_are_refused() {
         assert_eq!(err.lines().count(), 1, "{err}");
         assert!(err.contains("of a regular file is not modelled"), "{err}");
     }
+}
+
+/// (direction, offset) of each I/O of an iolog, in order.
+type Log = Vec<(String, u64)>;
+
+/// The I/Os of an iolog.
+fn iolog(log: &std::path::Path) -> Log {
+    std::fs::read_to_string(log)
+        .unwrap()
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let d = *f.get(f.len().checked_sub(3)?)?;
+            ["read", "write"]
+                .contains(&d)
+                .then(|| (d.to_string(), f[f.len() - 2].parse().unwrap()))
+        })
+        .collect()
+}
+
+/// The I/Os of a psync job on the simulated device and, where fio is installed, on a
+/// sparse file of the same size: (flashpath's, fio's).
+fn both_logs(args: &[&str], name: &str) -> (Log, Option<Log>) {
+    let mut a = vec!["--name=t", "--ioengine=psync"];
+    a.extend_from_slice(args);
+    let dir = scratch(name);
+    let log = dir.join("iolog");
+    let cap = format!("device.geometry.capacity={CAP}B");
+    let log_arg = format!("--write_iolog={}", log.display());
+    let mut s = vec![
+        "fio",
+        "--device",
+        "sd-samsung-pro-plus-128g",
+        "--host",
+        "x86-laptop-rtsx",
+        "--set",
+        &cap,
+        "--filename=/dev/mmcblk0",
+        &log_arg,
+    ];
+    s.extend_from_slice(&a);
+    ok(&flashpath(&s));
+    let mine = iolog(&log);
+    let theirs = Command::new("fio").arg("--version").output().ok().map(|_| {
+        let dir = scratch(&format!("{name}-fio"));
+        let file = dir.join("f");
+        std::fs::File::create(&file).unwrap().set_len(CAP).unwrap();
+        let log = dir.join("iolog");
+        let mut f = vec![
+            format!("--filename={}", file.display()),
+            format!("--write_iolog={}", log.display()),
+        ];
+        f.extend(a.iter().map(|s| s.to_string()));
+        let o = Command::new("fio").args(&f).output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        iolog(&log)
+    });
+    (mine, theirs)
+}
+
+fn blocks(log: &[(String, u64)]) -> Vec<u64> {
+    log.iter().map(|(_, o)| o / 4096).collect()
+}
+
+#[test]
+fn a_stream_with_holes_ends_at_the_regions_end() {
+    // read 4 KiB, skip 8 KiB over 1 MiB: blocks 0, 3, ... 255, then the next would start
+    // past the end: 86 reads, not 1 MiB of them.
+    let (mine, fio) = both_logs(&["--rw=read:8k", "--bs=4k", "--size=1m"], "holes");
+    assert_eq!(blocks(&mine), (0..86).map(|i| 3 * i).collect::<Vec<u64>>());
+    if let Some(f) = fio {
+        assert_eq!(mine, f, "flashpath against real fio");
+    }
+    // loops=2: two passes; io_size: passes until that much has moved; number_ios above
+    // a pass: one pass.
+    for (args, n) in [
+        (&["--loops=2"][..], 172),
+        (&["--io_size=2m"][..], 512),
+        (&["--number_ios=200"][..], 86),
+    ] {
+        let mut a = vec!["--rw=read:8k", "--bs=4k", "--size=1m"];
+        a.extend_from_slice(args);
+        let (mine, fio) = both_logs(&a, "holes-more");
+        assert_eq!(mine.len(), n, "{args:?}");
+        if let Some(f) = fio {
+            assert_eq!(mine, f, "{args:?}: flashpath against real fio");
+        }
+    }
+}
+
+#[test]
+fn backwards_streams_wrap_as_fio_does() {
+    // A backwards skip wraps to io_size + skip; with an offset, fio's first rewind sets
+    // its cursor to io_size as an absolute offset, so the stream starts mid-region.
+    let cases: [(&[&str], &[u64]); 3] = [
+        (&["--rw=read:-8k", "--size=1m"], &[0, 254, 253, 252]),
+        (
+            &["--rw=read:-12k", "--size=64k"],
+            &[0, 13, 11, 9, 7, 5, 3, 1, 13],
+        ),
+        (
+            &["--rw=read:-8k", "--size=1m", "--offset=512k"],
+            &[254, 253, 252],
+        ),
+    ];
+    for (args, want) in cases {
+        let mut a = vec!["--bs=4k"];
+        a.extend_from_slice(args);
+        let (mine, fio) = both_logs(&a, "back");
+        assert_eq!(&blocks(&mine)[..want.len()], want, "{args:?}");
+        if let Some(f) = fio {
+            assert_eq!(mine, f, "{args:?}: flashpath against real fio");
+        }
+    }
+}
+
+#[test]
+fn readwrite_keeps_a_cursor_per_direction() {
+    // fio's f->last_pos[ddir]: the reads and the writes of a sequential mix each sweep
+    // the region from its start, over the same blocks.
+    let (mine, fio) = both_logs(&["--rw=rw", "--bs=4k", "--size=1m"], "mix");
+    for d in ["read", "write"] {
+        let offs: Vec<u64> = mine
+            .iter()
+            .filter(|(x, _)| x == d)
+            .map(|(_, o)| o / 4096)
+            .collect();
+        assert!(offs.len() > 50, "{d}: {}", offs.len());
+        assert_eq!(offs, (0..offs.len() as u64).collect::<Vec<u64>>(), "{d}");
+        if let Some(f) = &fio {
+            // fio's own mix draws another sequence of directions; each direction's
+            // offsets are the same run from 0.
+            let theirs: Vec<u64> = f
+                .iter()
+                .filter(|(x, _)| x == d)
+                .map(|(_, o)| o / 4096)
+                .collect();
+            let n = offs.len().min(theirs.len());
+            assert_eq!(offs[..n], theirs[..n], "{d}: flashpath against real fio");
+        }
+    }
+    assert_eq!(mine.len(), 256, "the mix moves size bytes");
 }

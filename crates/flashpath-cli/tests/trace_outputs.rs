@@ -10,8 +10,10 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Random 4 KiB and sequential 64 KiB reads and writes, libaio with batched submission
-/// (one plug) and psync, four threads on four cores: bios merge, plugs flush.
+/// Random 4 KiB reads and writes, sequential 64 KiB writes and 4 KiB reads, libaio with
+/// batched submission (one plug) and psync, four threads on four cores: bios merge,
+/// plugs flush. (No sequential readwrite: fio runs its reads and writes over the same
+/// sectors at once, one cursor per direction, and btt pairs events by sector.)
 const JOB: &str = "\
 [global]
 ioengine=libaio
@@ -25,7 +27,7 @@ bs=4k
 io_size=1m
 offset=0
 [seq]
-rw=readwrite
+rw=write
 bs=64k
 iodepth=4
 io_size=2m
@@ -82,10 +84,12 @@ fn ns(v: &Value) -> u64 {
 
 /// flashpath's own means over the run, from its trace (the timeline's block events):
 /// (d2c weighted per bio as btt weights it, d2c per request, q2c per bio), in ns.
-/// D2C of a request = C − D; Q2C of a bio = its request's C − the bio's Q.
+/// D2C of a request = C − D; Q2C of a bio = its request's C − the bio's Q. A read and a
+/// write may be at the same sector at once (fio's readwrite keeps a cursor per
+/// direction): events pair by sector and direction.
 fn own_means_from_trace(timeline: &Value) -> (f64, f64, f64) {
-    let mut pending_q: Vec<(u64, u64)> = Vec::new(); // (sector, Q time)
-    let mut issued: Vec<(u64, u64)> = Vec::new(); // (sector, D time)
+    let mut pending_q: Vec<(u64, &str, u64)> = Vec::new(); // (sector, dir, Q time)
+    let mut issued: Vec<(u64, &str, u64)> = Vec::new(); // (sector, dir, D time)
     let (mut d2c_bio, mut d2c_req, mut q2c) = (Vec::new(), Vec::new(), Vec::new());
     for e in timeline["traceEvents"].as_array().unwrap() {
         if e["ph"] != "i" {
@@ -94,19 +98,20 @@ fn own_means_from_trace(timeline: &Value) -> (f64, f64, f64) {
         let t = ns(&e["ts"]);
         let sector = e["args"]["sector"].as_u64().unwrap();
         let sectors = e["args"]["sectors"].as_u64().unwrap();
+        let dir = e["args"]["dir"].as_str().unwrap();
         match e["name"].as_str().unwrap() {
-            "Q" => pending_q.push((sector, t)),
-            "D" => issued.push((sector, t)),
+            "Q" => pending_q.push((sector, dir, t)),
+            "D" => issued.push((sector, dir, t)),
             "C" => {
                 let i = issued
                     .iter()
-                    .position(|&(s, _)| s == sector)
+                    .position(|&(s, d, _)| s == sector && d == dir)
                     .expect("D before C");
-                let d2c = t - issued.swap_remove(i).1;
+                let d2c = t - issued.swap_remove(i).2;
                 d2c_req.push(d2c);
                 let before = pending_q.len();
-                pending_q.retain(|&(s, q)| {
-                    let mine = s >= sector && s < sector + sectors;
+                pending_q.retain(|&(s, d, q)| {
+                    let mine = d == dir && s >= sector && s < sector + sectors;
                     if mine {
                         q2c.push(t - q);
                         d2c_bio.push(d2c);

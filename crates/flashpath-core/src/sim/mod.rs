@@ -1006,7 +1006,8 @@ impl Sim {
             }
         }
         let src_done = (!cfg.time_based && th.src.issued_bytes >= cfg.io_limit)
-            || (cfg.max_ios > 0 && th.src.issued_ios >= cfg.max_ios);
+            || (cfg.max_ios > 0 && th.src.issued_ios >= cfg.max_ios)
+            || th.src.exhausted();
         if src_done && cfg.fill_enospc {
             // The free space is written: the next write fails (sim/fill_device.rs), and
             // fio then skips the job's verify phase (td->terminate).
@@ -1236,7 +1237,8 @@ impl Sim {
                 break;
             }
             let src_done = (!time_based && th.src.issued_bytes >= io_limit)
-                || (max_ios > 0 && th.src.issued_ios >= max_ios);
+                || (max_ios > 0 && th.src.issued_ios >= max_ios)
+                || th.src.exhausted();
             let mut verify_of = None;
             let spec = match self
                 .verify
@@ -1244,7 +1246,10 @@ impl Sim {
                 .and_then(|v| v.jobs[t as usize].as_mut())
             {
                 None if src_done => break,
-                None => th.src.next_io(),
+                None => match th.src.next_io() {
+                    Some(spec) => spec,
+                    None => break,
+                },
                 Some(j) => match j.next(
                     &mut th.src,
                     src_done,
@@ -1302,6 +1307,11 @@ impl Sim {
         if let Some(errno) = trim_failed {
             self.threads[t as usize].submitting = picked;
             return self.trim_failed(t, errno, c_syscall);
+        }
+        if picked.is_empty() && self.threads[t as usize].src.exhausted() {
+            // The job's last pass ended: it issues nothing more (job_done_issuing).
+            self.threads[t as usize].submitting = picked;
+            return self.thread_run(t);
         }
         if picked.is_empty() {
             // A verifying job waits for a write it must verify next, or for the write

@@ -176,7 +176,10 @@ impl Sim {
             return;
         }
         // get_io_u: the I/O's start_time is now.
-        let spec = self.threads[ti].src.next_io();
+        let Some(spec) = self.threads[ti].src.next_io() else {
+            // The job's passes are over: job_done_issuing says so now.
+            return self.offload_run(t);
+        };
         let max_bytes = self.cfg.host.block.max_request_bytes;
         let nbios = rw_pieces(spec.len, max_bytes, self.cfg.host.kernel.splits_bios());
         let io = self.alloc_io(Io::direct(t, &spec, nbios, now));

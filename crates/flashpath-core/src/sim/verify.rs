@@ -501,11 +501,13 @@ impl JobVerify {
                     }
                 }
             }
-            let spec = src.next_io();
-            self.last_read = spec.dir == Dir::Read;
-            // A job that only reads verifies every read (verify_io_u with !td_rw).
-            let verify = (self.read_only && spec.dir == Dir::Read).then_some(0);
-            return Next::Io { spec, verify };
+            // None: the job's passes are over, as if its bytes were done.
+            if let Some(spec) = src.next_io() {
+                self.last_read = spec.dir == Dir::Read;
+                // A job that only reads verifies every read (verify_io_u with !td_rw).
+                let verify = (self.read_only && spec.dir == Dir::Read).then_some(0);
+                return Next::Io { spec, verify };
+            }
         }
         if !self.cfg.do_verify || self.read_only {
             return Next::Done;
@@ -558,7 +560,9 @@ impl JobVerify {
     pub fn dry_run(&mut self, src: &mut IoSource, io_limit: u64, max_ios: u64) -> (u64, u64) {
         let (mut ios, mut bytes) = (0, 0);
         while src.issued_bytes < io_limit && (max_ios == 0 || src.issued_ios < max_ios) {
-            let spec = src.next_io();
+            let Some(spec) = src.next_io() else {
+                break;
+            };
             if spec.dir == Dir::Write && !spec.trim {
                 ios += 1;
                 bytes += spec.len;

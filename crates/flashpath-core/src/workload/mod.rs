@@ -192,6 +192,10 @@ pub struct JobConfig {
     pub size: u64,
     /// Bytes to transfer before the job ends (fio's io_size; = size by default).
     pub io_limit: u64,
+    /// Passes over the region the job makes at most (fio's keep_running without io_size:
+    /// a job whose region is done ends, after `loops` passes; a sequential pass with
+    /// `rw=...:N` holes moves less than `size`). 0: no limit but `io_limit`.
+    pub passes: u32,
     /// Sequential: bytes skipped after each I/O (fio's `rw=read:N`; may be negative).
     pub seq_skip: i64,
     /// Random: a new random offset only every N I/Os, sequential in between (`rw=randread:N`).
@@ -367,6 +371,7 @@ impl JobConfig {
             offset: 0,
             size,
             io_limit: size,
+            passes: 0,
             seq_skip: 0,
             rand_every: 1,
             distribution: Distribution::Uniform,
@@ -684,6 +689,11 @@ pub struct IoSource {
     pub issued_per_dir: [u64; 2],
     /// Bytes issued per direction (fio's rate_io_issue_bytes, the rate's clock).
     pub issued_bytes_per_dir: [u64; 2],
+    /// `JobConfig::passes`, and the passes ended so far.
+    passes: u32,
+    passes_done: u32,
+    /// The last pass allowed is over: the job issues nothing more.
+    exhausted: bool,
 }
 
 impl IoSource {
@@ -717,7 +727,16 @@ impl IoSource {
             issued_ios: 0,
             issued_per_dir: [0; 2],
             issued_bytes_per_dir: [0; 2],
+            passes: cfg.passes,
+            passes_done: 0,
+            exhausted: false,
         }
+    }
+
+    /// Whether the job's passes are over (it issues nothing more, whatever `io_limit`).
+    #[inline]
+    pub fn exhausted(&self) -> bool {
+        self.exhausted
     }
 
     fn pick_bs(&mut self, dir: Dir, trim: bool) -> u64 {
@@ -751,15 +770,29 @@ impl IoSource {
         }
     }
 
+    /// The offset of the next I/O of `len` bytes in direction `d` (0 read, 1 write,
+    /// 2 trim); None when the job's last pass is over.
     #[inline]
-    fn next_offset(&mut self, len: u64) -> u64 {
+    fn next_offset(&mut self, d: usize, len: u64) -> Option<u64> {
         if let Some(f) = &mut self.files {
-            return f.next(len);
+            return Some(f.next(len));
         }
         if let Some(z) = &mut self.zones {
-            return z.next(len);
+            return Some(z.next(len));
         }
-        self.gen.next(len)
+        if let Some(o) = self.gen.next_in(d, len) {
+            return Some(o);
+        }
+        // The region is done (fio: the file is done; keep_running decides).
+        self.passes_done += 1;
+        if self.passes == 0 || self.passes_done < self.passes {
+            self.gen.reset();
+            if let Some(o) = self.gen.next_in(d, len) {
+                return Some(o);
+            }
+        }
+        self.exhausted = true;
+        None
     }
 
     /// The next I/O of a script or a replay.
@@ -776,35 +809,38 @@ impl IoSource {
         io
     }
 
-    /// The next I/O.
-    pub fn next_io(&mut self) -> IoSpec {
+    /// The next I/O; None when the job's passes are over (`exhausted`).
+    pub fn next_io(&mut self) -> Option<IoSpec> {
         if self.fixed {
-            return self.next_fixed();
+            return Some(self.next_fixed());
+        }
+        if self.exhausted {
+            return None;
         }
         if let Some((offset, len)) = self.write_after_trim.take() {
             self.issued_bytes += len;
             self.issued_ios += 1;
-            return IoSpec {
+            return Some(IoSpec {
                 dir: Dir::Write,
                 trim: false,
                 offset,
                 len,
-            };
+            });
         }
         if self.trim != Trim::None {
             let len = self.pick_bs(Dir::Write, true);
-            let offset = self.next_offset(len);
+            let offset = self.next_offset(2, len)?;
             self.issued_bytes += len;
             self.issued_ios += 1;
             if self.trim == Trim::ThenWrite {
                 self.write_after_trim = Some((offset, len));
             }
-            return IoSpec {
+            return Some(IoSpec {
                 dir: Dir::Write,
                 trim: true,
                 offset,
                 len,
-            };
+            });
         }
         let dir = match self.read_pct {
             100 => Dir::Read,
@@ -818,17 +854,17 @@ impl IoSource {
             }
         };
         let len = self.pick_bs(dir, false);
-        let offset = self.next_offset(len);
+        let offset = self.next_offset(dir.index(), len)?;
         self.issued_bytes += len;
         self.issued_ios += 1;
         self.issued_per_dir[dir.index()] += 1;
         self.issued_bytes_per_dir[dir.index()] += len;
-        IoSpec {
+        Some(IoSpec {
             dir,
             trim: false,
             offset,
             len,
-        }
+        })
     }
 }
 

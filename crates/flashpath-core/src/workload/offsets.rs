@@ -1,5 +1,6 @@
-//! Offsets of a job's I/Os: fio's sequential cursor (with `rw=...:N` skips, wrapping at
-//! the end of the region) or random blocks. With the random map (fio's default) a random
+//! Offsets of a job's I/Os: fio's sequential cursors (one per direction, with `rw=...:N`
+//! skips, as fio 3.33's `get_next_seq_offset` moves them: a pass ends at the end of the
+//! region, `OffsetGen::next_in` then answering None) or random blocks. With the random map (fio's default) a random
 //! pick that was already used in this pass moves to the next free block after it, as
 //! fio's axmap does, so each block is written once per pass; `norandommap` allows repeats.
 //! Zipf and Pareto ranks are spread over the region by a fixed bijection, as fio hashes
@@ -21,6 +22,13 @@ pub struct OffsetGen {
     /// Number of `align`-sized blocks in the region.
     nblocks: u64,
     cursor: u64,
+    /// Sequential: where the last I/O of each direction (read, write, trim) ended,
+    /// relative to `base` (fio's `f->last_pos[ddir]`).
+    last_pos: [u64; 3],
+    /// The region's bytes, not rounded to `align` (fio's `f->io_size`).
+    region: u64,
+    /// time_based: a sequential cursor past the region's end starts again at its start.
+    rewind: bool,
     seq_skip: i64,
     rand_every: u32,
     since_rand: u32,
@@ -85,6 +93,9 @@ impl OffsetGen {
             align,
             nblocks,
             cursor: 0,
+            last_pos: [0; 3],
+            region: cfg.size,
+            rewind: cfg.time_based,
             seq_skip: cfg.seq_skip,
             rand_every: cfg.rand_every.max(1),
             since_rand: 0,
@@ -104,23 +115,48 @@ impl OffsetGen {
         }
     }
 
-    fn seq_next(&mut self, len: u64) -> u64 {
-        if self.cursor + len > self.size {
-            self.cursor = 0;
+    /// fio 3.33's `get_next_seq_offset` and the end checks of `get_next_offset` and
+    /// `io_u_fits`, relative to the region: the next offset of direction `d`, or None
+    /// when the pass is over (fio marks the file done).
+    fn seq_next(&mut self, d: usize, len: u64) -> Option<u64> {
+        let region = self.region as i128;
+        let base = self.base as i128;
+        if self.rewind && self.last_pos[d] >= self.region {
+            self.last_pos[d] = 0;
         }
-        let off = self.cursor;
-        let next = off as i64 + len as i64 + self.seq_skip;
-        self.cursor = if next < 0 || next as u64 >= self.size {
-            if next < 0 {
-                // Backwards streams (negative skips) wrap to the end of the region.
-                self.size.saturating_sub(len)
-            } else {
-                0
+        let mut last = self.last_pos[d] as i128;
+        // "Only rewind if we already hit the end": fio sets last_pos to io_size, an
+        // absolute offset, for a backwards stream whose region does not start at 0.
+        if last == 0 && base != 0 && self.seq_skip < 0 {
+            last = region - base;
+        }
+        let mut pos = last;
+        if pos != 0 && self.seq_skip != 0 {
+            pos += self.seq_skip as i128;
+            // Past the start (fio: past the file's end, unsigned): backwards streams
+            // wrap to io_size + skip. Forward streams end at the region's end first.
+            if pos < 0 {
+                pos = region + self.seq_skip as i128;
             }
-        } else {
-            next as u64
-        };
-        off
+        }
+        if pos < 0 || pos >= region || pos + len as i128 > region {
+            return None;
+        }
+        self.last_pos[d] = pos as u64 + len;
+        Some(pos as u64)
+    }
+
+    /// A new pass (fio's fio_file_reset): the sequential cursors at the region's start,
+    /// the random map and the register cleared.
+    pub fn reset(&mut self) {
+        self.last_pos = [0; 3];
+        self.cursor = 0;
+        if let Some(m) = &mut self.map {
+            *m = RandomMap::new(self.nblocks);
+        }
+        if let Some(l) = &mut self.lfsr {
+            l.reset();
+        }
     }
 
     fn rank_to_block(&self, rank: u64) -> u64 {
@@ -209,10 +245,21 @@ impl OffsetGen {
         }
     }
 
-    /// Offset (absolute, bytes) of the next I/O of `len` bytes.
+    /// Offset (absolute, bytes) of the next I/O of `len` bytes, a new pass starting
+    /// whenever one ends (the files and zones of a job).
     pub fn next(&mut self, len: u64) -> u64 {
+        if let Some(o) = self.next_in(0, len) {
+            return o;
+        }
+        self.reset();
+        self.next_in(0, len).unwrap_or(self.base)
+    }
+
+    /// Offset (absolute, bytes) of the next I/O of `len` bytes in direction `d` (0 read,
+    /// 1 write, 2 trim), or None when the pass is over.
+    pub fn next_in(&mut self, d: usize, len: u64) -> Option<u64> {
         let rel = match self.pattern {
-            Pattern::Sequential => self.seq_next(len),
+            Pattern::Sequential => self.seq_next(d, len)?,
             Pattern::Random => {
                 if self.since_rand == 0 {
                     let b = self.rand_block();
@@ -228,7 +275,7 @@ impl OffsetGen {
                 self.cursor
             }
         };
-        self.base + rel
+        Some(self.base + rel)
     }
 }
 
@@ -287,6 +334,39 @@ mod tests {
         let mut g = OffsetGen::new(&cfg, 4096);
         let offs: Vec<u64> = (0..6).map(|_| g.next(4096) / 4096).collect();
         assert_eq!(offs, vec![0, 2, 4, 6, 0, 2]);
+    }
+
+    #[test]
+    fn a_pass_with_holes_ends_at_the_regions_end_and_directions_keep_their_cursors() {
+        // 8 blocks, read 1 skip 2: 0, 3, 6, then 9 is past the end: the pass is over.
+        let mut cfg = JobConfig::simple("h", Pattern::Sequential, 50, 4096, 8 * 4096);
+        cfg.seq_skip = 8192;
+        let mut g = OffsetGen::new(&cfg, 4096);
+        let reads: Vec<Option<u64>> = (0..4).map(|_| g.next_in(0, 4096)).collect();
+        assert_eq!(reads, vec![Some(0), Some(3 * 4096), Some(6 * 4096), None]);
+        // The writes have their own cursor, from the start.
+        assert_eq!(g.next_in(1, 4096), Some(0));
+        assert_eq!(g.next_in(1, 4096), Some(3 * 4096));
+        g.reset();
+        assert_eq!(
+            g.next_in(0, 4096),
+            Some(0),
+            "a new pass starts at the region's start"
+        );
+        // A block that does not fit before the end ends the pass too (io_u_fits).
+        let cfg = JobConfig::simple("f", Pattern::Sequential, 100, 12288, 8 * 4096);
+        let mut g = OffsetGen::new(&cfg, 4096);
+        let got: Vec<Option<u64>> = (0..3).map(|_| g.next_in(0, 12288)).collect();
+        assert_eq!(got, vec![Some(0), Some(12288), None]);
+    }
+
+    #[test]
+    fn time_based_streams_start_again_at_the_start() {
+        let mut cfg = JobConfig::simple("t", Pattern::Sequential, 100, 4096, 4 * 4096);
+        cfg.time_based = true;
+        let mut g = OffsetGen::new(&cfg, 4096);
+        let got: Vec<u64> = (0..6).map(|_| g.next_in(0, 4096).unwrap() / 4096).collect();
+        assert_eq!(got, vec![0, 1, 2, 3, 0, 1]);
     }
 
     #[test]
@@ -410,9 +490,9 @@ mod align_tests {
         let mut cfg = JobConfig::simple("a", Pattern::Random, 100, 512, 1 << 20);
         cfg.norandommap = true;
         let mut src = IoSource::new(&cfg);
-        assert!((0..1000).any(|_| !src.next_io().offset.is_multiple_of(4096)));
+        assert!((0..1000).any(|_| !src.next_io().unwrap().offset.is_multiple_of(4096)));
         cfg.block_align = 4096;
         let mut src = IoSource::new(&cfg);
-        assert!((0..1000).all(|_| src.next_io().offset.is_multiple_of(4096)));
+        assert!((0..1000).all(|_| src.next_io().unwrap().offset.is_multiple_of(4096)));
     }
 }
