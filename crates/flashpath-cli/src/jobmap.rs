@@ -952,6 +952,9 @@ fn job_config(
         offset: base,
         size,
         io_limit,
+        // fio's real_file_size: the device's end (a diskless engine's file is its
+        // region; files set their own, workload/files.rs).
+        file_end: if null { size } else { cap.saturating_sub(base) },
         // fio's keep_running: without io_size a job whose region is done ends (after
         // `loops` passes), though a pass with rw=...:N holes moved less than size.
         passes: if o.io_size.is_none() && !o.time_based {

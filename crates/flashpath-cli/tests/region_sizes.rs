@@ -363,3 +363,24 @@ fn readwrite_keeps_a_cursor_per_direction() {
     }
     assert_eq!(mine.len(), 256, "the mix moves size bytes");
 }
+
+#[test]
+fn a_sequential_run_past_the_region_ends_a_random_job() {
+    // rw=randread:4: a random block, then three following it. With fio's LFSR the 43rd
+    // random block is the last one: the run after it would leave the region, which
+    // ends the pass and, without io_size, the job (169 reads, not 256).
+    let (mine, fio) = both_logs(
+        &[
+            "--rw=randread:4",
+            "--bs=4k",
+            "--size=1m",
+            "--random_generator=lfsr",
+        ],
+        "randseq",
+    );
+    assert_eq!(mine.len(), 169);
+    assert_eq!(mine.last().unwrap().1 / 4096, 255);
+    if let Some(f) = fio {
+        assert_eq!(mine, f, "flashpath against real fio");
+    }
+}

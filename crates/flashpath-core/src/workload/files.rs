@@ -61,6 +61,7 @@ impl FileCursor {
                 let mut c = cfg.clone();
                 c.offset = e.offset;
                 c.size = e.size;
+                c.file_end = e.size;
                 c.files = None;
                 OffsetGen::new(&c, align)
             })

@@ -190,6 +190,11 @@ pub struct JobConfig {
     pub offset: u64,
     /// Length of the region in bytes.
     pub size: u64,
+    /// Bytes from the region's start to the end of the file or device it is in (fio's
+    /// `real_file_size - file_offset`); a sequential stream that reaches it behaves
+    /// differently from one that reaches the region's end (workload/offsets.rs). Never
+    /// taken below `size`.
+    pub file_end: u64,
     /// Bytes to transfer before the job ends (fio's io_size; = size by default).
     pub io_limit: u64,
     /// Passes over the region the job makes at most (fio's keep_running without io_size:
@@ -371,6 +376,7 @@ impl JobConfig {
             offset: 0,
             size,
             io_limit: size,
+            file_end: size,
             passes: 0,
             seq_skip: 0,
             rand_every: 1,

@@ -21,7 +21,6 @@ pub struct OffsetGen {
     align: u64,
     /// Number of `align`-sized blocks in the region.
     nblocks: u64,
-    cursor: u64,
     /// Sequential: where the last I/O of each direction (read, write, trim) ended,
     /// relative to `base` (fio's `f->last_pos[ddir]`).
     last_pos: [u64; 3],
@@ -29,6 +28,9 @@ pub struct OffsetGen {
     region: u64,
     /// time_based: a sequential cursor past the region's end starts again at its start.
     rewind: bool,
+    /// The end of the file or device the region is in, absolute (fio's
+    /// `f->real_file_size`).
+    real: u64,
     seq_skip: i64,
     rand_every: u32,
     since_rand: u32,
@@ -92,10 +94,10 @@ impl OffsetGen {
             size: nblocks * align,
             align,
             nblocks,
-            cursor: 0,
             last_pos: [0; 3],
             region: cfg.size,
             rewind: cfg.time_based,
+            real: cfg.offset + cfg.file_end.max(cfg.size),
             seq_skip: cfg.seq_skip,
             rand_every: cfg.rand_every.max(1),
             since_rand: 0,
@@ -115,42 +117,64 @@ impl OffsetGen {
         }
     }
 
-    /// fio 3.33's `get_next_seq_offset` and the end checks of `get_next_offset` and
-    /// `io_u_fits`, relative to the region: the next offset of direction `d`, or None
-    /// when the pass is over (fio marks the file done).
-    fn seq_next(&mut self, d: usize, len: u64) -> Option<u64> {
-        let region = self.region as i128;
-        let base = self.base as i128;
-        if self.rewind && self.last_pos[d] >= self.region {
+    /// fio 3.33's `get_next_seq_offset` for direction `d`, in fio's own arithmetic
+    /// (unsigned, absolute `last_pos`, relative result): None when fio's answer is 1
+    /// (the cursor is at the end of the file or device).
+    fn seq_pos(&mut self, d: usize) -> Option<u64> {
+        let (base, region, real) = (self.base, self.region, self.real);
+        if self.rewind && self.last_pos[d] >= region {
             self.last_pos[d] = 0;
         }
-        let mut last = self.last_pos[d] as i128;
-        // "Only rewind if we already hit the end": fio sets last_pos to io_size, an
-        // absolute offset, for a backwards stream whose region does not start at 0.
-        if last == 0 && base != 0 && self.seq_skip < 0 {
-            last = region - base;
-        }
-        let mut pos = last;
-        if pos != 0 && self.seq_skip != 0 {
-            pos += self.seq_skip as i128;
-            // Past the start (fio: past the file's end, unsigned): backwards streams
-            // wrap to io_size + skip. Forward streams end at the region's end first.
-            if pos < 0 {
-                pos = region + self.seq_skip as i128;
-            }
-        }
-        if pos < 0 || pos >= region || pos + len as i128 > region {
+        let mut last = base + self.last_pos[d];
+        if last >= real {
             return None;
         }
-        self.last_pos[d] = pos as u64 + len;
-        Some(pos as u64)
+        let skip = self.seq_skip as u64;
+        // "Only rewind if we already hit the end": fio sets last_pos to io_size, an
+        // absolute offset, for a backwards stream whose region does not start at 0.
+        if last == base && base != 0 && self.seq_skip < 0 {
+            last = region.min(real);
+        }
+        let mut pos = last.wrapping_sub(base);
+        if pos != 0 && self.seq_skip != 0 {
+            pos = pos.wrapping_add(skip);
+            // Beyond the end (or, unsigned, before the start): forward streams go to
+            // file_offset (as a relative offset: fio's arithmetic), backwards ones to
+            // io_size + skip.
+            if pos >= real {
+                pos = if self.seq_skip > 0 {
+                    base
+                } else {
+                    region.min(real).wrapping_add(skip)
+                };
+            }
+        }
+        Some(pos)
+    }
+
+    /// The end checks of fio's `get_next_offset` and `io_u_fits` on a relative offset:
+    /// whether an I/O of `len` bytes there is in the region.
+    fn in_region(&self, rel: u64, len: u64) -> bool {
+        rel < self.region
+            && self.base + rel < self.real
+            && rel.checked_add(len).is_some_and(|e| e <= self.region)
+    }
+
+    /// The next offset of a sequential stream in direction `d`, relative to the region,
+    /// or None when the pass is over (fio marks the file done).
+    fn seq_next(&mut self, d: usize, len: u64) -> Option<u64> {
+        let pos = self.seq_pos(d)?;
+        if !self.in_region(pos, len) {
+            return None;
+        }
+        self.last_pos[d] = pos + len;
+        Some(pos)
     }
 
     /// A new pass (fio's fio_file_reset): the sequential cursors at the region's start,
     /// the random map and the register cleared.
     pub fn reset(&mut self) {
         self.last_pos = [0; 3];
-        self.cursor = 0;
         if let Some(m) = &mut self.map {
             *m = RandomMap::new(self.nblocks);
         }
@@ -261,18 +285,31 @@ impl OffsetGen {
         let rel = match self.pattern {
             Pattern::Sequential => self.seq_next(d, len)?,
             Pattern::Random => {
-                if self.since_rand == 0 {
-                    let b = self.rand_block();
-                    self.cursor = b * self.align;
-                } else {
-                    self.cursor += self.align;
-                }
+                // rw=randread:N: a random block, then N - 1 I/Os going on from where
+                // the last one of their direction ended (fio's get_next_block with
+                // rw_sequencer=sequential); one that runs past the region's end ends the
+                // pass, and at the very end of the device fio picks a random block.
+                let seq = self.since_rand != 0;
                 self.since_rand = (self.since_rand + 1) % self.rand_every;
-                if self.cursor + len > self.size {
-                    self.cursor = self.size - len.min(self.size);
-                    self.cursor -= self.cursor % self.align;
-                }
-                self.cursor
+                let pos = if seq { self.seq_pos(d) } else { None };
+                let rel = match pos {
+                    Some(p) => {
+                        if !self.in_region(p, len) {
+                            return None;
+                        }
+                        p
+                    }
+                    None => {
+                        let mut c = self.rand_block() * self.align;
+                        if c + len > self.size {
+                            c = self.size - len.min(self.size);
+                            c -= c % self.align;
+                        }
+                        c
+                    }
+                };
+                self.last_pos[d] = rel + len;
+                rel
             }
         };
         Some(self.base + rel)
@@ -338,9 +375,11 @@ mod tests {
 
     #[test]
     fn a_pass_with_holes_ends_at_the_regions_end_and_directions_keep_their_cursors() {
-        // 8 blocks, read 1 skip 2: 0, 3, 6, then 9 is past the end: the pass is over.
+        // 8 blocks of a larger device, read 1 skip 2: 0, 3, 6, then 9 is past the
+        // region's end: the pass is over.
         let mut cfg = JobConfig::simple("h", Pattern::Sequential, 50, 4096, 8 * 4096);
         cfg.seq_skip = 8192;
+        cfg.file_end = 1 << 30;
         let mut g = OffsetGen::new(&cfg, 4096);
         let reads: Vec<Option<u64>> = (0..4).map(|_| g.next_in(0, 4096)).collect();
         assert_eq!(reads, vec![Some(0), Some(3 * 4096), Some(6 * 4096), None]);
@@ -358,6 +397,18 @@ mod tests {
         let mut g = OffsetGen::new(&cfg, 4096);
         let got: Vec<Option<u64>> = (0..3).map(|_| g.next_in(0, 12288)).collect();
         assert_eq!(got, vec![Some(0), Some(12288), None]);
+    }
+
+    #[test]
+    fn a_stream_past_the_files_end_wraps_to_its_start() {
+        // The region is the whole file (fio's real_file_size): fio's get_next_seq_offset
+        // wraps a forward stream past it to the start, as fio does on a 32 KiB file with
+        // rw=read:8k (0 3 6 0 3 6 0 3).
+        let mut cfg = JobConfig::simple("w", Pattern::Sequential, 100, 4096, 8 * 4096);
+        cfg.seq_skip = 8192;
+        let mut g = OffsetGen::new(&cfg, 4096);
+        let got: Vec<u64> = (0..8).map(|_| g.next_in(0, 4096).unwrap() / 4096).collect();
+        assert_eq!(got, vec![0, 3, 6, 0, 3, 6, 0, 3]);
     }
 
     #[test]

@@ -50,6 +50,7 @@ impl ZoneCursor {
         let mut c = cfg.clone();
         c.offset = cfg.offset + at;
         c.size = range.min(cfg.size - at);
+        c.file_end = c.size;
         OffsetGen::new(&c, align)
     }
 
