@@ -1038,7 +1038,13 @@ fn job_config(
             _ => wl::ExitWhat::Group,
         },
         group_id: job.group_id,
-        max_ios: o.number_ios,
+        // fio's exceeds_number_ios: number_ios times loops, the total over the loops;
+        // a time_based job's do_io loop never asks (it runs until its runtime).
+        max_ios: if o.time_based {
+            0
+        } else {
+            o.number_ios.saturating_mul(o.loops.max(1) as u64)
+        },
         // fio's blockalign is per direction; the simulator's offsets share one
         // (`check_modelled` refuses different values).
         block_align: o

@@ -384,3 +384,35 @@ fn a_sequential_run_past_the_region_ends_a_random_job() {
         assert_eq!(mine, f, "flashpath against real fio");
     }
 }
+
+#[test]
+fn number_ios_counts_over_the_loops_and_not_in_a_time_based_job() {
+    // fio's exceeds_number_ios: number_ios x loops; do_io's loop of a time_based job
+    // never asks it.
+    let (mine, fio) = both_logs(
+        &[
+            "--rw=read",
+            "--bs=4k",
+            "--size=1m",
+            "--number_ios=10",
+            "--loops=3",
+        ],
+        "nios",
+    );
+    assert_eq!(mine.len(), 30);
+    if let Some(f) = fio {
+        assert_eq!(mine, f, "flashpath against real fio");
+    }
+    let (mine, _) = both_logs(
+        &[
+            "--rw=read",
+            "--bs=4k",
+            "--size=1m",
+            "--number_ios=10",
+            "--time_based",
+            "--runtime=20ms",
+        ],
+        "nios-tb",
+    );
+    assert!(mine.len() > 100, "{} reads", mine.len());
+}
