@@ -535,20 +535,6 @@ fn check_wrapped_values(job: &Job) -> Result<()> {
     Ok(())
 }
 
-/// The bytes of a device region a pass covers in whole blocks: fio issues an I/O only
-/// where it fits (io_u_fits: offset + buflen within the region), so a region that is
-/// not a multiple of a fixed block size ends a pass at its last whole block (1000 KiB
-/// of 64 KiB writes: 15 of them, as real fio's iolog shows), and the random map holds
-/// only whole blocks. With several block sizes the region is left as it is.
-fn whole_blocks(job: &Job, size: u64) -> u64 {
-    let (r, w) = (block_sizes(job, 0), block_sizes(job, 1));
-    let bs = r.max();
-    if bs == 0 || r.min() != bs || w.min() != bs || w.max() != bs {
-        return size;
-    }
-    size - size % bs
-}
-
 fn block_sizes(job: &Job, d: usize) -> BlockSizes {
     let o = &job.options;
     if !o.bssplit[d].is_empty() {
@@ -830,7 +816,9 @@ fn job_config(
         // fio's io_size_percent: that share of the job's region (setup_files).
         Some(SizeSpec::Percent(p)) => percent_of(size, p),
         Some(s) => size_bytes(s, cap, "io_size", job)?,
-        None if file_total.is_none() && !o.time_based => whole_blocks(job, size),
+        // fio stops once size bytes are issued: a last block of a sequential job may
+        // run past the region, not past the device (offsets.rs), and a random map
+        // ends its pass when every whole block is used.
         None => size,
     };
     // loops=N runs the job N times, stats accumulated: N times io_size. A loop goes on

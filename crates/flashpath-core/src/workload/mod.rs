@@ -698,6 +698,9 @@ pub struct IoSource {
     /// `JobConfig::passes`, and the passes ended so far.
     passes: u32,
     passes_done: u32,
+    /// Not time_based: (io_limit, the largest block size). fio's keep_running ends a job
+    /// whose pass is over when less than one largest block is left to move.
+    short_end: Option<(u64, u64)>,
     /// The last pass allowed is over: the job issues nothing more.
     exhausted: bool,
 }
@@ -735,6 +738,10 @@ impl IoSource {
             issued_bytes_per_dir: [0; 2],
             passes: cfg.passes,
             passes_done: 0,
+            short_end: (!cfg.time_based).then(|| {
+                let max = cfg.bs[0].max().max(cfg.bs[1].max()).max(cfg.bs_trim.max());
+                (cfg.io_limit, max)
+            }),
             exhausted: false,
         }
     }
@@ -776,6 +783,28 @@ impl IoSource {
         }
     }
 
+    /// fio's get_next_buflen for a block-size range in a sequential stream: a size that
+    /// fits in what is left of the region, if the smallest does (fio draws again until
+    /// one fits; this takes the largest that fits, aligned to the smallest).
+    #[inline]
+    fn fit_in_room(&self, d: usize, len: u64) -> u64 {
+        let bs = match d {
+            2 => &self.bs_trim,
+            _ => &self.bs[d],
+        };
+        if let BlockSizes::Fixed(_) = bs {
+            return len;
+        }
+        if self.files.is_some() || self.zones.is_some() {
+            return len;
+        }
+        let min = bs.min().max(1);
+        match self.gen.seq_room(d) {
+            Some(room) if len > room && room >= min => room - room % min,
+            _ => len,
+        }
+    }
+
     /// The offset of the next I/O of `len` bytes in direction `d` (0 read, 1 write,
     /// 2 trim); None when the job's last pass is over.
     #[inline]
@@ -791,7 +820,10 @@ impl IoSource {
         }
         // The region is done (fio: the file is done; keep_running decides).
         self.passes_done += 1;
-        if self.passes == 0 || self.passes_done < self.passes {
+        let short = self
+            .short_end
+            .is_some_and(|(limit, max)| limit.saturating_sub(self.issued_bytes) < max);
+        if !short && (self.passes == 0 || self.passes_done < self.passes) {
             self.gen.reset();
             if let Some(o) = self.gen.next_in(d, len) {
                 return Some(o);
@@ -835,6 +867,7 @@ impl IoSource {
         }
         if self.trim != Trim::None {
             let len = self.pick_bs(Dir::Write, true);
+            let len = self.fit_in_room(2, len);
             let offset = self.next_offset(2, len)?;
             self.issued_bytes += len;
             self.issued_ios += 1;
@@ -860,6 +893,7 @@ impl IoSource {
             }
         };
         let len = self.pick_bs(dir, false);
+        let len = self.fit_in_room(dir.index(), len);
         let offset = self.next_offset(dir.index(), len)?;
         self.issued_bytes += len;
         self.issued_ios += 1;

@@ -31,6 +31,9 @@ pub struct OffsetGen {
     /// The end of the file or device the region is in, absolute (fio's
     /// `f->real_file_size`).
     real: u64,
+    /// Per direction (read, write, trim): one block size (fio's minbs == maxbs), whose
+    /// I/O need only fit in the file, not in the region (get_next_buflen).
+    fixed_bs: [bool; 3],
     seq_skip: i64,
     rand_every: u32,
     since_rand: u32,
@@ -98,6 +101,7 @@ impl OffsetGen {
             region: cfg.size,
             rewind: cfg.time_based,
             real: cfg.offset + cfg.file_end.max(cfg.size),
+            fixed_bs: [&cfg.bs[0], &cfg.bs[1], &cfg.bs_trim].map(|b| b.min() == b.max()),
             seq_skip: cfg.seq_skip,
             rand_every: cfg.rand_every.max(1),
             since_rand: 0,
@@ -120,12 +124,13 @@ impl OffsetGen {
     /// fio 3.33's `get_next_seq_offset` for direction `d`, in fio's own arithmetic
     /// (unsigned, absolute `last_pos`, relative result): None when fio's answer is 1
     /// (the cursor is at the end of the file or device).
-    fn seq_pos(&mut self, d: usize) -> Option<u64> {
+    fn seq_pos(&self, d: usize) -> Option<u64> {
         let (base, region, real) = (self.base, self.region, self.real);
-        if self.rewind && self.last_pos[d] >= region {
-            self.last_pos[d] = 0;
-        }
-        let mut last = base + self.last_pos[d];
+        let mut last = if self.rewind && self.last_pos[d] >= region {
+            base
+        } else {
+            base + self.last_pos[d]
+        };
         if last >= real {
             return None;
         }
@@ -152,19 +157,30 @@ impl OffsetGen {
         Some(pos)
     }
 
-    /// The end checks of fio's `get_next_offset` and `io_u_fits` on a relative offset:
-    /// whether an I/O of `len` bytes there is in the region.
-    fn in_region(&self, rel: u64, len: u64) -> bool {
-        rel < self.region
-            && self.base + rel < self.real
-            && rel.checked_add(len).is_some_and(|e| e <= self.region)
+    /// The end checks of fio's `get_next_offset` (the offset in the region),
+    /// `fill_io_u` (the I/O in the file) and, for a block-size range, `io_u_fits` (the
+    /// I/O in the region): whether an I/O of `len` bytes in direction `d` may start at
+    /// relative offset `rel`.
+    fn in_region(&self, d: usize, rel: u64, len: u64) -> bool {
+        let end = self.base + rel + len;
+        rel < self.region && end <= self.real && (self.fixed_bs[d] || rel + len <= self.region)
+    }
+
+    /// Bytes from where direction `d`'s next sequential I/O would start to the region's
+    /// end; None if that is not in the region (fio's room for a block-size range).
+    pub fn seq_room(&self, d: usize) -> Option<u64> {
+        if self.pattern != Pattern::Sequential {
+            return None;
+        }
+        let pos = self.seq_pos(d)?;
+        (pos < self.region).then(|| self.region - pos)
     }
 
     /// The next offset of a sequential stream in direction `d`, relative to the region,
     /// or None when the pass is over (fio marks the file done).
     fn seq_next(&mut self, d: usize, len: u64) -> Option<u64> {
         let pos = self.seq_pos(d)?;
-        if !self.in_region(pos, len) {
+        if !self.in_region(d, pos, len) {
             return None;
         }
         self.last_pos[d] = pos + len;
@@ -208,18 +224,17 @@ impl OffsetGen {
         }
     }
 
-    fn rand_block(&mut self) -> u64 {
+    /// The next random block; None when a uniform pass has used every block (the
+    /// random map is full, or the register has gone round: fio marks the file done).
+    fn rand_block(&mut self) -> Option<u64> {
         let n = self.nblocks;
-        match self.dist {
+        Some(match self.dist {
             Distribution::Uniform => {
                 if let Some(l) = &mut self.lfsr {
-                    return match l.next_block() {
-                        Some(b) => b,
-                        None => {
-                            l.reset();
-                            l.next_block().expect("a reset register has blocks")
-                        }
-                    };
+                    return l.next_block();
+                }
+                if self.map.as_ref().is_some_and(|m| m.full()) {
+                    return None;
                 }
                 let pick = self.rng.below(n);
                 match &mut self.map {
@@ -266,7 +281,7 @@ impl OffsetGen {
                 self.order_pos = (self.order_pos + 1) % order.len();
                 b.min(n - 1)
             }
-        }
+        })
     }
 
     /// Offset (absolute, bytes) of the next I/O of `len` bytes, a new pass starting
@@ -294,13 +309,14 @@ impl OffsetGen {
                 let pos = if seq { self.seq_pos(d) } else { None };
                 let rel = match pos {
                     Some(p) => {
-                        if !self.in_region(p, len) {
+                        if !self.in_region(d, p, len) {
                             return None;
                         }
                         p
                     }
                     None => {
-                        let mut c = self.rand_block() * self.align;
+                        // A full random map or register ends the pass too.
+                        let mut c = self.rand_block()? * self.align;
                         if c + len > self.size {
                             c = self.size - len.min(self.size);
                             c -= c % self.align;
@@ -330,6 +346,11 @@ impl RandomMap {
             nblocks,
             used: 0,
         }
+    }
+
+    /// Every block of the pass is used.
+    fn full(&self) -> bool {
+        self.used == self.nblocks
     }
 
     /// Marks and returns `pick` if free, else the next free block after it (wrapping).
