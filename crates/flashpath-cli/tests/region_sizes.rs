@@ -16,12 +16,11 @@ use std::process::Command;
 const CAP: u64 = 1_000_001_536;
 const MIB: u64 = 1 << 20;
 
-/// (bytes read per job, offset of the first read of the first job).
-fn sim(args: &[&str], name: &str) -> (Vec<u64>, u64) {
-    let dir = scratch(name);
-    let log = dir.join("iolog");
+/// Runs flashpath's fio on the simulated device of `CAP` bytes (JSON output) with
+/// `args`; returns its stdout. `--write_iolog` goes to `log` if given.
+fn run_sim(args: &[&str], log: Option<&std::path::Path>) -> String {
     let cap = format!("device.geometry.capacity={CAP}B");
-    let log_arg = format!("--write_iolog={}", log.display());
+    let log_arg = log.map(|l| format!("--write_iolog={}", l.display()));
     let mut a = vec![
         "fio",
         "--device",
@@ -32,15 +31,15 @@ fn sim(args: &[&str], name: &str) -> (Vec<u64>, u64) {
         &cap,
         "--filename=/dev/mmcblk0",
         "--output-format=json",
-        &log_arg,
     ];
+    a.extend(log_arg.as_deref());
     a.extend_from_slice(args);
-    let out = ok(&flashpath(&a));
-    (bytes(&out), first_offset(&log))
+    ok(&flashpath(&a))
 }
 
-/// The same from real fio on a sparse file of `CAP` bytes; None if fio is not installed.
-fn real(args: &[&str], name: &str) -> Option<(Vec<u64>, u64)> {
+/// Runs real fio with `args` on a sparse file of `CAP` bytes, its iolog in a scratch
+/// directory: (stdout, iolog path); None if fio is not installed.
+fn run_fio(args: &[&str], name: &str) -> Option<(String, std::path::PathBuf)> {
     Command::new("fio").arg("--version").output().ok()?;
     let dir = scratch(&format!("{name}-fio"));
     let file = dir.join("f");
@@ -54,10 +53,20 @@ fn real(args: &[&str], name: &str) -> Option<(Vec<u64>, u64)> {
     a.extend(args.iter().map(|s| s.to_string()));
     let o = Command::new("fio").args(&a).output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    Some((
-        bytes(&String::from_utf8_lossy(&o.stdout)),
-        first_offset(&log),
-    ))
+    Some((String::from_utf8_lossy(&o.stdout).into_owned(), log))
+}
+
+/// (bytes read per job, offset of the first read of the first job).
+fn sim(args: &[&str], name: &str) -> (Vec<u64>, u64) {
+    let log = scratch(name).join("iolog");
+    let out = run_sim(args, Some(&log));
+    (bytes(&out), first_offset(&log))
+}
+
+/// The same from real fio; None if fio is not installed.
+fn real(args: &[&str], name: &str) -> Option<(Vec<u64>, u64)> {
+    let (out, log) = run_fio(args, name)?;
+    Some((bytes(&out), first_offset(&log)))
 }
 
 fn bytes(json: &str) -> Vec<u64> {
@@ -163,22 +172,9 @@ fn offset_increment_in_percent_places_each_clone() {
     ];
     let dir = scratch("incr");
     let d = dir.to_str().unwrap();
-    let cap = format!("device.geometry.capacity={CAP}B");
-    let mut args = vec![
-        "fio",
-        "--device",
-        "sd-samsung-pro-plus-128g",
-        "--host",
-        "x86-laptop-rtsx",
-        "--set",
-        &cap,
-        "--filename=/dev/mmcblk0",
-        "--output-format=json",
-        "--blktrace",
-        d,
-    ];
+    let mut args = vec!["--blktrace", d];
     args.extend_from_slice(&a);
-    let out = ok(&flashpath(&args));
+    let out = run_sim(&args, None);
     assert_eq!(bytes(&out), vec![47 * MIB, 47 * MIB]);
     if let Some((f, _)) = real(&a, "incr") {
         assert_eq!(bytes(&out), f, "flashpath against real fio");
@@ -245,39 +241,9 @@ fn iolog(log: &std::path::Path) -> Log {
 fn both_logs(args: &[&str], name: &str) -> (Log, Option<Log>) {
     let mut a = vec!["--name=t", "--ioengine=psync"];
     a.extend_from_slice(args);
-    let dir = scratch(name);
-    let log = dir.join("iolog");
-    let cap = format!("device.geometry.capacity={CAP}B");
-    let log_arg = format!("--write_iolog={}", log.display());
-    let mut s = vec![
-        "fio",
-        "--device",
-        "sd-samsung-pro-plus-128g",
-        "--host",
-        "x86-laptop-rtsx",
-        "--set",
-        &cap,
-        "--filename=/dev/mmcblk0",
-        &log_arg,
-    ];
-    s.extend_from_slice(&a);
-    ok(&flashpath(&s));
-    let mine = iolog(&log);
-    let theirs = Command::new("fio").arg("--version").output().ok().map(|_| {
-        let dir = scratch(&format!("{name}-fio"));
-        let file = dir.join("f");
-        std::fs::File::create(&file).unwrap().set_len(CAP).unwrap();
-        let log = dir.join("iolog");
-        let mut f = vec![
-            format!("--filename={}", file.display()),
-            format!("--write_iolog={}", log.display()),
-        ];
-        f.extend(a.iter().map(|s| s.to_string()));
-        let o = Command::new("fio").args(&f).output().unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        iolog(&log)
-    });
-    (mine, theirs)
+    let log = scratch(name).join("iolog");
+    run_sim(&a, Some(&log));
+    (iolog(&log), run_fio(&a, name).map(|(_, l)| iolog(&l)))
 }
 
 fn blocks(log: &[(String, u64)]) -> Vec<u64> {
