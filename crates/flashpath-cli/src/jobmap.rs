@@ -821,6 +821,7 @@ fn job_config(
         // ends its pass when every whole block is used.
         None => size,
     };
+    let pass_limit = io_limit;
     // loops=N runs the job N times, stats accumulated: N times io_size. A loop goes on
     // where the last one stopped (fio 3.33 keeps the file's position and the random
     // map across loops when io_size is below size: its iolog shows a second loop of a
@@ -943,12 +944,16 @@ fn job_config(
         // fio's real_file_size: the device's end (a diskless engine's file is its
         // region; files set their own, workload/files.rs).
         file_end: if null { size } else { cap.saturating_sub(base) },
-        // fio's keep_running: without io_size a job whose region is done ends (after
-        // `loops` passes), though a pass with rw=...:N holes moved less than size.
-        passes: if o.io_size.is_none() && !o.time_based {
-            o.loops.max(1)
+        // fio's keep_running: a job whose region is done runs again for its loops, then
+        // only with io_size and while that is not reached (workload::Passes).
+        passes: if o.time_based {
+            wl::Passes::Unlimited
         } else {
-            0
+            wl::Passes::Fio {
+                loops: o.loops.max(1),
+                limit: pass_limit,
+                more: o.io_size.is_some(),
+            }
         },
         seq_skip,
         rand_every,

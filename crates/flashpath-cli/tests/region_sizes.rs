@@ -382,3 +382,36 @@ fn number_ios_counts_over_the_loops_and_not_in_a_time_based_job() {
     );
     assert!(mine.len() > 100, "{} reads", mine.len());
 }
+
+#[test]
+fn passes_follow_fios_keep_running() {
+    // Counts from fio 3.33 on a block device (a loop device over a 1 GB file): the first
+    // `loops` runs of a job always go, each ending with its pass; after them another
+    // goes only with io_size, while less than io_size (not times loops) has moved.
+    let cases: [(&[&str], usize); 6] = [
+        (&["--rw=read", "--bs=4k", "--loops=2", "--io_size=2m"], 512),
+        (
+            &["--rw=read", "--bs=4k", "--loops=2", "--io_size=512k"],
+            256,
+        ),
+        (
+            &["--rw=read:8k", "--bs=4k", "--loops=2", "--io_size=2m"],
+            516,
+        ),
+        (
+            &["--rw=randread", "--bs=4k", "--loops=2", "--io_size=3m"],
+            768,
+        ),
+        (&["--rw=randread", "--bs=12k", "--io_size=2m"], 170),
+        (&["--rw=read", "--bs=12k", "--io_size=2m"], 171),
+    ];
+    for (args, n) in cases {
+        let mut a = vec!["--size=1m"];
+        a.extend_from_slice(args);
+        let (mine, fio) = both_logs(&a, "passes");
+        assert_eq!(mine.len(), n, "{args:?}");
+        if let Some(f) = fio {
+            assert_eq!(mine.len(), f.len(), "{args:?}: flashpath against real fio");
+        }
+    }
+}

@@ -197,10 +197,9 @@ pub struct JobConfig {
     pub file_end: u64,
     /// Bytes to transfer before the job ends (fio's io_size; = size by default).
     pub io_limit: u64,
-    /// Passes over the region the job makes at most (fio's keep_running without io_size:
-    /// a job whose region is done ends, after `loops` passes; a sequential pass with
-    /// `rw=...:N` holes moves less than `size`). 0: no limit but `io_limit`.
-    pub passes: u32,
+    /// Whether another pass starts when one ends (a pass ends where fio marks the file
+    /// done: workload/offsets.rs).
+    pub passes: Passes,
     /// Sequential: bytes skipped after each I/O (fio's `rw=read:N`; may be negative).
     pub seq_skip: i64,
     /// Random: a new random offset only every N I/Os, sequential in between (`rw=randread:N`).
@@ -377,7 +376,7 @@ impl JobConfig {
             size,
             io_limit: size,
             file_end: size,
-            passes: 0,
+            passes: Passes::Unlimited,
             seq_skip: 0,
             rand_every: 1,
             distribution: Distribution::Uniform,
@@ -659,6 +658,20 @@ pub enum ExitWhat {
     All,
 }
 
+/// When a pass over the region ends, whether the job starts another (and `io_limit`
+/// still bounds its bytes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Passes {
+    /// Always (time_based jobs; a front end's own jobs).
+    #[default]
+    Unlimited,
+    /// fio 3.33's keep_running, asked before each run of do_io (a run ends with its
+    /// pass): the first `loops` runs always go; after them another goes only when
+    /// `io_size` was given (`more`), less than `limit` bytes (io_size or size, not
+    /// times loops) have moved and at least one largest block is left.
+    Fio { loops: u32, limit: u64, more: bool },
+}
+
 /// When and how big: the next I/O a job thread wants to issue.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct IoSpec {
@@ -695,12 +708,10 @@ pub struct IoSource {
     pub issued_per_dir: [u64; 2],
     /// Bytes issued per direction (fio's rate_io_issue_bytes, the rate's clock).
     pub issued_bytes_per_dir: [u64; 2],
-    /// `JobConfig::passes`, and the passes ended so far.
-    passes: u32,
+    /// `JobConfig::passes`, the passes ended so far, and the largest block size.
+    passes: Passes,
     passes_done: u32,
-    /// Not time_based: (io_limit, the largest block size). fio's keep_running ends a job
-    /// whose pass is over when less than one largest block is left to move.
-    short_end: Option<(u64, u64)>,
+    max_bs: u64,
     /// The last pass allowed is over: the job issues nothing more.
     exhausted: bool,
 }
@@ -738,10 +749,7 @@ impl IoSource {
             issued_bytes_per_dir: [0; 2],
             passes: cfg.passes,
             passes_done: 0,
-            short_end: (!cfg.time_based).then(|| {
-                let max = cfg.bs[0].max().max(cfg.bs[1].max()).max(cfg.bs_trim.max());
-                (cfg.io_limit, max)
-            }),
+            max_bs: cfg.bs[0].max().max(cfg.bs[1].max()).max(cfg.bs_trim.max()),
             exhausted: false,
         }
     }
@@ -820,10 +828,16 @@ impl IoSource {
         }
         // The region is done (fio: the file is done; keep_running decides).
         self.passes_done += 1;
-        let short = self
-            .short_end
-            .is_some_and(|(limit, max)| limit.saturating_sub(self.issued_bytes) < max);
-        if !short && (self.passes == 0 || self.passes_done < self.passes) {
+        let again = match self.passes {
+            Passes::Unlimited => true,
+            Passes::Fio { loops, limit, more } => {
+                self.passes_done < loops
+                    || (more
+                        && self.issued_bytes < limit
+                        && limit - self.issued_bytes >= self.max_bs)
+            }
+        };
+        if again {
             self.gen.reset();
             if let Some(o) = self.gen.next_in(d, len) {
                 return Some(o);

@@ -1,15 +1,20 @@
-//! Offsets of a job's I/Os: fio's sequential cursors (one per direction, with `rw=...:N`
-//! skips, as fio 3.33's `get_next_seq_offset` moves them: a pass ends at the end of the
-//! region, `OffsetGen::next_in` then answering None) or random blocks. With the random map (fio's default) a random
-//! pick that was already used in this pass moves to the next free block after it, as
-//! fio's axmap does, so each block is written once per pass; `norandommap` allows repeats.
-//! Zipf and Pareto ranks are spread over the region by a fixed bijection, as fio hashes
-//! them, so hot blocks are not all at the start. An explicit order (`Distribution::Order`)
-//! is replayed as given. With fio's LFSR (`RandomGenerator::Lfsr`) uniform blocks come
-//! from the register, each once per pass, and there is no random map (fio allocates no
-//! axmap then); a pass that runs out starts the same sequence again (fio_file_reset).
-//! Normal blocks come from fio's gauss (workload/gauss.rs); fio keeps no random map for
-//! zipf, pareto or normal either.
+//! Offsets of a job's I/Os, as fio 3.33 picks them. Sequential streams keep one cursor
+//! per direction and move as `get_next_seq_offset` moves them (`rw=...:N` skips
+//! forwards and backwards); random blocks come from the seeded stream, fio's LFSR or a
+//! distribution. A pass ends where fio marks the file done: a sequential I/O past the
+//! region's end (or, with a size range, not fitting in it; with one size, not fitting
+//! in the file), a full random map, a register gone round. `OffsetGen::next_in` then
+//! answers None and the job decides (workload/mod.rs: another pass, or the end).
+//!
+//! With the random map (fio's default) a random pick that was already used in this
+//! pass moves to the next free block after it, as fio's axmap does, so each block is
+//! written once per pass; `norandommap` allows repeats. Zipf and Pareto ranks are spread
+//! over the region by a fixed bijection, as fio hashes them, so hot blocks are not all
+//! at the start. An explicit order (`Distribution::Order`) is replayed as given. With
+//! fio's LFSR (`RandomGenerator::Lfsr`) uniform blocks come from the register, each once
+//! per pass, and there is no random map (fio allocates no axmap then). Normal blocks
+//! come from fio's gauss (workload/gauss.rs); fio keeps no random map for zipf, pareto
+//! or normal either.
 
 use super::{Distribution, Gauss, JobConfig, Lfsr, Pattern, RandomGenerator};
 use crate::engine::SimRng;
@@ -332,7 +337,7 @@ impl OffsetGen {
     }
 }
 
-/// One bit per block: used in this pass. When every block is used, a new pass begins.
+/// One bit per block: used in this pass (`OffsetGen::reset` starts a new one).
 struct RandomMap {
     words: Vec<u64>,
     nblocks: u64,
@@ -355,10 +360,7 @@ impl RandomMap {
 
     /// Marks and returns `pick` if free, else the next free block after it (wrapping).
     fn take_from(&mut self, pick: u64) -> u64 {
-        if self.used == self.nblocks {
-            self.words.iter_mut().for_each(|w| *w = 0);
-            self.used = 0;
-        }
+        debug_assert!(!self.full(), "a full map ends the pass first");
         let nwords = self.words.len();
         let mut w = (pick / 64) as usize;
         // Mask off blocks before `pick` in its word on the first visit.
