@@ -1005,9 +1005,7 @@ impl Sim {
                 return true;
             }
         }
-        let src_done = (!cfg.time_based && th.src.issued_bytes >= cfg.io_limit)
-            || (cfg.max_ios > 0 && th.src.issued_ios >= cfg.max_ios)
-            || th.src.exhausted();
+        let src_done = th.src.done();
         if src_done && cfg.fill_enospc {
             // The free space is written: the next write fails (sim/fill_device.rs), and
             // fio then skips the job's verify phase (td->terminate).
@@ -1149,9 +1147,6 @@ impl Sim {
         let th = &self.threads[t as usize];
         let cfg = &self.cfg.jobs[th.cfg];
         let submission = cfg.submission;
-        let io_limit = cfg.io_limit;
-        let max_ios = cfg.max_ios;
-        let time_based = cfg.time_based;
         // Think time every `thinktime_blocks` I/Os, and rate limits.
         let mut gate = now;
         let think = cfg.thinktime_ns > 0 && th.ios_since_think >= cfg.thinktime_blocks.max(1);
@@ -1236,9 +1231,7 @@ impl Sim {
             if th.inflight + th.held + picked.len() as u32 >= th.depth {
                 break;
             }
-            let src_done = (!time_based && th.src.issued_bytes >= io_limit)
-                || (max_ios > 0 && th.src.issued_ios >= max_ios)
-                || th.src.exhausted();
+            let src_done = th.src.done();
             let mut verify_of = None;
             let spec = match self
                 .verify

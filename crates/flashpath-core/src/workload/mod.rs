@@ -714,6 +714,10 @@ pub struct IoSource {
     max_bs: u64,
     /// The last pass allowed is over: the job issues nothing more.
     exhausted: bool,
+    /// `JobConfig::io_limit`, `max_ios` and `time_based`: when the job has issued all.
+    io_limit: u64,
+    max_ios: u64,
+    time_based: bool,
 }
 
 impl IoSource {
@@ -750,8 +754,21 @@ impl IoSource {
             passes: cfg.passes,
             passes_done: 0,
             max_bs: cfg.bs[0].max().max(cfg.bs[1].max()).max(cfg.bs_trim.max()),
+            io_limit: cfg.io_limit,
+            max_ios: cfg.max_ios,
+            time_based: cfg.time_based,
             exhausted: false,
         }
+    }
+
+    /// Whether the job has issued all it will: its bytes (fio's
+    /// io_issue_bytes_exceeded; never for a time_based job, which its runtime ends), its
+    /// I/O count (exceeds_number_ios), or its last pass is over.
+    #[inline]
+    pub fn done(&self) -> bool {
+        (!self.time_based && self.issued_bytes >= self.io_limit)
+            || (self.max_ios > 0 && self.issued_ios >= self.max_ios)
+            || self.exhausted
     }
 
     /// Whether the job's passes are over (it issues nothing more, whatever `io_limit`).
