@@ -92,8 +92,7 @@ pub fn command(args: &[String]) -> Result<()> {
     let mut runs = measure::parallel(&configs, |o| measure::run_fio_quiet(o, &fio_args))?;
     let what_if = runs.pop().expect("two runs");
     let base = runs.pop().expect("two runs");
-    print!("{}", render(&base, &what_if));
-    Ok(())
+    crate::emit(&render(&base, &what_if))
 }
 
 fn mib(bytes_per_s: f64) -> String {

@@ -9,7 +9,6 @@ use crate::repro;
 use crate::run::{self, Options};
 use anyhow::{anyhow, bail, Context, Result};
 use std::fmt::Write as _;
-use std::io::Write;
 
 const USAGE: &str = "usage: flashpath compare --vary KEY=V1,V2[,..] [--vary ...] [--json FILE|-] \
 [--device X] [--host X] [--driver X] [--set F=V] fio-args (KEY: driver, device, host, \
@@ -177,16 +176,14 @@ pub fn command(args: &[String]) -> Result<()> {
     let table = render_table(&labels, &results, &published);
     let json = render_json(&labels, &results, &published);
     match json_to.as_deref() {
-        Some("-") => println!("{json}"),
+        Some("-") => crate::emit(&format!("{json}\n")),
         Some(path) => {
             std::fs::write(path, format!("{json}\n"))
                 .with_context(|| format!("{path}: cannot write"))?;
-            print!("{table}");
+            crate::emit(&table)
         }
-        None => print!("{table}"),
+        None => crate::emit(&table),
     }
-    std::io::stdout().flush().ok();
-    Ok(())
 }
 
 /// A figure's value in a run's row, or None where the row has no such I/O.

@@ -5,6 +5,7 @@
 //! does where flashbench itself refuses its arguments (its messages, its exit status).
 
 mod analyze;
+mod commands;
 mod compare;
 mod errmap;
 mod files;
@@ -25,56 +26,16 @@ mod verifymap;
 
 use std::process::ExitCode;
 
-const USAGE: &str = "\
-flashpath — a simulator of the Linux I/O path to mobile flash storage
-
-usage:
-  flashpath fio [flashpath options] [fio arguments and job files]
-      Runs fio jobs on the simulated system and prints fio's output formats
-      (--output-format=normal|json|json+|terse, --output=FILE, --parse-only, ...).
-  flashpath analyze [flashpath options] fio-args
-      Runs the job, prints where the time of its I/Os went (mean pre, hw and post
-      spans) and the white paper's limits computed from them: size/(pre+hw+post),
-      size/(pre+post) beside a run with instant storage (--set device.ideal=true),
-      and size/max(span).
-  flashpath compare --vary KEY=V1,V2 [--vary ...] [--json FILE|-] [flashpath options] fio-args
-      Runs one job across a grid of configurations (KEY: driver, device, host, or a
-      preset field such as device.write_buffer.size) and prints bandwidth, IOPS, mean
-      and p99 completion latency per configuration, with the change from the first,
-      and the published figures where the job is a shipped reproduction.
-  flashpath iozone [flashpath options] iozone-args
-      Runs an iozone throughput test (-t/-l/-u with -i 0, 1, 2, -r, -s, -F, -I, -e,
-      -c, -w, -x, -C, -T, -+n) on the simulated system, one job thread per process,
-      with iozone's stonewalling, and prints iozone 3.508's report.
-  flashpath flashbench [flashpath options] flashbench-args DEVICE
-      Runs flashbench's tests (-a, -O, -f, -s, -i, -p; -A: -a with writes) on the
-      simulated device, all accesses in one run, and prints flashbench 62's output.
-  flashpath validate [--jobs DIR] [--only TEXT]
-      Runs every shipped reproduction (jobs/*/reproductions.toml) and prints simulated
-      against published figures; exits 1 if any leaves its tolerance.
-  flashpath presets
-      Lists the shipped presets: kind, name, description.
-  flashpath --version
-  flashpath help
-
-flashpath options (anywhere among the fio, iozone or flashbench arguments):
-  --device NAME|FILE.toml   device preset (default: emmc51-hs400-32g)
-  --host NAME|FILE.toml     host board preset (default: sprd-sc9863a)
-  --driver NAME             host driver (default: the host preset's): mmc-legacy,
-                            mmc-hsq, mmc-hsq-v6, mmc-hsq-limit2,
-                            mmc-hsq-dynamic, mmc-cqe, mmc-cqe-oldest-first,
-                            ufs, ufs-hpb, ufs-hpb-hcm, sd-rtsx, sd-rtsx-multiseq
-  --set FIELD=VALUE         override a preset field for this run, e.g.
-                            --set device.nand.t_read=60us --set host.costs.wakeup=10us;
-                            --set device.ideal=true makes the storage instant (no
-                            device or bus time: the paper's infinitely fast device)
-  --blktrace DIR            also write the run's block-layer events as blktrace binary
-                            files DIR/<dev>.blktrace.<cpu> (dev: mmcblk0, or sda for
-                            UFS), for `blkparse -i <dev> -D DIR` and btt
-  --trace FILE.json         also write a Chrome trace-event timeline (Perfetto,
-                            chrome://tracing): a track per core, bus, NAND die and
-                            channel, and each block request's spans
-";
+/// Writes `text` to standard output and flushes it: a closed pipe or a full disk is an
+/// error (one line, exit 1), never a panic as `print!` gives.
+pub fn emit(text: &str) -> anyhow::Result<()> {
+    use anyhow::Context;
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .context("writing the output")
+}
 
 /// A message as one line of plain text: control characters (a newline in a `--set`
 /// field, the raw bytes of a binary job file) are shown escaped, never sent to the
@@ -108,32 +69,7 @@ fn main() -> ExitCode {
             }
         }
     }
-    let result = match args.first().map(String::as_str) {
-        Some("fio") => run::fio_command(&args[1..]),
-        Some("iozone") => iozone::command(&args[1..]),
-        Some("flashbench") => flashbench::command(&args[1..]),
-        Some("compare") => compare::command(&args[1..]),
-        Some("analyze") => analyze::command(&args[1..]),
-        Some("validate") => validate::command(&args[1..]),
-        Some("presets") => {
-            print!("{}", presets::list());
-            Ok(())
-        }
-        Some("--version") | Some("version") | Some("-V") => {
-            println!(
-                "flashpath {} (fio 3.33, iozone 3.508 and flashbench 62 front ends)",
-                env!("CARGO_PKG_VERSION")
-            );
-            Ok(())
-        }
-        Some("help") | Some("--help") | Some("-h") | None => {
-            print!("{USAGE}");
-            Ok(())
-        }
-        Some(other) => Err(anyhow::anyhow!(
-            "unknown command '{other}' (commands: fio, iozone, flashbench, analyze, compare, validate, presets, help)"
-        )),
-    };
+    let result = dispatch(&args);
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -147,4 +83,60 @@ fn main() -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+fn dispatch(args: &[String]) -> anyhow::Result<()> {
+    let name = args.first().map(String::as_str);
+    let rest = args.get(1..).unwrap_or(&[]);
+    // `--help` of a command: its entry of the one table. fio's own --help is the
+    // same text (run.rs); flashbench's adds flashbench's usage; fio's, iozone's and
+    // flashbench's other switches stay theirs.
+    if let Some(c) = name.and_then(commands::find) {
+        if c.name != "fio" && commands::wants_help(rest) {
+            emit(&commands::help(c))?;
+            if c.name == "flashbench" {
+                emit(&format!(
+                    "\nflashbench's own usage:\n{}",
+                    flashbench::own_usage()
+                ))?;
+            }
+            return Ok(());
+        }
+    }
+    match name {
+        Some("fio") => run::fio_command(rest),
+        Some("iozone") => iozone::command(rest),
+        Some("flashbench") => flashbench::command(rest),
+        Some("compare") => compare::command(rest),
+        Some("analyze") => analyze::command(rest),
+        Some("validate") => validate::command(rest),
+        Some("presets") => presets::command(rest),
+        Some("--version") | Some("version") | Some("-V") => emit(&format!(
+            "flashpath {} (fio 3.33, iozone 3.508 and flashbench 62 front ends)\n",
+            env!("CARGO_PKG_VERSION")
+        )),
+        Some("help") | Some("--help") | Some("-h") | None => match rest.first() {
+            None => emit(&commands::overview()),
+            Some(c) => match commands::find(c) {
+                Some(c) => emit(&commands::help(c)),
+                None => Err(anyhow::anyhow!(
+                    "help: unknown command '{c}' (commands: {})",
+                    command_names()
+                )),
+            },
+        },
+        Some(other) => Err(anyhow::anyhow!(
+            "unknown command '{other}' (commands: {})",
+            command_names()
+        )),
+    }
+}
+
+fn command_names() -> String {
+    commands::COMMANDS
+        .iter()
+        .map(|c| c.name)
+        .filter(|n| !n.starts_with('-'))
+        .collect::<Vec<_>>()
+        .join(", ")
 }

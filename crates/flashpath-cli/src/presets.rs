@@ -114,7 +114,28 @@ pub fn load_host(spec: &str, overrides: &[(String, String)]) -> Result<HostConfi
     preset::load_host(&text, &origin, overrides).map_err(preset_err)
 }
 
-/// `flashpath presets`: one line each: kind, name, description.
+/// `flashpath presets [NAME]`.
+pub fn command(args: &[String]) -> Result<()> {
+    match args {
+        [] => crate::emit(&list()),
+        [name] => {
+            let text = SHIPPED
+                .iter()
+                .map(|(_, t)| *t)
+                .find(|t| preset::header(t).is_some_and(|(_, n, _)| &n == name));
+            match text {
+                Some(t) => crate::emit(t),
+                None => {
+                    bail!("presets: no shipped preset '{name}' (`flashpath presets` lists them)")
+                }
+            }
+        }
+        _ => bail!("presets: expected at most one preset name (usage: flashpath presets [NAME])"),
+    }
+}
+
+/// `flashpath presets`: one line each: kind, name, description; under each device, the
+/// hosts and drivers its preset names.
 pub fn list() -> String {
     let mut rows: Vec<(String, String, String)> = SHIPPED
         .iter()
@@ -122,7 +143,27 @@ pub fn list() -> String {
         .collect();
     rows.sort();
     let w = rows.iter().map(|r| r.1.len()).max().unwrap_or(0);
-    rows.iter()
-        .map(|(k, n, d)| format!("{k:<6}  {n:<w$}  {d}\n"))
-        .collect()
+    let mut out = String::new();
+    for (k, n, d) in &rows {
+        out.push_str(&format!("{k:<6}  {n:<w$}  {d}\n"));
+        if k == "device" {
+            if let Ok(dev) = load_device(n, &[]) {
+                if !dev.hosts.is_empty() {
+                    out.push_str(&format!(
+                        "{:<6}  {:<w$}  goes with host {}; drivers {}\n",
+                        "",
+                        "",
+                        dev.hosts.join(", "),
+                        dev.drivers.join(", ")
+                    ));
+                }
+            }
+        }
+    }
+    out.push_str(
+        "\n`--device NAME` alone runs on the first host named, with the host's default driver\n\
+         where it fits the device, else the first driver named that fits.\n\
+         `flashpath presets NAME` prints a preset, its values and their sources.\n",
+    );
+    out
 }

@@ -81,7 +81,10 @@ pub fn split_options(args: &[String]) -> Result<(Options, Vec<String>)> {
     Ok((o, rest))
 }
 
-/// Builds the simulated system for the options given.
+/// Builds the simulated system for the options given. Without `--host`, the device's
+/// preset picks it (its `hosts`, first); without `--driver`, the host's default driver
+/// where it fits the device, else the first of the device's `drivers` that fits. A
+/// driver that does not fit is refused naming the ones that do.
 pub fn system(
     o: &Options,
 ) -> Result<(
@@ -89,6 +92,32 @@ pub fn system(
     flashpath_core::device::DeviceConfig,
     DriverKind,
 )> {
+    Ok(resolve(o)?.0)
+}
+
+/// [`system`], saying on standard error which host and driver the device's preset
+/// picked where the user named a device but not both of them.
+pub fn system_announced(
+    o: &Options,
+) -> Result<(
+    flashpath_core::host::HostConfig,
+    flashpath_core::device::DeviceConfig,
+    DriverKind,
+)> {
+    let (sys, note) = resolve(o)?;
+    if let Some(n) = note {
+        eprintln!("flashpath: {n}");
+    }
+    Ok(sys)
+}
+
+type System = (
+    flashpath_core::host::HostConfig,
+    flashpath_core::device::DeviceConfig,
+    DriverKind,
+);
+
+fn resolve(o: &Options) -> Result<(System, Option<String>)> {
     // `device.ideal` is not a preset field: it replaces the storage with an instant one.
     let mut ideal = false;
     let mut sets = Vec::new();
@@ -109,22 +138,103 @@ pub fn system(
             .cloned()
             .collect()
     };
-    let mut host = presets::load_host(
-        o.host.as_deref().unwrap_or(presets::DEFAULT_HOST),
-        &pick("host."),
-    )?;
     let mut device = presets::load_device(
         o.device.as_deref().unwrap_or(presets::DEFAULT_DEVICE),
         &pick("device."),
     )?;
+    let host_name = match (&o.host, device.hosts.first()) {
+        (Some(h), _) => h.clone(),
+        (None, Some(h)) => h.clone(),
+        (None, None) => presets::DEFAULT_HOST.to_string(),
+    };
+    let mut host = match &o.host {
+        Some(_) => presets::load_host(&host_name, &pick("host."))?,
+        None => presets::load_host(&host_name, &pick("host."))
+            .with_context(|| format!("device '{}' goes with host '{host_name}'", device.name))?,
+    };
+    let fits = |d: DriverKind| flashpath_core::sim::fits(&host, &device, d).is_ok();
+    let driver = match &o.driver {
+        Some(d) => DriverKind::parse(d).map_err(|e| anyhow!("--driver: {e}"))?,
+        None if fits(host.default_driver) => host.default_driver,
+        None => device
+            .drivers
+            .iter()
+            .filter_map(|d| DriverKind::parse(d).ok())
+            .chain(
+                flashpath_core::host::DRIVER_NAMES
+                    .iter()
+                    .filter_map(|d| DriverKind::parse(d).ok()),
+            )
+            .find(|d| fits(*d))
+            .unwrap_or(host.default_driver),
+    };
+    if let Err(e) = flashpath_core::sim::fits(&host, &device, driver) {
+        let on_host: Vec<&str> = flashpath_core::host::DRIVER_NAMES
+            .iter()
+            .copied()
+            .filter(|d| DriverKind::parse(d).is_ok_and(fits))
+            .collect();
+        let hint = if on_host.is_empty() {
+            format!("no driver runs it on host '{}'", host.name)
+        } else {
+            format!(
+                "on host '{}' it runs with {}",
+                host.name,
+                on_host.join(", ")
+            )
+        };
+        let goes = if device.hosts.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; device '{}' goes with host {}",
+                device.name,
+                device.hosts.join(", ")
+            )
+        };
+        bail!("{e} ({hint}{goes})");
+    }
+    let note = (o.device.is_some() && (o.host.is_none() || o.driver.is_none())).then(|| {
+        format!(
+            "device '{}' runs on host '{}' with driver '{}'{} (--host and --driver choose others)",
+            device.name,
+            host.name,
+            driver.name(),
+            if o.host.is_none() && o.driver.is_none() {
+                ", the pairing its preset names"
+            } else {
+                ""
+            }
+        )
+    });
     if ideal {
         flashpath_core::sim::instant_hardware(&mut host, &mut device);
     }
-    let driver = match &o.driver {
-        Some(d) => DriverKind::parse(d).map_err(|e| anyhow!("--driver: {e}"))?,
-        None => host.default_driver,
+    Ok(((host, device, driver), note))
+}
+
+/// What a report records of how the run's system was made (`--device`, `--host` as
+/// given when they are files, else the presets' names).
+pub fn configuration(
+    o: &Options,
+    host: &str,
+    device: &str,
+    driver: DriverKind,
+) -> flashpath_fio::report::RunConfiguration {
+    let spec = |given: &Option<String>, name: &str| match given {
+        Some(g) if g.ends_with(".toml") || g.contains('/') => g.clone(),
+        _ => name.to_string(),
     };
-    Ok((host, device, driver))
+    let pre = o.precondition.unwrap_or(Precondition::Auto);
+    flashpath_fio::report::RunConfiguration {
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        device: spec(&o.device, device),
+        host: spec(&o.host, host),
+        driver: driver.name().to_string(),
+        precondition: pre.name().to_string(),
+        layout: pre.layout(driver).name().to_string(),
+        sets: o.sets.clone(),
+    }
 }
 
 /// Runs the simulation, with a progress line on standard error for long runs when it
@@ -213,11 +323,13 @@ pub(crate) fn drive(
 /// names are fio 3.33's (`fio --cmdhelp`), and flashpath names any it does not model.
 fn info_request(req: &str, inv: &flashpath_fio::parse::Invocation) -> Result<()> {
     match req.split('=').next().unwrap_or("") {
-        "version" => println!("fio-3.33"),
-        "help" => print!("{FIO_HELP}"),
+        "version" => crate::emit("fio-3.33\n")?,
+        "help" => crate::emit(&crate::commands::help(
+            crate::commands::find("fio").expect("fio is a command"),
+        ))?,
         "showcmd" => {
             if !inv.job_files.is_empty() {
-                println!("{}", showcmd(inv));
+                crate::emit(&format!("{}\n", showcmd(inv)))?;
             }
         }
         other => bail!(
@@ -226,17 +338,6 @@ fn info_request(req: &str, inv: &flashpath_fio::parse::Invocation) -> Result<()>
     }
     Ok(())
 }
-
-const FIO_HELP: &str = "\
-usage: flashpath fio [flashpath options] [fio options] [job files]
-Runs fio 3.33's command line and job files on the simulated host and device and prints
-fio's output (--output-format=normal|json|json+|terse, --output=FILE). Job options are
-fio's: those flashpath models run, those with no effect on a simulated run are
-accepted (docs/command-line.md, \"fio options with no effect\"), any other is an error naming it.
-fio switches: --output, --output-format, --minimal, --terse-version, --parse-only,
---readonly, --section, --showcmd, --version, --eta*, --warnings-fatal.
-flashpath options (--device, --host, --driver, --set, --blktrace, --trace): `flashpath help`.
-";
 
 /// fio's --showcmd for job files (init.c, dump_cmdline): `fio`, then each option as
 /// `--name=value` in file order, a job section as `--name=SECTION`, [global]'s header
@@ -355,7 +456,8 @@ pub fn fio_command(args: &[String]) -> Result<()> {
     for w in &inv.warnings {
         eprintln!("flashpath fio: warning: {}", crate::one_line(w));
     }
-    let (mut host, device, driver) = system(&opts)?;
+    let (mut host, device, driver) = system_announced(&opts)?;
+    let (host_name, device_name) = (host.name.clone(), device.name.clone());
     let host_cores = host.cores;
     let plan = jobmap::plan(&inv, &device, jobmap::journal(&host))?;
     plan.apply(&mut host)?;
@@ -439,6 +541,7 @@ pub fn fio_command(args: &[String]) -> Result<()> {
         .filter(|j| j.error.is_some() || j.verify_failure.is_some())
         .count();
     let mut rep = report::build(&plan.metas, &result, plan.global_options);
+    rep.configuration = Some(configuration(&opts, &host_name, &device_name, driver));
     if let Some(h) = &logs {
         // fio's report takes bw/iops from the logs' samples when they are written.
         for (jr, (bw, iops)) in rep.jobs.iter_mut().zip(h.report_overrides()) {

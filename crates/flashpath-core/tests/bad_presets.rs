@@ -202,7 +202,7 @@ const BAD_SETS: &[(Kind, &str, &str, &str)] = &[
         Kind::Device,
         "page_types.cell",
         "tlc",
-        "emmc51-hs400-32g:166: page_types.read_profile: has 2 times; tlc has 3 page types",
+        "emmc51-hs400-32g:172: page_types.read_profile: has 2 times; tlc has 3 page types",
     ),
     (
         Kind::Device,
@@ -226,13 +226,13 @@ const BAD_SETS: &[(Kind, &str, &str, &str)] = &[
         Kind::Device,
         "nand.t_raed",
         "60us",
-        "--set nand.t_raed=60us (emmc51-hs400-32g): nand.t_raed: no such field in this preset",
+        "--set nand.t_raed=60us (emmc51-hs400-32g): nand.t_raed: no such field in a device preset (unknown field `t_raed`, expected one of `t_read`, `t_prog`, `t_erase`, `channel_rate`, `cache_program`)",
     ),
     (
         Kind::Device,
         "nnad.t_read",
         "60us",
-        "--set nnad.t_read=60us (emmc51-hs400-32g): nnad.t_read: no such field in this preset",
+        "--set nnad.t_read=60us (emmc51-hs400-32g): nnad.t_read: no such field in a device preset (unknown field `nnad`, expected one of `name`, `kind`, `description`, `interface`, `bus_mode`, `hosts`, `drivers`, `geometry`, `nand`, `controller`, `map_cache`, `write_buffer`, `ftl`, `ext_csd`, `block_limits`, `hpb`, `allocation_unit`, `page_types`, `read_retry`, `wear`)",
     ),
     (
         Kind::Device,

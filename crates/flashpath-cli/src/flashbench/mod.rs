@@ -50,13 +50,20 @@ fn strerror(e: &std::io::Error) -> String {
     }
 }
 
+/// What flashbench prints for `-h` (its usage, all its options).
+pub fn own_usage() -> String {
+    match args::parse(&["-h".to_string()]) {
+        Ok(_) => String::new(),
+        Err(r) => r.stdout,
+    }
+}
+
 pub fn command(argv: &[String]) -> Result<()> {
     let (opts, rest) = run::split_options(argv)?;
     let a = match args::parse(&rest) {
         Ok(a) => a,
         Err(r) => {
-            print!("{}", r.stdout);
-            std::io::stdout().flush().ok();
+            crate::emit(&r.stdout)?;
             std::io::stderr().write_all(&r.stderr).ok();
             return Err(ExitStatus(r.status).into());
         }
@@ -64,7 +71,7 @@ pub fn command(argv: &[String]) -> Result<()> {
     for w in &a.warnings {
         eprintln!("flashpath flashbench: {w}");
     }
-    let (host, device, driver) = run::system(&opts)?;
+    let (host, device, driver) = run::system_announced(&opts)?;
     bench::refuse_unmodelled(&a).map_err(|e| anyhow!("flashbench: {e}"))?;
     // flashbench opens (and truncates) --out before its first test, whether or not the
     // scatter test runs; a failure is perror(name) and main's return of -errno.

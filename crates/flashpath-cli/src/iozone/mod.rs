@@ -22,7 +22,7 @@ use std::io::Write;
 pub fn command(argv: &[String]) -> Result<()> {
     let (opts, rest) = run::split_options(argv)?;
     let a = args::parse(&rest)?;
-    let (host, device, driver) = run::system(&opts)?;
+    let (host, device, driver) = run::system_announced(&opts)?;
     if a.counts.len() > 1 && (opts.trace.is_some() || opts.blktrace.is_some()) {
         bail!(
             "iozone: --trace and --blktrace record one throughput test; these arguments run {} (process counts {:?})",

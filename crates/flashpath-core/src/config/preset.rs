@@ -5,7 +5,6 @@
 use super::ConfigError;
 use crate::device::{config as devcfg, DeviceConfig};
 use crate::host::{HostConfig, RawHost};
-use serde::Deserialize;
 use std::fmt;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,19 +56,29 @@ pub fn line_of(text: &str, dotted: &str) -> Option<usize> {
     None
 }
 
-/// Sets `dotted = value` in a TOML table. The value takes the type of the value it
-/// replaces (string, integer, float or boolean); a field that is not in the preset is
-/// an error, so a typo never goes unnoticed.
-pub fn set_field(root: &mut toml::Value, dotted: &str, value: &str) -> Result<(), ConfigError> {
+/// Sets `dotted = value` in a TOML table. A value the preset has takes the type of the
+/// value it replaces (string, integer, float or boolean). A field the preset lacks (an
+/// optional field, such as `hpb.max_single_cmd`) is added, with its missing tables: an
+/// integer, float or boolean where the text reads as one, else a string; the raw
+/// structs then refuse a name that is no field at all ([`load_device`], [`load_host`]).
+/// Returns whether the field was added.
+pub fn set_field(root: &mut toml::Value, dotted: &str, value: &str) -> Result<bool, ConfigError> {
     let mut cur = root;
     let parts: Vec<&str> = dotted.split('.').collect();
+    if parts.iter().any(|p| p.trim().is_empty()) {
+        return Err(ConfigError::new(dotted, "no such field in this preset"));
+    }
     for (i, p) in parts.iter().enumerate() {
         let last = i + 1 == parts.len();
         let table = cur
             .as_table_mut()
             .ok_or_else(|| ConfigError::new(dotted, "is not a table"))?;
         if !table.contains_key(*p) {
-            return Err(ConfigError::new(dotted, "no such field in this preset"));
+            if last {
+                table.insert(p.to_string(), inferred(value));
+                return Ok(true);
+            }
+            table.insert(p.to_string(), toml::Value::Table(Default::default()));
         }
         if last {
             let old = &table[*p];
@@ -101,11 +110,103 @@ pub fn set_field(root: &mut toml::Value, dotted: &str, value: &str) -> Result<()
                 }
             };
             table.insert(p.to_string(), new);
-            return Ok(());
+            return Ok(false);
         }
-        cur = table.get_mut(*p).expect("checked");
+        cur = table.get_mut(*p).expect("inserted or present");
     }
     Err(ConfigError::new(dotted, "empty field name"))
+}
+
+/// The TOML value a `--set` text reads as, for a field the preset does not have.
+fn inferred(value: &str) -> toml::Value {
+    if let Ok(i) = value.parse::<i64>() {
+        toml::Value::Integer(i)
+    } else if let Some(f) = value.parse::<f64>().ok().filter(|f| f.is_finite()) {
+        toml::Value::Float(f)
+    } else if value == "true" || value == "false" {
+        toml::Value::Boolean(value == "true")
+    } else {
+        toml::Value::String(value.to_string())
+    }
+}
+
+/// A `--set` that added a field the preset lacks.
+struct Added {
+    /// As the user wrote it (`device.hpb.max_single_cmd`).
+    field: String,
+    /// Relative to the preset (`hpb.max_single_cmd`).
+    rel: String,
+    value: String,
+}
+
+/// Deserializes the raw struct of a preset, retrying an added field's value as a
+/// string where it read as a number or boolean and the field wants a string, and
+/// naming the `--set` of an added field that is no field at all.
+fn deserialize_raw<T: serde::de::DeserializeOwned>(
+    mut v: toml::Value,
+    added: &[Added],
+    kind: &str,
+    text: &str,
+    origin: &str,
+    overrides: &[(String, String)],
+) -> Result<T, PresetError> {
+    let mut retyped = vec![false; added.len()];
+    loop {
+        let e = match T::deserialize(v.clone()) {
+            Ok(raw) => return Ok(raw),
+            Err(e) => e,
+        };
+        let msg = e.message().trim().replace('\n', "; ");
+        if msg.starts_with("unknown field") {
+            let name = msg.split('`').nth(1).unwrap_or("");
+            if let Some(a) = added.iter().find(|a| a.rel.split('.').any(|s| s == name)) {
+                return Err(PresetError {
+                    origin: format!("--set {}={} ({origin})", a.field, a.value),
+                    line: None,
+                    field: a.field.clone(),
+                    reason: format!("no such field in a {kind} preset ({msg})"),
+                });
+            }
+        }
+        let retry = (msg.starts_with("invalid type") && msg.contains("expected a string"))
+            .then(|| {
+                added.iter().enumerate().position(|(i, a)| {
+                    !retyped[i]
+                        && !matches!(lookup(&v, &a.rel), Some(toml::Value::String(_)) | None)
+                        && msg.contains(a.value.as_str())
+                })
+            })
+            .flatten();
+        match retry {
+            Some(i) => {
+                retyped[i] = true;
+                set_at(
+                    &mut v,
+                    &added[i].rel,
+                    toml::Value::String(added[i].value.clone()),
+                );
+            }
+            None => return Err(deser_error::<T>(text, origin, overrides, e)),
+        }
+    }
+}
+
+fn lookup<'a>(v: &'a toml::Value, dotted: &str) -> Option<&'a toml::Value> {
+    dotted.split('.').try_fold(v, |cur, p| cur.get(p))
+}
+
+fn set_at(v: &mut toml::Value, dotted: &str, new: toml::Value) {
+    let mut cur = v;
+    let parts: Vec<&str> = dotted.split('.').collect();
+    for p in &parts[..parts.len() - 1] {
+        match cur.get_mut(*p) {
+            Some(next) => cur = next,
+            None => return,
+        }
+    }
+    if let Some(t) = cur.as_table_mut() {
+        t.insert(parts[parts.len() - 1].to_string(), new);
+    }
 }
 
 /// 1-based line of a byte offset.
@@ -145,7 +246,7 @@ fn parse_with_overrides(
     text: &str,
     origin: &str,
     overrides: &[(String, String)],
-) -> Result<toml::Value, PresetError> {
+) -> Result<(toml::Value, Vec<Added>), PresetError> {
     let mut value: toml::Value = toml::from_str(text).map_err(|e| {
         let line = e
             .span()
@@ -157,20 +258,28 @@ fn parse_with_overrides(
             reason: e.message().trim().replace('\n', " "),
         }
     })?;
+    let mut added = Vec::new();
     for (field, v) in overrides {
         // `--set device.nand.t_read=..` names the field with the preset kind in front.
         let rel = match field.split_once('.') {
             Some(("device" | "host", rest)) => rest,
             _ => field.as_str(),
         };
-        set_field(&mut value, rel, v).map_err(|e| PresetError {
+        let was_added = set_field(&mut value, rel, v).map_err(|e| PresetError {
             origin: format!("--set {field}={v} ({origin})"),
             line: None,
             field: field.clone(),
             reason: e.reason,
         })?;
+        if was_added {
+            added.push(Added {
+                field: field.clone(),
+                rel: rel.to_string(),
+                value: v.clone(),
+            });
+        }
     }
-    Ok(value)
+    Ok((value, added))
 }
 
 /// A value of the wrong type, an unknown or a missing field. The raw structs are
@@ -267,9 +376,8 @@ pub fn load_host(
     origin: &str,
     overrides: &[(String, String)],
 ) -> Result<HostConfig, PresetError> {
-    let v = parse_with_overrides(text, origin, overrides)?;
-    let raw =
-        RawHost::deserialize(v).map_err(|e| deser_error::<RawHost>(text, origin, overrides, e))?;
+    let (v, added) = parse_with_overrides(text, origin, overrides)?;
+    let raw: RawHost = deserialize_raw(v, &added, "host", text, origin, overrides)?;
     raw.validate()
         .map_err(|e| validation_error(text, origin, overrides, e))
 }
@@ -280,9 +388,9 @@ pub fn load_device(
     origin: &str,
     overrides: &[(String, String)],
 ) -> Result<DeviceConfig, PresetError> {
-    let v = parse_with_overrides(text, origin, overrides)?;
-    let raw = devcfg::RawDeviceConfig::deserialize(v)
-        .map_err(|e| deser_error::<devcfg::RawDeviceConfig>(text, origin, overrides, e))?;
+    let (v, added) = parse_with_overrides(text, origin, overrides)?;
+    let raw: devcfg::RawDeviceConfig =
+        deserialize_raw(v, &added, "device", text, origin, overrides)?;
     devcfg::validate(&raw).map_err(|e| validation_error(text, origin, overrides, e))
 }
 
@@ -304,9 +412,14 @@ mod tests {
         assert_eq!(line_of(text, "nand.planes"), Some(4));
         assert_eq!(line_of(text, "name"), Some(1));
         let mut v: toml::Value = toml::from_str(text).unwrap();
-        set_field(&mut v, "nand.planes", "4").unwrap();
+        assert!(!set_field(&mut v, "nand.planes", "4").unwrap());
         assert_eq!(v["nand"]["planes"].as_integer(), Some(4));
-        assert!(set_field(&mut v, "nand.planez", "4").is_err());
         assert!(set_field(&mut v, "nand.planes", "four").is_err());
+        // A field the preset lacks is added, typed by its text; its tables too.
+        assert!(set_field(&mut v, "nand.planez", "4").unwrap());
+        assert_eq!(v["nand"]["planez"].as_integer(), Some(4));
+        assert!(set_field(&mut v, "hpb.max_single_cmd", "512KiB").unwrap());
+        assert_eq!(v["hpb"]["max_single_cmd"].as_str(), Some("512KiB"));
+        assert!(set_field(&mut v, "nand..x", "1").is_err());
     }
 }

@@ -36,6 +36,12 @@ pub struct RawDeviceConfig {
     /// "high-speed", "sdr50", "ddr50", "sdr104". The host runs the slower of its own
     /// mode and this one (`CardBusMode`).
     pub bus_mode: Option<String>,
+    /// The host presets the device goes with (the board it was measured on, or one of
+    /// its class), first the one `--device NAME` alone runs it on; optional.
+    pub hosts: Option<Vec<String>>,
+    /// The host drivers that run it on those hosts, first the one taken when the host's
+    /// own default does not fit the device; optional.
+    pub drivers: Option<Vec<String>>,
     pub geometry: Option<RawGeometry>,
     pub nand: Option<RawNand>,
     pub controller: Option<RawController>,
@@ -236,6 +242,10 @@ pub struct DeviceConfig {
     pub hpb: Option<super::hpb::HpbDeviceConfig>,
     /// The fastest bus mode the device supports (`bus_mode`), if the preset limits it.
     pub bus_mode: Option<CardBusMode>,
+    /// The host presets it goes with (`hosts`), first the one picked by default.
+    pub hosts: Vec<String>,
+    /// The drivers that run it (`drivers`), first the one picked by default.
+    pub drivers: Vec<String>,
 }
 
 /// A bus speed mode of an eMMC or SD card: what its data lines move and the clock.
@@ -427,6 +437,8 @@ impl DeviceConfig {
             block_limits: None,
             hpb: None,
             bus_mode: None,
+            hosts: Vec::new(),
+            drivers: Vec::new(),
         }
     }
 
@@ -478,6 +490,8 @@ impl DeviceConfig {
             block_limits: None,
             hpb: None,
             bus_mode: None,
+            hosts: Vec::new(),
+            drivers: Vec::new(),
         }
     }
 
@@ -725,6 +739,8 @@ pub fn validate(raw: &RawDeviceConfig) -> Result<DeviceConfig, ConfigError> {
                 block_limits: None,
                 hpb: None,
                 bus_mode: bus_mode_of(raw, interface)?,
+                hosts: names_of(&raw.hosts, "hosts")?,
+                drivers: names_of(&raw.drivers, "drivers")?,
             });
         }
         other => {
@@ -972,7 +988,24 @@ pub fn validate(raw: &RawDeviceConfig) -> Result<DeviceConfig, ConfigError> {
         block_limits,
         hpb,
         bus_mode: bus_mode_of(raw, interface)?,
+        hosts: names_of(&raw.hosts, "hosts")?,
+        drivers: names_of(&raw.drivers, "drivers")?,
     })
+}
+
+/// `hosts` or `drivers`: names, none empty or given twice (whether each names a preset
+/// or a driver that fits is the front end's and the simulator's to say).
+fn names_of(v: &Option<Vec<String>>, field: &str) -> Result<Vec<String>, ConfigError> {
+    let v = v.clone().unwrap_or_default();
+    for (i, n) in v.iter().enumerate() {
+        if n.trim().is_empty() {
+            return Err(ConfigError::new(field, "has an empty name"));
+        }
+        if v[..i].contains(n) {
+            return Err(ConfigError::new(field, format!("names '{n}' twice")));
+        }
+    }
+    Ok(v)
 }
 
 /// `bus_mode`, if given: a mode of the device's interface.

@@ -59,8 +59,21 @@ pub enum DriverKind {
     SdRtsx { multi_seq: bool },
 }
 
-const DRIVERS: &str =
-    "mmc-legacy, mmc-hsq, mmc-hsq-v6, mmc-hsq-limit2, mmc-hsq-dynamic, mmc-cqe, mmc-cqe-oldest-first, ufs, ufs-hpb, ufs-hpb-hcm, sd-rtsx, sd-rtsx-multiseq";
+/// Every driver's `--driver` name, in the order listings give them.
+pub const DRIVER_NAMES: [&str; 12] = [
+    "mmc-legacy",
+    "mmc-hsq",
+    "mmc-hsq-v6",
+    "mmc-hsq-limit2",
+    "mmc-hsq-dynamic",
+    "mmc-cqe",
+    "mmc-cqe-oldest-first",
+    "ufs",
+    "ufs-hpb",
+    "ufs-hpb-hcm",
+    "sd-rtsx",
+    "sd-rtsx-multiseq",
+];
 
 impl DriverKind {
     pub fn parse(s: &str) -> Result<Self, String> {
@@ -115,7 +128,10 @@ impl DriverKind {
             }),
             "sd-rtsx" => Ok(DriverKind::SdRtsx { multi_seq: false }),
             "sd-rtsx-multiseq" => Ok(DriverKind::SdRtsx { multi_seq: true }),
-            _ => Err(format!("unknown driver '{s}' (available: {DRIVERS})")),
+            _ => Err(format!(
+                "unknown driver '{s}' (available: {})",
+                DRIVER_NAMES.join(", ")
+            )),
         }
     }
     pub fn name(self) -> &'static str {

@@ -122,6 +122,25 @@ impl Precondition {
             )),
         }
     }
+    /// The name `--precondition` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Precondition::Off => "off",
+            Precondition::Random => "random",
+            Precondition::Sequential => "sequential",
+            Precondition::Auto => "auto",
+        }
+    }
+    /// The layout a run with `driver` gets: `Auto` resolved.
+    pub fn layout(self, driver: DriverKind) -> Precondition {
+        match self {
+            Precondition::Auto if matches!(driver, DriverKind::SdRtsx { .. }) => {
+                Precondition::Sequential
+            }
+            Precondition::Auto => Precondition::Random,
+            p => p,
+        }
+    }
 }
 
 /// The what-if of an infinitely fast storage (the white paper's hw = 0): the device
@@ -439,13 +458,7 @@ impl Sim {
             return Err("no jobs to run".into());
         }
         let mut prefill = 0;
-        let layout = match cfg.precondition {
-            Precondition::Auto if matches!(cfg.driver, DriverKind::SdRtsx { .. }) => {
-                Precondition::Sequential
-            }
-            Precondition::Auto => Precondition::Random,
-            p => p,
-        };
+        let layout = cfg.precondition.layout(cfg.driver);
         let instant_pre = layout == Precondition::Sequential;
         if layout == Precondition::Random {
             let mut pre = precondition_jobs(&cfg.jobs, cfg.device.capacity_bytes);
@@ -2419,6 +2432,27 @@ fn check_driver(cfg: &SimConfig) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// Whether `driver` can run `device` on `host`: the checks [`Sim::new`] makes of the
+/// three (the device's interface, the host's `[ufs]` or `[cqe]` section, the device's
+/// `[hpb]` and its version), without a job. The front end uses it to pick a host and
+/// driver for a device and to name the ones that fit.
+pub fn fits(
+    host: &crate::host::HostConfig,
+    device: &crate::device::DeviceConfig,
+    driver: DriverKind,
+) -> Result<(), String> {
+    let cfg = SimConfig {
+        host: host.clone(),
+        device: device.clone(),
+        driver,
+        jobs: Vec::new(),
+        precondition: Precondition::Off,
+    };
+    check_driver(&cfg)?;
+    ufs_hpb::check(&cfg)?;
+    cqe::MmcCqe::new(driver, host).map(|_| ())
 }
 
 /// Runs a whole simulation.

@@ -468,8 +468,26 @@ pub fn json_string(r: &RunReport, plus: bool) -> String {
             .collect();
         root.arr("disk_util", arr);
     }
-    if !r.counters.is_empty() {
+    if !r.counters.is_empty() || r.configuration.is_some() {
         let mut fp = Obj::new();
+        if let Some(c) = &r.configuration {
+            let mut o = Obj::new();
+            o.str("version", &c.version);
+            o.str("device", &c.device);
+            o.str("host", &c.host);
+            o.str("driver", &c.driver);
+            o.str("precondition", &c.precondition);
+            o.str("layout", &c.layout);
+            let mut sets = Obj::new();
+            // A field set twice: the last value is the one that ran.
+            for (i, (f, v)) in c.sets.iter().enumerate() {
+                if !c.sets[i + 1..].iter().any(|(g, _)| g == f) {
+                    sets.str(f, v);
+                }
+            }
+            o.obj("set", sets);
+            fp.obj("configuration", o);
+        }
         for (group, counters) in &r.counters {
             let mut o = Obj::new();
             for (k, v) in counters {

@@ -104,6 +104,7 @@ pub use flashpath_hist::{LatHist, DEFAULT_PERCENTILES};
 pub use fmt::ctime_utc;
 pub use json::{json_string, write_json};
 pub use logs::{HistLogWriter, IoEvent, LogKind, LogOptions, LogSample, LogSet, LogWriter};
+pub use model::RunConfiguration;
 pub use model::{
     batch_bucket, depth_level_bucket, Ddir, DirStats, DiskUtil, IoStat, JobHeader, JobReport,
     LatStat, LatencyBuckets, RunReport, SpanSet, SyncStats, UnifiedRw,

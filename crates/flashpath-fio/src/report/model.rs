@@ -571,6 +571,42 @@ pub struct RunReport {
     /// The simulator's own run-wide counters, by group (JSON root `flashpath`:
     /// `{"device": {...}, "hpb": {...}}`); empty = no such object.
     pub counters: Vec<(String, Vec<(String, u64)>)>,
+    /// How the simulated system was made (JSON root `flashpath.configuration`, and one
+    /// line after fio's version in the normal format); `None` = not reported.
+    pub configuration: Option<RunConfiguration>,
+}
+
+/// The simulated system a run was made on: enough to make it again.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct RunConfiguration {
+    /// flashpath's version.
+    pub version: String,
+    /// Device and host preset names (or the preset files given).
+    pub device: String,
+    pub host: String,
+    pub driver: String,
+    /// `--precondition` as given, and the layout it gave (`auto` resolves per driver).
+    pub precondition: String,
+    pub layout: String,
+    /// Every `--set FIELD=VALUE`, in order.
+    pub sets: Vec<(String, String)>,
+}
+
+impl RunConfiguration {
+    /// The normal format's line: `flashpath-0.1.0: device=... host=... driver=...`.
+    pub fn line(&self) -> String {
+        let mut l = format!(
+            "flashpath-{}: device={} host={} driver={} precondition={}",
+            self.version, self.device, self.host, self.driver, self.precondition
+        );
+        if self.layout != self.precondition {
+            l.push_str(&format!(" ({})", self.layout));
+        }
+        for (f, v) in &self.sets {
+            l.push_str(&format!(" --set {f}={v}"));
+        }
+        l
+    }
 }
 
 impl RunReport {
@@ -585,6 +621,7 @@ impl RunReport {
             disk_util: Vec::new(),
             counters: Vec::new(),
             startup_lines: Vec::new(),
+            configuration: None,
         }
     }
 }

@@ -39,6 +39,9 @@ pub fn header_string(r: &RunReport) -> String {
         }
     }
     let _ = writeln!(s, "{}", r.fio_version);
+    if let Some(c) = &r.configuration {
+        let _ = writeln!(s, "{}", c.line());
+    }
     let threads = r.jobs.iter().filter(|j| j.thread).count();
     let procs = r.jobs.len() - threads;
     s.push_str("Starting ");
