@@ -1,5 +1,5 @@
 //! `flashpath analyze`: where the time of a run went, and what limits its throughput —
-//! the white paper's pipeline model (seed-results §3) applied to the run's own spans.
+//! the white paper's pipeline model (docs/published-results.md §3) applied to the run's own spans.
 //!
 //! For each job row of the report (one with `group_reporting`), from the mean spans of
 //! its I/Os and the mean I/O size:
@@ -231,7 +231,7 @@ mod tests {
 
     #[test]
     fn limits_are_the_papers_formulas() {
-        // Jetson TX1, direct 128 KiB sequential write (seed-results §3, Table 2):
+        // Jetson TX1, direct 128 KiB sequential write (docs/published-results.md §3, Table 2):
         // pre 141, hw 1360, post 53 us -> theoretical 81, theoretical max 644 MB/s.
         let j = job(
             128 * 1024 * 10,

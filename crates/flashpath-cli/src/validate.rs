@@ -63,7 +63,9 @@ pub fn validate(
         bail!("validate: no reproduction matches");
     }
     let results = run_all(&wanted)?;
-    let mut failed = 0;
+    let (mut figures, mut ranges) = (Tally::default(), Tally::default());
+    let mut predictions = 0;
+    let mut abs_err = Vec::new();
     writeln!(
         out,
         "{:34} {:20} {:>10} {:>10} {:>9} {:>6}",
@@ -87,6 +89,7 @@ pub fn validate(
             for m in list {
                 if let Ok(v) = measure::metric(rows, m) {
                     if v > 0.0 {
+                        predictions += 1;
                         writeln!(
                             out,
                             "{:34} {:20} {:>10.2} {:>10} {:>9} {:>6}  prediction",
@@ -103,7 +106,8 @@ pub fn validate(
             let err = (v / f.published - 1.0) * 100.0;
             let ok = err.abs() <= f.tolerance_pct;
             let (bad, verdict) = verdict(ok, f.known_failure.as_deref());
-            failed += usize::from(bad);
+            figures.add(ok, bad);
+            abs_err.push((err.abs(), ok));
             writeln!(
                 out,
                 "{:34} {:20} {:>10.2} {:>10.2} {:>+8.1}% {:>5}%  {}",
@@ -115,7 +119,7 @@ pub fn validate(
                 .map_err(|e| anyhow!("reproduction '{}': {e}", r.name))?;
             let ok = (b.min..=b.max).contains(&v);
             let (bad, verdict) = verdict(ok, b.known_failure.as_deref());
-            failed += usize::from(bad);
+            figures.add(ok, bad);
             writeln!(
                 out,
                 "{:34} {:20} {:>10.2} {:>21} {:>6}  {}",
@@ -150,7 +154,7 @@ pub fn validate(
         let ok = c.min_change_pct.is_none_or(|m| change >= m)
             && c.max_change_pct.is_none_or(|m| change <= m);
         let (bad, verdict) = verdict(ok, c.known_failure.as_deref());
-        failed += usize::from(bad);
+        ranges.add(ok, bad);
         let bound = |x: Option<f64>| x.map_or(String::new(), |v| format!("{v:+}%"));
         writeln!(
             out,
@@ -164,7 +168,71 @@ pub fn validate(
             verdict
         )?;
     }
-    Ok(failed)
+    writeln!(out)?;
+    writeln!(out, "{}", summary(&figures, &ranges, predictions, &abs_err))?;
+    Ok(figures.unexpected + ranges.unexpected)
+}
+
+/// How the checks of one kind came out.
+#[derive(Default)]
+struct Tally {
+    /// Within tolerance (or range), not marked.
+    within: usize,
+    /// Outside, and declared a known failure in the manifest.
+    known: usize,
+    /// Outside and not declared, or declared but now within: these fail the run.
+    unexpected: usize,
+}
+
+impl Tally {
+    fn add(&mut self, ok: bool, bad: bool) {
+        match (ok, bad) {
+            (true, false) => self.within += 1,
+            (false, false) => self.known += 1,
+            (_, true) => self.unexpected += 1,
+        }
+    }
+
+    fn total(&self) -> usize {
+        self.within + self.known + self.unexpected
+    }
+}
+
+/// The report's last line: the checks against published figures (single values and
+/// ranges), the before/after comparisons, the predictions, and the mean absolute error
+/// of the single published values (`abs_err`: |error| in % and whether it was within
+/// tolerance), over those within tolerance and over all.
+fn summary(figures: &Tally, ranges: &Tally, predictions: usize, abs_err: &[(f64, bool)]) -> String {
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    let all: Vec<f64> = abs_err.iter().map(|e| e.0).collect();
+    let within: Vec<f64> = abs_err.iter().filter(|e| e.1).map(|e| e.0).collect();
+    let mut s = format!(
+        "validate: {} published figures: {} within tolerance, {} declared known failures, \
+         {} unexpected",
+        figures.total(),
+        figures.within,
+        figures.known,
+        figures.unexpected
+    );
+    if !within.is_empty() {
+        s += &format!(
+            " (mean |error| {:.1} % over the {} single values within tolerance, {:.1} % over \
+             all {})",
+            mean(&within),
+            within.len(),
+            mean(&all),
+            all.len()
+        );
+    }
+    s += &format!(
+        "; {} before/after comparisons: {} in range, {} declared known failures, {} \
+         unexpected; {predictions} predicted values",
+        ranges.total(),
+        ranges.within,
+        ranges.known,
+        ranges.unexpected
+    );
+    s
 }
 
 /// Whether a check fails the run, and what to print: a known failure that still fails

@@ -16,7 +16,7 @@ const SYSTEM: [&str; 6] = [
     "ufs",
 ];
 
-/// The UFS HPB series' iozone line (seed-results §4), on the UFS system.
+/// The UFS HPB series' iozone line (docs/published-results.md §4), on the UFS system.
 fn seed_args(extra: &[&str]) -> Vec<String> {
     let mut v: Vec<String> = ["iozone"]
         .iter()

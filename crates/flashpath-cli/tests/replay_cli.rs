@@ -262,7 +262,7 @@ fn job_runtime_ms(json: &str) -> u64 {
 fn v3_timestamps_pace_the_replay_as_replay_time_scale_and_no_stall_say() {
     let d = scratch("replay-timing");
     let log = d.join("v3.log");
-    // fio-compat.md §5.1 [V]: real fio replays these stamps in 400 ms, 200 ms with
+    // [V] real fio 3.33 replays these stamps in 400 ms, 200 ms with
     // replay_time_scale=200, about 0 with replay_no_stall=1. (The first I/O's stamp
     // follows a time of 0, which fio's delay_since_ttime treats as no reference.)
     std::fs::write(

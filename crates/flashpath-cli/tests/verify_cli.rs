@@ -50,7 +50,7 @@ fn a_write_job_reads_back_everything_it_wrote_after_its_write_phase() {
     let j = json_job(&out, 0);
     assert_eq!(j["error"], 0);
     assert_eq!(j["write"]["total_ios"], 2048);
-    // fio counts verify reads as ordinary reads [fio-compat: randwrite + crc32c].
+    // fio counts verify reads as ordinary reads [V] (fio 3.33, randwrite + crc32c).
     assert_eq!(j["read"]["total_ios"], 2048);
     assert_eq!(j["read"]["io_bytes"], 8 << 20);
     // Each direction has its own phase's runtime (fio's update_runtime).

@@ -1,4 +1,4 @@
-//! Runs the four hsq workloads (seed-results §1) on the shipped presets, straight through
+//! Runs the four hsq workloads (docs/published-results.md §1) on the shipped presets, straight through
 //! the core: `cargo run --release -p flashpath-core --example hsq_calib [size_MiB] [--set k=v]...`.
 use flashpath_core::config::preset;
 use flashpath_core::sim::{run, SimConfig};

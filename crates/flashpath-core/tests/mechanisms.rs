@@ -1,5 +1,5 @@
 //! Mechanism tests on the event trace of small jobs: each host driver does what the
-//! kernel code does, step by step (kernel-behaviour.md §1-§3, §5).
+//! kernel code does, step by step (docs/kernel-behaviour.md §1-§3, §5).
 
 mod common;
 
@@ -179,7 +179,7 @@ fn hsq_with_the_stated_limit_of_two_keeps_it() {
 /// request issued (D) when a completion reruns the queue.
 #[test]
 fn a_request_hsq_refuses_waits_on_the_dispatch_list_and_merges_no_more() {
-    // The convoy of seed-results §1's sequential read: threads reading the same blocks,
+    // The convoy of docs/published-results.md §1's sequential read: threads reading the same blocks,
     // so bios merge into the queued requests.
     let convoy = (0..12)
         .map(|i| {

@@ -1,5 +1,5 @@
 //! Mechanism tests of the eMMC command queue engine driver (`mmc-cqe`) on the event
-//! trace (kernel-behaviour §3): CMD44+CMD45 queue a task, CMD13 (SQS) reads the
+//! trace (docs/kernel-behaviour.md §3): CMD44+CMD45 queue a task, CMD13 (SQS) reads the
 //! device's queue status, CMD46/CMD47 execute the task the device chose, one data
 //! transfer at a time, completion by interrupt with no software CMD13.
 

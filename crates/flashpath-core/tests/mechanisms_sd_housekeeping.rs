@@ -89,7 +89,7 @@ fn sd(housekeeping: bool) -> (flashpath_core::host::HostConfig, DeviceConfig) {
     (host, preset::load_device(DEVICE, "device", &over).unwrap())
 }
 
-/// fio's randwrite-1M job of seed-results §2 (psync, QD1, 1 MiB over 1 GiB), cut to
+/// fio's randwrite-1M job of docs/published-results.md §2 (psync, QD1, 1 MiB over 1 GiB), cut to
 /// `n` writes.
 fn randwrite(n: u64) -> JobConfig {
     let mut j = JobConfig::simple("w", Pattern::Random, 0, MIB, 1 << 30);

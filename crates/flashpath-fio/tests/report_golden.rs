@@ -1,5 +1,5 @@
 //! Golden tests: rebuild the model from the numbers of real fio 3.33 outputs
-//! (tests/data/report/, copied from fio-samples/) and reproduce those files byte for byte.
+//! (tests/data/report/, real fio 3.33 output) and reproduce those files byte for byte.
 //!
 //! Reconstruction rules (what the model needs beyond the printed numbers):
 //! - histograms: json+ `bins` exactly; without bins, a histogram fitted so that fio's
@@ -981,7 +981,7 @@ fn oracle_per_io_clat_log_and_hist_log() {
     assert_same(hist.contents(), &want_hist, "hl_clat_hist.1.log");
 }
 
-/// fio-samples/logs: a run with `log_avg_msec=250` wrote windowed bw/iops logs; each
+/// tests/data/report/logs: a run with `log_avg_msec=250` wrote windowed bw/iops logs; each
 /// window entry is one bw/iops sample, so the logs' values summarised like fio
 /// (`IoStat::from_samples`) give the JSON `bw_*`/`iops_*` fields, and re-logging them
 /// through an averaging `LogWriter` reproduces the files.

@@ -1,6 +1,6 @@
 //! Feeds a synthetic run through the model, the samplers and the log writers, writes a
 //! json+ file and a log directory, and runs fio's own consumers on them through
-//! `check-fio-tools.sh` (a copy of fio-samples/check-fio-tools.sh).
+//! `check-fio-tools.sh` (in tests/data/report/).
 //!
 //! Needs the Debian packages `fio` and `python3-six` (fio's tools import `six`; the
 //! test is skipped with a note when fio is missing). `gnuplot-nox`, `python3-numpy`

@@ -354,7 +354,7 @@ mod tests {
 
     #[test]
     fn bucket_midpoints_match_fio() {
-        // Values taken from fio-samples/nbd_randrw.jsonplus.json bins: each bin key is
+        // Values taken from flashpath-fio's tests/data/report/nbd_randrw.jsonplus.json bins: each bin key is
         // plat_idx_to_val of the bucket; re-bucketing the key must give the same bucket.
         for key in [12352u64, 13376, 15296, 15552, 8768, 8896, 11328, 12480] {
             assert_eq!(plat_idx_to_val(plat_val_to_idx(key)), key);

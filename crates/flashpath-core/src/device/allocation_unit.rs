@@ -18,8 +18,8 @@
 //!           page touched crosses the channel whole (ECC is decoded per page)
 //! ```
 //!
-//! The mechanisms are those flashbench exposes (reference/flashbench.md §3-§5, §10;
-//! seed-results §5): the AU size (reads crossing an AU boundary need a second AU table
+//! The mechanisms are those flashbench exposes (docs/flashbench.md, docs/published-results.md
+//! §5): the AU size (reads crossing an AU boundary need a second AU table
 //! entry), the page and multi-plane pair (reads crossing a page or row boundary move or
 //! read more), the open-AU limit (writes to one AU more than the card keeps open close
 //! an AU on nearly every write), the small-write buffer (writes under its unit go to a

@@ -1,6 +1,6 @@
 //! eMMC 5.1 command queue, device side: the task table behind CMD44/CMD45 and the
 //! Queue Status Register (QSR) that CMD13 with the SQS bit reads (JEDEC eMMC 5.1
-//! §6.6.39 "Command Queuing"; kernel-behaviour §3).
+//! §6.6.39 "Command Queuing"; docs/kernel-behaviour.md §3).
 //!
 //! ```text
 //!  CMD44+CMD45 ─▶ queue(tag, write) ─▶ [task table, ≤ CMDQ_DEPTH]

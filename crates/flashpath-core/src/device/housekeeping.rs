@@ -1,5 +1,5 @@
 //! Foreground housekeeping at block turnover: the card's own bookkeeping that stretches
-//! some writes (the second mode of the SD card's write latency, seed-results §2).
+//! some writes (the second mode of the SD card's write latency, docs/published-results.md §2).
 //!
 //! What the firmware does and when (page-mapped model, `ftl.housekeeping_move` > 0):
 //! each time a die's open host block is full (its last row has been given a program),

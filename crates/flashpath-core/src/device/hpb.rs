@@ -15,7 +15,7 @@
 //!        RESPONSE UPIUs, at most 2 activations + 2 inactivations each
 //! ```
 //!
-//! Sources (reference/hpb.md): descriptor fields and sizes (§2, §3); the entry check
+//! Sources (docs/ufs-hpb.md): descriptor fields and sizes (§2, §3); the entry check
 //! (§11: the device "can access the physical block in NAND directly without searching
 //! and uploading L2P mapping table"; Samsung US11775423B2 compares a signature carried
 //! in the entry with stored signature information and uses the address when they

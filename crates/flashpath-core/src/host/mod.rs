@@ -20,9 +20,9 @@ use serde::Deserialize;
 /// Which host driver runs the MMC/SD/UFS controller.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DriverKind {
-    /// The MMC block path without a queue engine (kernel-behaviour §1).
+    /// The MMC block path without a queue engine (docs/kernel-behaviour.md §1).
     MmcLegacy,
-    /// The MMC host software queue (kernel-behaviour §2): `depth` slots, at most
+    /// The MMC host software queue (docs/kernel-behaviour.md §2): `depth` slots, at most
     /// `max_in_flight` requests dispatched to it, the next request started from the
     /// completion interrupt, no CMD13 polling. A read or write refused past the limit
     /// waits on the hardware queue's dispatch list, where it merges no more, until a
@@ -34,7 +34,7 @@ pub enum DriverKind {
         max_in_flight: u32,
         burst_in_flight: u32,
     },
-    /// The UFS host controller driver (ufshcd, kernel-behaviour §7): SCSI commands in
+    /// The UFS host controller driver (ufshcd, docs/kernel-behaviour.md §7): SCSI commands in
     /// UTP transfer request slots, a doorbell per command, up to `nutrs` outstanding in
     /// the device, completion from the UTRCS interrupt. Needs the host's `[ufs]` section
     /// and a device with `interface = "ufs"`.
@@ -46,12 +46,12 @@ pub enum DriverKind {
     UfsHpb {
         control: crate::device::hpb::HpbControl,
     },
-    /// The eMMC 5.1 command queue engine (CQHCI, kernel-behaviour §3): tasks queued in
+    /// The eMMC 5.1 command queue engine (CQHCI, docs/kernel-behaviour.md §3): tasks queued in
     /// the device with CMD44/45, executed with CMD46/47 in the order the device's
     /// `policy` chooses; needs the host preset's `[cqe]` section.
     MmcCqe { policy: CqPolicy },
     /// The Realtek rtsx PCIe SD host (rtsx_pci_sdmmc) under the legacy MMC block path
-    /// (kernel-behaviour §5): open-ended CMD18/CMD25 closed by CMD12 after every request
+    /// (docs/kernel-behaviour.md §5): open-ended CMD18/CMD25 closed by CMD12 after every request
     /// (`multi_seq = false`, mainline), or with the Dec 2021 multi-block sequential patch
     /// (`multi_seq = true`): sequential same-direction requests continue the open stream
     /// and CMD12 is sent on a direction change, a non-sequential access, a single-block
@@ -87,7 +87,7 @@ impl DriverKind {
                 burst_in_flight: 0,
             }),
             // As measured in the published series (the v4-v7 patches of Oct-Nov 2019,
-            // whose cover letters carry the figures of seed-results §1): HSQ_NUM_SLOTS 32,
+            // whose cover letters carry the figures of docs/published-results.md §1): HSQ_NUM_SLOTS 32,
             // and queue_rq already refused only when in_flight > 2, so three requests
             // get through although the comment and the cover letter say two.
             "mmc-hsq-v6" => Ok(DriverKind::MmcHsq {

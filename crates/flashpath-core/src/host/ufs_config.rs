@@ -2,7 +2,7 @@
 //! costs (ufshcd), interrupt aggregation, and the M-PHY/UniPro link between host
 //! controller and device.
 //!
-//! Link: M-PHY HS-Gear × rate series × lanes, 8b/10b coded (kernel-behaviour §7), full
+//! Link: M-PHY HS-Gear × rate series × lanes, 8b/10b coded (docs/kernel-behaviour.md §7), full
 //! duplex: each direction is its own resource. Every UPIU carries a 32-byte header
 //! (JEDEC UFS 2.1 §10.6: COMMAND, RESPONSE, DATA IN/OUT and READY_TO_TRANSFER are 32
 //! bytes before any data segment); UniPro then cuts it into L2 frames of at most
@@ -378,7 +378,7 @@ mod tests {
 
     #[test]
     fn hs_g3b_two_lanes_is_1166_mb_per_s() {
-        // kernel-behaviour §7: 5830.4 Mb/s per lane, 8b/10b, 2 lanes ≈ 1.17 GB/s.
+        // docs/kernel-behaviour.md §7: 5830.4 Mb/s per lane, 8b/10b, 2 lanes ≈ 1.17 GB/s.
         let mbps = UfsHostConfig::lane_mbps(3, true).unwrap();
         assert_eq!((mbps * 100_000.0).round() as u64 * 2, 1_166_080_000);
         assert_eq!(UfsHostConfig::lane_mbps(4, true).unwrap(), 11660.8);

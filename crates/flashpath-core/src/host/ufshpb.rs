@@ -1,5 +1,5 @@
 //! The UFS Host Performance Booster driver's host side (linux drivers/scsi/ufs/ufshpb.c,
-//! 5.15–6.4; reference/hpb.md): the map cache of the device's L2P entries in host memory,
+//! 5.15–6.4; docs/ufs-hpb.md): the map cache of the device's L2P entries in host memory,
 //! regions and subregions with their states, the LRU of active regions, dirty marks,
 //! the eligibility rules of HPB READ, device hints (device control mode) and read
 //! counters, thresholds and the cold timer (host control mode).

@@ -1,6 +1,6 @@
 //! The eMMC 5.1 command queue engine driver (`mmc-cqe`): linux drivers/mmc/host/
 //! cqhci-core.c with the CQE paths of drivers/mmc/core/block.c and queue.c
-//! (kernel-behaviour §3).
+//! (docs/kernel-behaviour.md §3).
 //!
 //! ```text
 //!  kblockd: queue_rq ─ prep + DMA map + cqhci_request (descriptors, doorbell) ─▶ returns

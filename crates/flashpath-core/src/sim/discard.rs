@@ -1,5 +1,5 @@
 //! Discard requests (fio trims: ioctl(BLKDISCARD) → blkdev_issue_discard) in the MMC
-//! drivers: legacy, hsq and cqe (kernel-behaviour §1, §3; linux drivers/mmc/core/
+//! drivers: legacy, hsq and cqe (docs/kernel-behaviour.md §1, §3; linux drivers/mmc/core/
 //! block.c mmc_blk_issue_discard_rq, core.c mmc_erase / mmc_do_erase, queue.c
 //! mmc_issue_type). UFS sends a discard as SCSI UNMAP through a transfer request slot
 //! like any command (`sim/ufs.rs`); SD cards (sd-rtsx) are refused before a run.

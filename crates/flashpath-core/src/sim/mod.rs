@@ -12,7 +12,7 @@
 //! layer's output into the next layer's input, so the request path reads top to bottom
 //! in `handle`.
 //!
-//! The legacy MMC path (kernel-behaviour §1) in events: a thread that inserts a request
+//! The legacy MMC path (docs/kernel-behaviour.md §1) in events: a thread that inserts a request
 //! into the scheduler runs the hardware queue asynchronously (blk-mq with an elevator
 //! inserts with `async = true`), so a kblockd worker wakes on the thread's core, becomes
 //! the dispatcher and stays in `queue_rq` while there is work: it prepares the next

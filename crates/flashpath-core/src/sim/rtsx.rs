@@ -1,5 +1,5 @@
 //! The Realtek rtsx PCIe SD host driver (`rtsx_pci_sdmmc.c`) under the legacy MMC block
-//! path (kernel-behaviour §1, §5), in two variants: mainline (`sd-rtsx`) and the Dec 2021
+//! path (docs/kernel-behaviour.md §1, §5), in two variants: mainline (`sd-rtsx`) and the Dec 2021
 //! "improve performance for multi block rw" patch (`sd-rtsx-multiseq`, never merged).
 //!
 //! The MMC core side (dispatcher, `mmc_blk_rw_wait`, the CMD13 after writes) is the legacy

@@ -10,7 +10,7 @@
 //!     ─▶ block completion inline (submitter shares the IRQ core's cache) or by IPI
 //! ```
 //!
-//! Mechanism (kernel-behaviour §7, ufshcd.c): the block layer hands a request to
+//! Mechanism (docs/kernel-behaviour.md §7, ufshcd.c): the block layer hands a request to
 //! `ufshcd_queuecommand`, which takes a free UTP transfer request slot (32 on UFSHCI 2.1
 //! hosts), builds the descriptor and rings the doorbell: one MMIO write per command, no
 //! waiting for earlier commands, up to `nutrs` outstanding. With scheduler `none` blk-mq

@@ -246,7 +246,7 @@ pub struct RunResult {
     pub system: SystemStats,
 }
 
-/// The spans of a request's life (ARCHITECTURE.md, Spans; seed-results §3), in ns.
+/// The spans of a request's life (docs/architecture.md, The request path; docs/published-results.md §3), in ns.
 ///
 /// The white paper's split of each I/O, from the simulated timestamps:
 /// - `Pre`: system call entry to the start of the I/O's first request on the hardware

@@ -637,7 +637,7 @@ mod tests {
 
     #[test]
     fn global_then_jobs() {
-        // [V] §1.10: fio --name=global --rw=randread --size=128m --name=job1 --name=job2
+        // [V] fio --name=global --rw=randread --size=128m --name=job1 --name=job2
         let inv = parse(
             &args("--name=global --rw=randread --size=128m --name=job1 --name=job2"),
             &Env::fixed(),
@@ -698,7 +698,7 @@ mod tests {
 
     #[test]
     fn required_argument_takes_next() {
-        // [V] §1.10 pitfall: --direct takes the next argument as its value.
+        // [V] pitfall: --direct takes the next argument as its value.
         let env = Env::fixed();
         let e = parse(&args("--name=a --direct --rw=read"), &env).unwrap_err();
         assert!(e.to_string().contains("direct=--rw=read"), "{e}");

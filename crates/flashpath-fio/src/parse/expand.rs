@@ -184,7 +184,7 @@ mod tests {
 
     #[test]
     fn braces_only() {
-        // [V] §1.4: ${VAR} expanded, unset → empty, $VAR literal.
+        // [V] ${VAR} expanded, unset → empty, $VAR literal.
         assert_eq!(
             env_subst("filename=/mnt/${FOO}.dat", &env()),
             "filename=/mnt/bar.dat"
@@ -202,7 +202,7 @@ mod tests {
 
     #[test]
     fn keywords_and_bc() {
-        // [V] §1.4: size=2*$mb_memory → 48210 with 24105 MiB.
+        // [V] size=2*$mb_memory → 48210 with 24105 MiB.
         assert_eq!(
             keyword_replace("size=2*$mb_memory", &env()).ok(),
             Some("size=48210".into())

@@ -566,7 +566,7 @@ mod tests {
 
     #[test]
     fn comments_and_blanks() {
-        // [V] §1.1: inline comments cut at the first ; or #, trailing blanks trimmed.
+        // [V] inline comments cut at the first ; or #, trailing blanks trimmed.
         assert_eq!(strip_end("size=102404k ; 100Mb+4k"), "size=102404k");
         assert_eq!(
             strip_end("numjobs=4\t; 4 simultaneous threads"),

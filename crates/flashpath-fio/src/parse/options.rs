@@ -1009,7 +1009,7 @@ mod tests {
 
     #[test]
     fn rw_suffixes() {
-        // [V] §2.1: write:4k adds 4k; randread:4 picks a new offset every 4 I/Os.
+        // [V] write:4k adds 4k; randread:4 picks a new offset every 4 I/Os.
         assert_eq!(
             parse_rw("write:4k").map(|r| r.modifier),
             Ok(RwModifier::SeqAddBytes(4096))
@@ -1027,7 +1027,7 @@ mod tests {
 
     #[test]
     fn bssplit_fill_and_errors() {
-        // [V] §1.8: empty percent shares the remainder; >100 with two empties fails.
+        // [V] empty percent shares the remainder; >100 with two empties fails.
         let mut o = JobOptions::default();
         assert!(o.bssplit_apply("2k/50:4k/50,4k/90:8k/10", 1024).is_ok());
         assert_eq!(o.bssplit[0].len(), 2);
@@ -1049,7 +1049,7 @@ mod tests {
 
     #[test]
     fn distributions() {
-        // [V] range checks of §2.1.
+        // [V] range checks.
         assert!(parse_random_distribution("zipf:1", 1024).is_err());
         assert!(parse_random_distribution("zipf:1.2:2", 1024).is_err());
         assert!(parse_random_distribution("pareto:1", 1024).is_err());

@@ -1,4 +1,5 @@
-//! Grammar unit tests; each cites the [V] fact of fio-compat.md it checks.
+//! Grammar unit tests. [V]: the behaviour was verified by running fio 3.33; [S]: read in
+//! fio 3.33's source (init.c, parse.c, options.c, iolog.c).
 
 use super::*;
 use std::path::Path;
@@ -19,7 +20,7 @@ fn err(text: &str) -> ParseError {
 
 #[test]
 fn sections_and_names() {
-    // [V] §1.1: inner spaces kept; [globalx] is global.
+    // [V] inner spaces kept; [globalx] is global.
     let j = jobs("[  spaced name  ]\n[globalx]\nbs=1k\n[b]\n");
     assert_eq!(j[0].name, "  spaced name  ");
     assert_eq!(j[1].options.bs_bytes, [1024; 3]);
@@ -28,7 +29,7 @@ fn sections_and_names() {
 
 #[test]
 fn global_inheritance_in_file_order() {
-    // [V] §1.2: early=64k, late=128k, late2=1k.
+    // [V] early=64k, late=128k, late2=1k.
     let j =
         jobs("[global]\nbs=64k\n[early]\n[global]\nbs=128k\n[late]\n[globalx]\nbs=1k\n[late2]\n");
     let bs: Vec<u64> = j.iter().map(|j| j.options.bs_bytes[0]).collect();
@@ -47,7 +48,7 @@ fn option_outside_section() {
 
 #[test]
 fn unknown_option_is_loud() {
-    // [V] §1.1: Bad option <...>.
+    // [V] Bad option <...>.
     let e = err("[a]\nfoo=1\n");
     assert_eq!(e.kind, ErrorKind::UnknownOption);
     assert!(
@@ -58,7 +59,7 @@ fn unknown_option_is_loud() {
 
 #[test]
 fn value_spaces_trap() {
-    // [V] §1.1: size = 1m is 1 byte; rw = randread is rejected.
+    // [V] size = 1m is 1 byte; rw = randread is rejected.
     let j = jobs("[a]\nsize = 1m\n");
     assert_eq!(j[0].options.size, Some(SizeSpec::Bytes(1)));
     err("[a]\nrw = randread\n");
@@ -77,7 +78,7 @@ fn quotes_not_special_and_last_wins() {
 
 #[test]
 fn per_direction_lists() {
-    // [V] §1.8.
+    // [V] (checked against fio 3.33).
     let bs = |v: &str| jobs(&format!("[a]\nbs={v}\n"))[0].options.bs_bytes;
     assert_eq!(bs("8k,32k"), [8192, 32768, 32768]);
     assert_eq!(bs("8k,32k,"), [8192, 32768, 4096]);
@@ -92,7 +93,7 @@ fn per_direction_lists() {
 
 #[test]
 fn booleans_and_flags() {
-    // [V] §1.7.
+    // [V] (checked against fio 3.33).
     err("[a]\ndirect=true\n");
     err("[a]\ndirect=2\n");
     err("[a]\ndirect\n");
@@ -140,7 +141,8 @@ fn env_and_keywords() {
 
 #[test]
 fn groups_and_clones() {
-    // [V] §1.9 (fio-samples/groups.fio): a,a,b in g0, c in g1, d in g2, e in g2.
+    // [V] the groups of tests/data/report/groups.fio (fio 3.33's report: groups.json):
+    // a,a,b in g0, c in g1, d in g2, e in g2.
     let j = jobs("[a]\nnumjobs=2\n[b]\n[c]\nstonewall\n[d]\nnew_group\n[e]\nwait_for=c\n");
     let g: Vec<(String, u32, u32, u32)> = j
         .iter()
@@ -172,7 +174,7 @@ fn name_in_global_does_not_rename() {
 
 #[test]
 fn engine_options_anywhere_in_file() {
-    // [V] §1.1: order relative to ioengine= does not matter in a file.
+    // [V] order relative to ioengine= does not matter in a file.
     let j = jobs("[a]\nuri=nbd://x\nioengine=nbd\n");
     assert_eq!(j[0].options.uri.as_deref(), Some("nbd://x"));
     let e = err("[a]\nuri=nbd://x\n");
@@ -183,7 +185,7 @@ fn engine_options_anywhere_in_file() {
 
 #[test]
 fn profile_and_deprecated_options_accepted() {
-    // [V] §1.1: threads=1 is a no-op profile option.
+    // [V] threads=1 is a no-op profile option.
     let j = jobs("[a]\nthreads=1\nverifysort=1\n");
     assert!(!j[0].options.thread);
     // A hard-deprecated option fails, as in fio 3.33.
@@ -302,7 +304,7 @@ fn mailing_list_command_line() {
 
 #[test]
 fn section_selection() {
-    // [S] §1.9: --section runs only the named jobs; globals are always parsed.
+    // [S] --section runs only the named jobs; globals are always parsed.
     let dir = std::env::temp_dir().join(format!("fp-sec-{}", std::process::id()));
     let _ = std::fs::create_dir_all(&dir);
     std::fs::write(
@@ -326,8 +328,8 @@ fn section_selection() {
 
 #[test]
 fn typed_options_from_the_reference() {
-    // [V] §2.2: size=25% offset=50%; §2.4: rate=1250 is bytes/s; §2.1: the later of
-    // rwmixread/rwmixwrite wins; §2.3: direct/buffered, the later wins.
+    // [V] size=25% offset=50%; rate=1250 is bytes/s; the later of
+    // rwmixread/rwmixwrite wins; direct/buffered, the later wins.
     let j = jobs(
         "[a]\nsize=25%\noffset=50%\nrate=1250\nrate_iops=,200\nrwmixread=70\nrwmixwrite=10\n\
          direct=1\nbuffered=1\nstartdelay=1-3\nthinktime=1ms\nthinktime_blocks=4\n\

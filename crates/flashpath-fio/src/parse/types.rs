@@ -218,7 +218,7 @@ impl IoEngine {
     }
 }
 
-/// Submission semantics of an engine (fio-compat.md §2.4 engine table).
+/// Submission semantics of an engine (fio 3.33's engines/*.c; docs/engines-and-rates.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Submission {
     /// `FIO_SYNCIO`: iodepth is capped at 1 (the configured value is still reported);

@@ -828,7 +828,7 @@ mod tests {
 
     #[test]
     fn sizes_as_fio_reads_them() {
-        // [V] fio-compat.md §1.5 table, kb_base=1024.
+        // [V] fio's size suffixes, kb_base=1024.
         for (s, v) in [
             ("4096", 4096),
             ("4096b", 4096),
@@ -876,7 +876,7 @@ mod tests {
 
     #[test]
     fn times_as_fio_reads_them() {
-        // [V] §1.6: microseconds, seconds default for runtime-like options.
+        // [V] microseconds, seconds default for runtime-like options.
         let t = |s: &str, secs| str_to_decimal(s, false, 1024, secs);
         assert_eq!(t("10", true), Some(10_000_000));
         assert_eq!(t("500ms", true), Some(500_000));

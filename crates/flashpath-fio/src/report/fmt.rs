@@ -151,7 +151,7 @@ mod tests {
 
     #[test]
     fn num2str_matches_fio_samples() {
-        // From fio-samples/nbd_randrw.normal.txt.
+        // From tests/data/report/nbd_randrw.normal.txt (real fio 3.33 output).
         assert_eq!(num2str(36250, 4, 1, false, N2s::None), "36.2k");
         assert_eq!(
             num2str(148_624_458, 4, 1, true, N2s::BytePerSec),
@@ -167,7 +167,7 @@ mod tests {
 
     #[test]
     fn ctime_matches_fio_samples() {
-        // fio-samples/nbd_randrw.jsonplus.json: timestamp 1795339782, UTC host.
+        // tests/data/report/nbd_randrw.jsonplus.json: timestamp 1795339782, UTC host.
         assert_eq!(ctime_utc(1_795_339_782), "Sun Nov 22 09:29:42 2026");
         assert_eq!(ctime_utc(0), "Thu Jan  1 00:00:00 1970");
         assert_eq!(ctime_utc(951_782_400), "Tue Feb 29 00:00:00 2000");

@@ -8,7 +8,7 @@
 //! Directions without I/O in a window get no sample. fio's helper thread stops
 //! sampling when the job ends, so a window is only sampled if it closes more than
 //! 1 ms (`LOG_MSEC_SLACK`) before the job's end: a 2001 ms job gives 3 samples at
-//! 500/1000/1500 ms, a 3001 ms job 5 — as the real runs in fio-samples/ show.
+//! 500/1000/1500 ms, a 3001 ms job 5 — as the real runs in tests/data/report/ show.
 //!
 //! With per-I/O bw/iops logs (`log_avg_msec=0`) fio instead records one sample per
 //! I/O (bw = `bytes * 1e6 / clat_ns`, iops = 1); feed those with

@@ -1,0 +1,106 @@
+//! `flashpath validate`'s last line sums the report up: the published figures within
+//! tolerance, declared known failures and unexpected failures, the mean error, the
+//! before/after comparisons and the predictions. Checked on a small scratch manifest
+//! (`--jobs`, `--only`) whose counts are known.
+
+mod common;
+use common::flashpath;
+
+fn stdout(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// A scratch jobs directory holding `manifest` and a small 4 KiB random-read job.
+fn jobs(name: &str, manifest: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("flashpath-summary-{name}-{}", std::process::id()));
+    let sub = d.join("set");
+    std::fs::create_dir_all(&sub).unwrap();
+    std::fs::write(
+        sub.join("small.fio"),
+        "[small]\nrw=randread\nbs=4k\nsize=8M\ndirect=1\n",
+    )
+    .unwrap();
+    std::fs::write(sub.join("reproductions.toml"), manifest).unwrap();
+    d
+}
+
+fn reproduction(name: &str, driver: &str, body: &str) -> String {
+    format!(
+        "[[reproduction]]\nname = \"{name}\"\njob = \"small.fio\"\ndevice = \"emmc51-hs400-32g\"\n\
+         host = \"sprd-sc9863a\"\ndriver = \"{driver}\"\nsource = \"test\"\n{body}\n"
+    )
+}
+
+fn last_line(out: &str) -> &str {
+    out.lines().last().unwrap_or("")
+}
+
+#[test]
+fn validate_ends_with_a_summary_line() {
+    // The simulated IOPS first (a prediction: no published figure).
+    let probe = reproduction("sum-legacy", "mmc-legacy", "predict = [\"read_iops\"]");
+    let d = jobs("probe", &probe);
+    let o = flashpath(&["validate", "--jobs", d.to_str().unwrap(), "--only", "sum-"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let iops: f64 = stdout(&o)
+        .lines()
+        .find(|l| l.starts_with("sum-legacy"))
+        .and_then(|l| l.split_whitespace().nth(2))
+        .and_then(|x| x.parse().ok())
+        .expect("simulated IOPS in the table");
+    assert_eq!(
+        last_line(&stdout(&o)),
+        "validate: 0 published figures: 0 within tolerance, 0 declared known failures, \
+         0 unexpected; 0 before/after comparisons: 0 in range, 0 declared known failures, \
+         0 unexpected; 1 predicted values"
+    );
+
+    // One figure met (error ~0 %), one 50 % off and declared, one range met; a
+    // prediction; a comparison in range; and a reproduction `--only` leaves out.
+    let figures = format!(
+        "  [[reproduction.figure]]\n  metric = \"read_iops\"\n  published = {iops}\n  \
+         tolerance_pct = 10\n\
+         [[reproduction.figure]]\n  metric = \"read_iops\"\n  published = {}\n  \
+         tolerance_pct = 10\n  known_failure = \"test\"\n\
+         [[reproduction.bound]]\n  metric = \"read_iops\"\n  min = 1.0\n  max = 1e9\n",
+        iops * 2.0
+    );
+    let comparison = "[[comparison]]\nname = \"sum: hsq vs legacy\"\nbefore = \"sum-legacy\"\n\
+                      after = \"sum-hsq\"\nmetric = \"read_iops\"\nmin_change_pct = -90.0\n";
+    let manifest = [
+        reproduction("sum-legacy", "mmc-legacy", &figures),
+        reproduction("sum-hsq", "mmc-hsq", "predict = [\"read_iops\"]"),
+        reproduction(
+            "other",
+            "mmc-legacy",
+            "  [[reproduction.figure]]\n  metric = \"read_iops\"\n  published = 1.0\n  \
+             tolerance_pct = 10\n",
+        ),
+        comparison.to_string(),
+    ]
+    .concat();
+    let d = jobs("run", &manifest);
+    let o = flashpath(&["validate", "--jobs", d.to_str().unwrap(), "--only", "sum-"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        last_line(&stdout(&o)),
+        "validate: 3 published figures: 2 within tolerance, 1 declared known failures, \
+         0 unexpected (mean |error| 0.0 % over the 1 single values within tolerance, 25.0 % \
+         over all 2); 1 before/after comparisons: 1 in range, 0 declared known failures, \
+         0 unexpected; 1 predicted values"
+    );
+
+    // Without `--only`, `other` (published 1 IOPS, no marker) fails the run, and the
+    // summary counts it as unexpected.
+    let o = flashpath(&["validate", "--jobs", d.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let out = stdout(&o);
+    let last = last_line(&out);
+    assert!(
+        last.starts_with(
+            "validate: 4 published figures: 2 within tolerance, 1 declared known failures, \
+             1 unexpected (mean |error| 0.0 % over the 1 single values within tolerance, "
+        ),
+        "{last}"
+    );
+}
