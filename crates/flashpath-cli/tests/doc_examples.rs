@@ -83,6 +83,28 @@ fn fences(text: &str) -> Vec<Fence> {
     out
 }
 
+/// Inline code spans (outside fenced blocks) that are a command with an elision (`...`,
+/// `…`), which a reader cannot type: (line, span).
+fn elided_inline_commands(text: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    let mut in_fence = false;
+    for (i, l) in text.lines().enumerate() {
+        if l.trim_start().starts_with("```") {
+            in_fence = !in_fence;
+            continue;
+        }
+        if in_fence {
+            continue;
+        }
+        for span in l.split('`').skip(1).step_by(2) {
+            if is_flashpath_command(span) && (span.contains("...") || span.contains('…')) {
+                out.push((i + 1, span.to_string()));
+            }
+        }
+    }
+    out
+}
+
 const CARGO_RUN: &str = "cargo run --release -p flashpath-cli --";
 
 /// Whether a line is a flashpath command line.
@@ -338,6 +360,11 @@ fn cases() -> (Vec<Case>, Vec<String>) {
     for file in &files {
         let name = file.strip_prefix(&root).unwrap().display().to_string();
         let text = std::fs::read_to_string(file).unwrap();
+        for (line, span) in elided_inline_commands(&text) {
+            bad.push(format!(
+                "{name}:{line}: a command with an elision, which cannot be typed: `{span}`"
+            ));
+        }
         let mut last_run: Option<usize> = None;
         for f in fences(&text) {
             let at = format!("{name}:{}", f.line);
@@ -470,6 +497,11 @@ fn the_checker_catches_what_it_must() {
     assert_eq!(f[0].marker, None);
     assert_eq!(f[1].marker.as_deref(), Some("sub a => b"));
     assert!(directives("skip").is_err());
+    let prose = "run `flashpath iozone -F f1 ... f16` or `flashpath fio a.fio`\n```text\n`flashpath x ...`\n```\n";
+    assert_eq!(
+        elided_inline_commands(prose),
+        [(1, "flashpath iozone -F f1 ... f16".to_string())]
+    );
     assert!(directives("bogus").is_err());
     assert_eq!(
         commands("# c\nflashpath fio --a \\\n  --b\nfio x\n"),
