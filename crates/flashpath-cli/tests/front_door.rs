@@ -1,0 +1,356 @@
+//! What a new user meets first: a device preset alone runs (its preset picks a host and
+//! driver that fit, and says so), a driver that does not fit names the ones that do, a
+//! run's output records how its system was made, `--set` adds an optional field,
+//! every subcommand answers `--help`, and no subcommand panics on a closed pipe or a
+//! full disk.
+
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn cmd(args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_flashpath"));
+    c.args(args).current_dir(root()).stdin(Stdio::null());
+    c
+}
+
+fn flashpath(args: &[&str]) -> Output {
+    cmd(args).output().expect("run flashpath")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// The device presets `flashpath presets` lists.
+fn device_presets() -> Vec<String> {
+    let o = flashpath(&["presets"]);
+    assert!(o.status.success());
+    text(&o.stdout)
+        .lines()
+        .filter(|l| l.starts_with("device "))
+        .map(|l| l.split_whitespace().nth(1).unwrap().to_string())
+        .collect()
+}
+
+fn json(o: &Output) -> serde_json::Value {
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    serde_json::from_slice(&o.stdout).expect("fio JSON")
+}
+
+const JOB: [&str; 5] = [
+    "--name=t",
+    "--rw=randread",
+    "--bs=4k",
+    "--size=1m",
+    "--output-format=json",
+];
+
+#[test]
+fn every_device_preset_alone_runs_a_job_on_a_host_and_driver_that_fit() {
+    let devices = device_presets();
+    assert!(devices.len() >= 8, "{devices:?}");
+    for d in &devices {
+        let mut args = vec!["fio", "--device", d.as_str()];
+        args.extend(JOB);
+        let o = flashpath(&args);
+        let v = json(&o);
+        let c = &v["flashpath"]["configuration"];
+        assert_eq!(c["device"], d.as_str());
+        let (host, driver) = (c["host"].as_str().unwrap(), c["driver"].as_str().unwrap());
+        // The preset names that pairing, and stderr says which was picked.
+        let p = flashpath(&["presets", d]);
+        let preset = text(&p.stdout);
+        let hosts_line = preset.lines().find(|l| l.starts_with("hosts")).unwrap();
+        let drivers_line = preset.lines().find(|l| l.starts_with("drivers")).unwrap();
+        assert!(
+            hosts_line.contains(&format!("[\"{host}\"")),
+            "{d}: {host} first of {hosts_line}"
+        );
+        assert!(drivers_line.contains(&format!("\"{driver}\"")), "{d}");
+        let err = text(&o.stderr);
+        assert!(
+            err.contains(&format!(
+                "device '{d}' runs on host '{host}' with driver '{driver}'"
+            )),
+            "{d}: {err}"
+        );
+        assert_eq!(v["jobs"][0]["read"]["total_ios"], 256, "{d}");
+    }
+}
+
+/// Every driver a device preset names runs it on one of the hosts it names.
+#[test]
+fn every_pairing_a_device_preset_names_fits() {
+    for d in device_presets() {
+        let preset = text(&flashpath(&["presets", &d]).stdout);
+        let list = |key: &str| -> Vec<String> {
+            let l = preset.lines().find(|l| l.starts_with(key)).unwrap();
+            l.split('"')
+                .skip(1)
+                .step_by(2)
+                .map(str::to_string)
+                .collect()
+        };
+        let hosts = list("hosts");
+        for driver in list("drivers") {
+            let fits = hosts.iter().any(|h| {
+                flashpath(&[
+                    "fio",
+                    "--device",
+                    &d,
+                    "--host",
+                    h,
+                    "--driver",
+                    &driver,
+                    "--name=t",
+                    "--size=64k",
+                    "--parse-only",
+                ])
+                .status
+                .success()
+            });
+            assert!(fits, "{d}: driver {driver} runs on none of {hosts:?}");
+        }
+    }
+}
+
+#[test]
+fn a_driver_that_does_not_fit_names_the_ones_that_do() {
+    let o = flashpath(&[
+        "fio",
+        "--device",
+        "ufs21-64g",
+        "--driver",
+        "mmc-hsq",
+        "--name=t",
+        "--size=64k",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = text(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("needs a device with interface = \"emmc\"")
+            && err.contains("on host 'sd835-phone' it runs with ufs, ufs-hpb")
+            && err.contains("device 'ufs21-64g' goes with host sd835-phone"),
+        "{err}"
+    );
+}
+
+#[test]
+fn the_configuration_is_in_the_json_and_normal_outputs() {
+    let base = [
+        "fio",
+        "--device",
+        "ufs21-64g",
+        "--host",
+        "sd835-phone",
+        "--driver",
+        "ufs-hpb",
+        "--precondition",
+        "sequential",
+        "--set",
+        "device.nand.t_read=50us",
+        "--set",
+        "host.costs.wakeup=10us",
+        "--name=t",
+        "--rw=randread",
+        "--size=1m",
+    ];
+    let mut a = base.to_vec();
+    a.push("--output-format=json");
+    let v = json(&flashpath(&a));
+    let c = &v["flashpath"]["configuration"];
+    assert_eq!(c["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(c["device"], "ufs21-64g");
+    assert_eq!(c["host"], "sd835-phone");
+    assert_eq!(c["driver"], "ufs-hpb");
+    assert_eq!(c["precondition"], "sequential");
+    assert_eq!(c["layout"], "sequential");
+    assert_eq!(c["set"]["device.nand.t_read"], "50us");
+    assert_eq!(c["set"]["host.costs.wakeup"], "10us");
+    // Given explicitly, nothing is said on stderr.
+    let o = flashpath(&base);
+    assert!(o.status.success());
+    assert_eq!(text(&o.stderr), "");
+    let out = text(&o.stdout);
+    let lines: Vec<&str> = out.lines().collect();
+    let i = lines.iter().position(|l| *l == "fio-3.33").unwrap();
+    assert_eq!(
+        lines[i + 1],
+        format!(
+            "flashpath-{}: device=ufs21-64g host=sd835-phone driver=ufs-hpb precondition=sequential --set device.nand.t_read=50us --set host.costs.wakeup=10us",
+            env!("CARGO_PKG_VERSION")
+        )
+    );
+    // auto resolves per driver, and the default system is named too.
+    let o = flashpath(&["fio", "--name=t", "--size=64k"]);
+    assert!(text(&o.stdout).contains(
+        "device=emmc51-hs400-32g host=sprd-sc9863a driver=mmc-legacy precondition=auto (random)"
+    ));
+}
+
+/// A field the preset leaves out (`hpb.max_single_cmd`, HPB 2.0 only) can be set, so
+/// host control mode runs on the shipped UFS preset; a name that is no field is still
+/// refused, naming the `--set`.
+#[test]
+fn set_adds_an_optional_field_and_refuses_a_misspelt_one() {
+    let hcm = [
+        "fio",
+        "--device",
+        "ufs21-64g",
+        "--driver",
+        "ufs-hpb-hcm",
+        "--set",
+        "device.hpb.version=2.0",
+        "--set",
+        "device.hpb.max_single_cmd=512KiB",
+        "--name=t",
+        "--rw=randread",
+        "--size=4m",
+        "--output-format=json",
+    ];
+    let v = json(&flashpath(&hcm));
+    assert_eq!(v["flashpath"]["configuration"]["driver"], "ufs-hpb-hcm");
+    assert_eq!(v["jobs"][0]["read"]["total_ios"], 1024);
+    let o = flashpath(&[
+        "fio",
+        "--device",
+        "ufs21-64g",
+        "--set",
+        "device.hpb.max_singel_cmd=512KiB",
+        "--name=t",
+        "--size=64k",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = text(&o.stderr);
+    assert!(
+        err.starts_with("flashpath: error: --set device.hpb.max_singel_cmd=512KiB (preset 'ufs21-64g'): device.hpb.max_singel_cmd: no such field in a device preset (unknown field `max_singel_cmd`, expected one of")
+            && err.lines().count() == 1,
+        "{err}"
+    );
+    // A number given to a field that takes a string is taken as the string.
+    let o = flashpath(&[
+        "fio",
+        "--device",
+        "ufs21-64g",
+        "--driver",
+        "ufs-hpb-hcm",
+        "--set",
+        "device.hpb.version=2.0",
+        "--set",
+        "device.hpb.max_single_cmd=4",
+        "--name=t",
+        "--size=64k",
+    ]);
+    assert!(
+        text(&o.stderr).contains("4 must be 4KiB..1MiB in 4 KiB steps"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+/// The subcommands, each with arguments that make it print (small runs).
+fn printing_commands() -> Vec<Vec<&'static str>> {
+    vec![
+        vec!["presets"],
+        vec!["presets", "ufs21-64g"],
+        vec!["help"],
+        vec!["help", "compare"],
+        vec!["--version"],
+        vec!["fio", "--version"],
+        vec!["fio", "--help"],
+        vec!["fio", "--name=t", "--size=64k"],
+        vec!["fio", "--name=t", "--size=64k", "--output-format=json"],
+        vec!["flashbench", "--help"],
+        vec!["flashbench", "-a", "--count=1", "/dev/mmcblk0"],
+        vec![
+            "iozone", "-i", "0", "-t", "1", "-s", "64k", "-r", "4k", "-F", "f1",
+        ],
+        vec!["compare", "--vary", "driver=mmc-legacy,mmc-hsq", "--name=t", "--size=64k"],
+        vec!["analyze", "--name=t", "--size=64k"],
+        vec!["validate", "--only", "tx1-direct-read"],
+    ]
+}
+
+#[test]
+fn every_subcommand_answers_help() {
+    for name in [
+        "fio",
+        "iozone",
+        "flashbench",
+        "analyze",
+        "compare",
+        "validate",
+        "presets",
+    ] {
+        let o = flashpath(&[name, "--help"]);
+        assert!(o.status.success(), "{name} --help: {}", text(&o.stderr));
+        let out = text(&o.stdout);
+        assert!(
+            out.starts_with(&format!("usage: flashpath {name} ")),
+            "{name}: {out}"
+        );
+        // The same text as `flashpath help NAME`.
+        let h = flashpath(&["help", name]);
+        assert!(text(&h.stdout).starts_with(&out[..out.find('\n').unwrap()]));
+    }
+    let o = flashpath(&["--help"]);
+    let out = text(&o.stdout);
+    assert!(o.status.success() && out.contains("--precondition auto|random|sequential|off"));
+}
+
+fn one_error_line(o: &Output, what: &str) {
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{what}: {err}");
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| !l.starts_with("flashpath: device '"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{what}: {err}");
+    assert!(lines[0].starts_with("flashpath: error: "), "{what}: {err}");
+    assert!(!err.contains("panicked"), "{what}: {err}");
+}
+
+#[test]
+fn no_subcommand_panics_on_a_full_disk() {
+    if !std::path::Path::new("/dev/full").exists() {
+        eprintln!("note: no /dev/full here; skipped");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("flashpath-full-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for args in printing_commands() {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let mut c = cmd(&args);
+        if args[0] == "iozone" {
+            c.current_dir(&dir);
+        }
+        let o = c.stdout(full).output().unwrap();
+        one_error_line(&o, &format!("{args:?} > /dev/full"));
+    }
+}
+
+#[test]
+fn no_subcommand_panics_on_a_closed_pipe() {
+    let dir = std::env::temp_dir().join(format!("flashpath-pipe-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for args in printing_commands() {
+        // A pipe whose reading end is closed before the command starts: its first
+        // write fails with EPIPE, as `flashpath ... | head -0` does.
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let mut c = cmd(&args);
+        if args[0] == "iozone" {
+            c.current_dir(&dir);
+        }
+        let o = c.stdout(writer).output().unwrap();
+        one_error_line(&o, &format!("{args:?} | closed pipe"));
+    }
+}
