@@ -354,3 +354,46 @@ fn no_subcommand_panics_on_a_closed_pipe() {
         one_error_line(&o, &format!("{args:?} | closed pipe"));
     }
 }
+
+/// The logs the UFS steady-state example writes where it is run (the repository's
+/// root) are ignored by git, so they cannot slip into a commit; the test data's logs
+/// are not.
+#[test]
+fn the_examples_logs_are_ignored_by_git() {
+    let git = |args: &[&str]| Command::new("git").args(args).current_dir(root()).output();
+    match git(&["rev-parse", "--is-inside-work-tree"]) {
+        Ok(o) if o.status.success() => {}
+        _ => {
+            eprintln!("note: not a git checkout (or no git); skipped");
+            return;
+        }
+    }
+    let job = std::fs::read_to_string(root().join("jobs/ufs/steady-randwrite.fio")).unwrap();
+    let stem = |key: &str| {
+        job.lines()
+            .find_map(|l| l.strip_prefix(key))
+            .unwrap_or_else(|| panic!("{key} in the job"))
+            .trim()
+            .to_string()
+    };
+    let (bw, lat) = (stem("write_bw_log="), stem("write_lat_log="));
+    for f in [
+        format!("{bw}_bw.1.log"),
+        format!("{lat}_lat.1.log"),
+        format!("{lat}_clat.1.log"),
+        format!("{lat}_slat.1.log"),
+        "agg-write_bw.log".to_string(),
+        format!("crates/flashpath-cli/{bw}_bw.log"),
+    ] {
+        let o = git(&["check-ignore", "-q", "--no-index", &f]).unwrap();
+        assert!(o.status.success(), "{f} is not ignored");
+    }
+    let o = git(&[
+        "check-ignore",
+        "-q",
+        "--no-index",
+        "crates/flashpath-fio/tests/data/x/a_bw.1.log",
+    ])
+    .unwrap();
+    assert!(!o.status.success(), "test data logs must stay tracked");
+}
