@@ -267,7 +267,7 @@ fn wrap(text: &str, indent: usize) -> String {
 fn options_text(opts: &[(&str, &str)]) -> String {
     let mut s = String::new();
     for (o, what) in opts {
-        s.push_str(&format!("  {o}\n"));
+        s.push_str(&wrap(o, 2));
         s.push_str(&wrap(what, 6));
     }
     s

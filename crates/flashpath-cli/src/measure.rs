@@ -7,7 +7,7 @@ use crate::run::{self, Options};
 use crate::{jobmap, report};
 use anyhow::{anyhow, Context, Result};
 use flashpath_core::sim::SimConfig;
-use flashpath_fio::parse::{parse_command_line, Env};
+use flashpath_fio::parse::Env;
 use flashpath_fio::report::{write_formats, Format};
 
 /// One direction of one reported job.
@@ -94,7 +94,7 @@ pub const DIRS: [&str; 3] = ["read", "write", "trim"];
 /// Runs the fio arguments on the system the options describe (no progress line).
 pub fn run_fio_quiet(opts: &Options, fio_args: &[String]) -> Result<Vec<JobFigures>> {
     let env = Env::from_process();
-    let inv = parse_command_line(fio_args, &env).map_err(|e| anyhow!("{e}"))?;
+    let inv = crate::run::parse_fio(fio_args, &env)?;
     let (mut host, device, driver) = run::system(opts)?;
     let plan = jobmap::plan(&inv, &device, jobmap::journal(&host))?;
     plan.apply(&mut host)?;

@@ -10,7 +10,7 @@ use flashpath_core::host::DriverKind;
 use flashpath_core::sim::{Precondition, Sim, SimConfig};
 use flashpath_core::stats::RunResult;
 use flashpath_core::trace::Trace;
-use flashpath_fio::parse::{parse_command_line, Env};
+use flashpath_fio::parse::{parse_command_line, parse_command_line_with_stdin, Env, Invocation};
 use flashpath_fio::report::model::Ddir;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -211,6 +211,29 @@ fn resolve(o: &Options) -> Result<(System, Option<String>)> {
         flashpath_core::sim::instant_hardware(&mut host, &mut device);
     }
     Ok(((host, device, driver), note))
+}
+
+/// Parses fio's command line; a job file named `-` is read from standard input, as fio
+/// reads it (once a process, whatever the runs that parse it; at most
+/// [`flashpath_fio::parse::JOB_FILE_LIMIT`] bytes).
+pub fn parse_fio(args: &[String], env: &Env) -> Result<Invocation> {
+    if !args.iter().any(|a| a == "-") {
+        return parse_command_line(args, env).map_err(|e| anyhow!("{e}"));
+    }
+    static STDIN: std::sync::OnceLock<Result<String, String>> = std::sync::OnceLock::new();
+    let text =
+        STDIN.get_or_init(
+            || match flashpath_fio::parse::read_bounded(std::io::stdin().lock()) {
+                Ok(b) => Ok(String::from_utf8_lossy(&b).into_owned()),
+                Err(Some(e)) => Err(format!("job file '-' (standard input): {e}")),
+                Err(None) => Err(format!(
+                    "job file '-' (standard input): {}",
+                    flashpath_fio::parse::too_large()
+                )),
+            },
+        );
+    let text = text.as_ref().map_err(|e| anyhow!("{e}"))?;
+    parse_command_line_with_stdin(args, env, text).map_err(|e| anyhow!("{e}"))
 }
 
 /// What a report records of how the run's system was made (`--device`, `--host` as
@@ -447,7 +470,7 @@ fn iolog_targets(
 pub fn fio_command(args: &[String]) -> Result<()> {
     let (opts, fio_args) = split_options(args)?;
     let env = Env::from_process();
-    let inv = parse_command_line(&fio_args, &env).map_err(|e| anyhow!("{e}"))?;
+    let inv = parse_fio(&fio_args, &env)?;
     if let Some(req) = &inv.info_request {
         return info_request(req, &inv);
     }

@@ -270,7 +270,13 @@ fn printing_commands() -> Vec<Vec<&'static str>> {
         vec![
             "iozone", "-i", "0", "-t", "1", "-s", "64k", "-r", "4k", "-F", "f1",
         ],
-        vec!["compare", "--vary", "driver=mmc-legacy,mmc-hsq", "--name=t", "--size=64k"],
+        vec![
+            "compare",
+            "--vary",
+            "driver=mmc-legacy,mmc-hsq",
+            "--name=t",
+            "--size=64k",
+        ],
         vec!["analyze", "--name=t", "--size=64k"],
         vec!["validate", "--only", "tx1-direct-read"],
     ]

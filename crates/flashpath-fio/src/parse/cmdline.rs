@@ -580,7 +580,7 @@ pub fn parse_with_stdin(
                 None => Err(ParseError::new(
                     ErrorKind::Io,
                     None,
-                    "a job file '-' (stdin) needs parse_command_line_with_stdin",
+                    "a job file '-' (standard input) is not read here",
                 )),
             }
         } else {

@@ -174,15 +174,19 @@ impl<'e> Builder<'e> {
             && !self.sections.iter().any(|s| s == name)
     }
 
-    /// Reads a job file (`-` is not supported: callers pass stdin's text to
+    /// Reads a job file, at most [`JOB_FILE_LIMIT`] bytes (`-` is not supported: callers pass stdin's text to
     /// [`Builder::parse_file_text`]).
     pub fn parse_file(&mut self, path: &Path, file_index: usize) -> Result<(), ParseError> {
         let full = self.env.resolve(path);
-        let bytes = std::fs::read(&full).map_err(|e| {
+        let bytes = read_job_file(&full).map_err(|e| {
+            let why = match e {
+                JobFileError::Io(e) => e.to_string(),
+                JobFileError::TooLarge => too_large(),
+            };
             ParseError::new(
                 ErrorKind::Io,
                 None,
-                format!("fio: unable to open '{}' job file: {}", path.display(), e),
+                format!("fio: unable to open '{}' job file: {why}", path.display()),
             )
         })?;
         self.parse_file_text(&bytes, path, file_index)
@@ -310,14 +314,19 @@ impl<'e> Builder<'e> {
                 format!("include loop: '{}' includes itself", chosen.display()),
             ));
         }
-        let bytes = std::fs::read(&full).map_err(|_| {
-            ParseError::new(
+        let bytes = read_job_file(&full).map_err(|e| match e {
+            JobFileError::TooLarge => ParseError::new(
+                ErrorKind::Io,
+                Some(origin.clone()),
+                format!("include file '{filename}': {}", too_large()),
+            ),
+            JobFileError::Io(_) => ParseError::new(
                 ErrorKind::Io,
                 Some(origin.clone()),
                 format!(
                     "fio: unable to open '{filename}' job file; Error 1 while parsing include file {filename}"
                 ),
-            )
+            ),
         })?;
         self.include_stack.push(canon);
         let r = self.include_lines(&bytes, &chosen, opts);
@@ -558,6 +567,47 @@ impl<'e> Builder<'e> {
         }
         Ok(())
     }
+}
+
+/// The most a job file (or an included one, or standard input's) may hold. fio reads a
+/// job file a line at a time into fixed buffers, so `/dev/zero` as a job file never
+/// makes it grow; flashpath reads a file whole, so it stops at a size no job file
+/// reaches (the largest of fio's examples is under 8 KiB) and refuses the rest.
+pub const JOB_FILE_LIMIT: u64 = 16 << 20;
+
+pub(crate) enum JobFileError {
+    Io(std::io::Error),
+    TooLarge,
+}
+
+/// The error text of a job file past [`JOB_FILE_LIMIT`].
+pub fn too_large() -> String {
+    format!(
+        "larger than {} MiB, the most flashpath reads of a job file (is it one?)",
+        JOB_FILE_LIMIT >> 20
+    )
+}
+
+/// Reads at most [`JOB_FILE_LIMIT`] bytes of `r`; more is an error, found after reading
+/// one byte past the limit (a device without end costs that and no more).
+pub fn read_bounded(r: impl std::io::Read) -> Result<Vec<u8>, Option<std::io::Error>> {
+    use std::io::Read as _;
+    let mut bytes = Vec::new();
+    r.take(JOB_FILE_LIMIT + 1)
+        .read_to_end(&mut bytes)
+        .map_err(Some)?;
+    if bytes.len() as u64 > JOB_FILE_LIMIT {
+        return Err(None);
+    }
+    Ok(bytes)
+}
+
+fn read_job_file(path: &Path) -> Result<Vec<u8>, JobFileError> {
+    let f = std::fs::File::open(path).map_err(JobFileError::Io)?;
+    read_bounded(f).map_err(|e| match e {
+        Some(e) => JobFileError::Io(e),
+        None => JobFileError::TooLarge,
+    })
 }
 
 #[cfg(test)]

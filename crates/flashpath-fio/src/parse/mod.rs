@@ -41,6 +41,7 @@ pub mod blktrace;
 mod cmdline;
 mod expand;
 mod ini;
+pub use ini::{read_bounded, too_large, JOB_FILE_LIMIT};
 pub mod iolog;
 mod options;
 pub mod table;
