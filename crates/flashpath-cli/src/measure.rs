@@ -390,6 +390,7 @@ mod tests {
             clat_p95_ns: Some(2e6),
             clat_p99_ns: Some(3e6),
             clat_p999_ns: Some(4e6),
+            ..DirFigures::default()
         };
         vec![
             JobFigures {
