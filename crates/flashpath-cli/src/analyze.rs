@@ -658,7 +658,7 @@ mod tests {
 
     #[test]
     fn limits_are_the_papers_formulas() {
-        // Jetson TX1, direct 128 KiB sequential write (seed-results §3, Table 2):
+        // Jetson TX1, direct 128 KiB sequential write (the white paper's Table 2):
         // pre 141, hw 1360, post 53 us -> theoretical 81, theoretical max 644 MB/s.
         let j = job(
             128 * 1024 * 10,

@@ -1,4 +1,4 @@
-//! The white paper's pipeline limits (seed-results §3) as analytic tests: a host whose
+//! The white paper's pipeline limits as analytic tests: a host whose
 //! software costs are fixed spans per request — `pre` (the system call, on the thread's
 //! core) and `post` (the return to the thread, on its core), everything else free — a
 //! bus too fast to matter, and a device of fixed service time `hw` that serves one
