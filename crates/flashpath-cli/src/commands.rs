@@ -161,13 +161,28 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         name: "analyze",
-        synopsis: "[flashpath options] fio-args",
-        summary: "Runs the job and prints where the time of its I/Os went (mean \
-                  request-pre, hardware and request-post spans) and the limits the \
-                  white paper computes from them: size/(pre+hw+post), size/(pre+post) \
-                  beside a run with instant storage (--set device.ideal=true), and \
-                  size/max(span).",
-        options: &[("--help", "this text")],
+        synopsis: "[flashpath options] [--output-format=normal|json] fio-args | --input \
+                   REPORT.json [--output-format=normal|json]",
+        summary: "Runs the job (and again with instant storage, --set device.ideal=true) \
+                  and prints per job row where the time of its I/Os went: the mean pre, \
+                  hw and post spans of the white paper's request pipeline, and the limits \
+                  to its throughput. At depth 1 (one I/O in flight), from the spans: \
+                  size/(pre+hw+post) one request at a time, size/(pre+post) an infinitely \
+                  fast device, size/max(pre,hw,post) pipelined. At any depth, from busy \
+                  time over the measured window: size/(busiest core's CPU time per I/O) \
+                  the software limit, size/(hardware busy time per I/O) the hardware \
+                  limit, and the smaller of the two, an upper bound on the throughput at \
+                  that depth.",
+        options: &[
+            (
+                "--input FILE",
+                "analyze a saved `flashpath fio --output-format=json` report (a positional \
+                 FILE.json too) instead of running; a report of real fio has no spans: its \
+                 sizes, bandwidth, latencies and depth are printed, without limits",
+            ),
+            ("--output-format=F", "normal (text, the default) or json"),
+            ("--help, -h", "this text"),
+        ],
         system_options: true,
     },
     Command {

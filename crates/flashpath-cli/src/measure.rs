@@ -18,6 +18,9 @@ pub struct DirFigures {
     pub bw_bytes: f64,
     pub iops: f64,
     pub clat_mean_ns: f64,
+    /// Mean submission and total latency (`slat_ns.mean`, `lat_ns.mean`).
+    pub slat_mean_ns: f64,
+    pub lat_mean_ns: f64,
     /// Completion-latency percentiles as fio's JSON gives them (`clat_ns.percentile`).
     pub clat_p50_ns: Option<f64>,
     pub clat_p90_ns: Option<f64>,
@@ -42,6 +45,16 @@ pub struct JobFigures {
     pub counters: Vec<(String, f64)>,
     /// fio's `job_runtime` of the row, ms.
     pub runtime_ms: f64,
+    /// Busy times of the row's measured window (`flashpath.occupancy`), if reported.
+    pub occupancy: Option<Occupancy>,
+}
+
+/// Busy times over a job row's measured window, ns (`jobs[i].flashpath.occupancy`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Occupancy {
+    pub window_ns: f64,
+    pub core_busy_ns: Vec<f64>,
+    pub hw_busy_ns: f64,
 }
 
 fn find_span(set: &[(String, f64)], name: &str) -> Option<f64> {
@@ -142,6 +155,8 @@ pub fn figures_of(v: &serde_json::Value) -> Result<Vec<JobFigures>> {
                     bw_bytes: x["bw_bytes"].as_f64().unwrap_or(0.0),
                     iops: x["iops"].as_f64().unwrap_or(0.0),
                     clat_mean_ns: x["clat_ns"]["mean"].as_f64().unwrap_or(0.0),
+                    slat_mean_ns: x["slat_ns"]["mean"].as_f64().unwrap_or(0.0),
+                    lat_mean_ns: x["lat_ns"]["mean"].as_f64().unwrap_or(0.0),
                     clat_p50_ns: pct("50.000000"),
                     clat_p90_ns: pct("90.000000"),
                     clat_p95_ns: pct("95.000000"),
@@ -160,6 +175,15 @@ pub fn figures_of(v: &serde_json::Value) -> Result<Vec<JobFigures>> {
                     .unwrap_or_default()
             };
             let fp = &j["flashpath"];
+            let o = &fp["occupancy"];
+            let occupancy = o.is_object().then(|| Occupancy {
+                window_ns: o["window_ns"].as_f64().unwrap_or(0.0),
+                core_busy_ns: o["core_busy_ns"]
+                    .as_array()
+                    .map(|a| a.iter().map(|x| x.as_f64().unwrap_or(0.0)).collect())
+                    .unwrap_or_default(),
+                hw_busy_ns: o["hw_busy_ns"].as_f64().unwrap_or(0.0),
+            });
             Ok(JobFigures {
                 name: j["jobname"].as_str().unwrap_or("?").to_string(),
                 dirs: DIRS.map(dir),
@@ -167,6 +191,7 @@ pub fn figures_of(v: &serde_json::Value) -> Result<Vec<JobFigures>> {
                 dir_spans: DIRS.map(|d| means(&fp[d])),
                 counters: counters.clone(),
                 runtime_ms: j["job_runtime"].as_f64().unwrap_or(0.0),
+                occupancy,
             })
         })
         .collect()
@@ -334,6 +359,7 @@ pub fn check_metric(name: &str) -> Result<()> {
         dir_spans: std::array::from_fn(|_| SPANS.iter().map(|s| (s.to_string(), 0.0)).collect()),
         counters,
         runtime_ms: 0.0,
+        occupancy: None,
     }];
     metric(&probe, name).map(|_| ())
 }
@@ -364,6 +390,7 @@ mod tests {
             clat_p95_ns: Some(2e6),
             clat_p99_ns: Some(3e6),
             clat_p999_ns: Some(4e6),
+            ..DirFigures::default()
         };
         vec![
             JobFigures {
@@ -373,6 +400,7 @@ mod tests {
                 dir_spans: Default::default(),
                 counters: Vec::new(),
                 runtime_ms: 0.0,
+                occupancy: None,
             },
             JobFigures {
                 name: "b".into(),
@@ -385,6 +413,7 @@ mod tests {
                 dir_spans: Default::default(),
                 counters: Vec::new(),
                 runtime_ms: 0.0,
+                occupancy: None,
             },
         ]
     }

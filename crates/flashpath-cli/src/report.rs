@@ -5,8 +5,8 @@
 use flashpath_core::host::block::{DiskStats, KERNEL_HZ};
 use flashpath_core::stats::{JobStats, RunResult, Span, Spans, SystemStats, BW_INTERVAL_NS};
 use flashpath_fio::report::model::{
-    Ddir, DiskUtil, JobHeader, JobReport, LatStat, LatencyBuckets, RunReport, SpanSet, SteadyState,
-    UnifiedRw,
+    Ddir, DiskUtil, JobHeader, JobReport, LatStat, LatencyBuckets, Occupancy, RunReport, SpanSet,
+    SteadyState, UnifiedRw,
 };
 
 /// What the report needs to know about a job beyond what the simulator measured.
@@ -152,6 +152,11 @@ fn job_report(meta: &JobMeta, s: &JobStats) -> JobReport {
         iops_data: ss.iops.clone(),
     });
     r.spans = span_set(&s.spans);
+    r.occupancy = s.occupancy.as_ref().map(|o| Occupancy {
+        window_ns: o.window_ns,
+        core_busy_ns: o.core_busy_ns.clone(),
+        hw_busy_ns: o.hw_busy_ns,
+    });
     for (dst, src) in r.dir_spans.iter_mut().zip(&s.dir_spans) {
         if let Some(src) = src {
             *dst = span_set(src);

@@ -1,4 +1,4 @@
-//! The white paper's pipeline limits (docs/published-results.md §3) as analytic tests: a host whose
+//! The white paper's pipeline limits as analytic tests: a host whose
 //! software costs are fixed spans per request — `pre` (the system call, on the thread's
 //! core) and `post` (the return to the thread, on its core), everything else free — a
 //! bus too fast to matter, and a device of fixed service time `hw` that serves one
@@ -251,6 +251,97 @@ fn a_mixed_jobs_spans_are_kept_per_direction() {
                 "{}",
                 d.name()
             );
+        }
+    }
+}
+
+/// The limits from busy time (`JobStats::occupancy`), which hold at any queue depth: a
+/// core or the hardware is busy at most all of the window, so bytes / (its busy time)
+/// bounds the throughput. For job `j`: (its throughput, the busiest core's bound, the
+/// hardware's bound), all over its own measured window.
+fn busy_bounds(r: &RunResult, j: usize) -> (f64, f64, f64) {
+    let s = &r.jobs[j];
+    let o = s.occupancy.as_ref().expect("a measured window");
+    assert_eq!(o.window_ns, s.runtime_ns);
+    let bytes: u64 = s.dirs.iter().map(|d| d.bytes).sum();
+    let w = o.window_ns as f64;
+    let core = *o.core_busy_ns.iter().max().unwrap() as f64;
+    (
+        rate(bytes, w),
+        rate(bytes, core),
+        rate(bytes, o.hw_busy_ns as f64),
+    )
+}
+
+/// One request at a time, nothing waits: the busiest core does pre + post per I/O and
+/// the hardware hw, so the busy-time bounds are the paper's size / (pre + post) and
+/// size / hw exactly (to the I/O straddling the window's ends). Many threads on one
+/// core with hw < pre + post: the core never idles, its bound is the throughput (3 %),
+/// while the mean pre span (which now includes the wait for the core) puts the paper's
+/// pipelined formula size / max(pre, hw, post) below the throughput. Several cores:
+/// at every setting the bounds are never below the throughput, and the tighter one is
+/// the queueing answer min(N size / (pre + post), size / hw) within 3 %.
+#[test]
+fn d_busy_time_bounds_hold_at_any_depth_and_equal_the_papers_at_depth_one() {
+    let (pre, hw, post) = (40_000u64, 70_000u64, 25_000u64);
+    for d in drivers() {
+        let r = sim(d, 1, 1, pre, hw, post);
+        let (x, core, hwb) = busy_bounds(&r, 0);
+        within(core, rate(BS, (pre + post) as f64), 0.2, d.name());
+        within(hwb, rate(BS, hw as f64), 0.2, d.name());
+        within(x, rate(BS, (pre + hw + post) as f64), 1.0, d.name());
+
+        let r = sim(d, 1, 8, pre, 30_000, post);
+        let xs: f64 = (0..8).map(|j| busy_bounds(&r, j).0).sum();
+        for j in 0..8 {
+            let (x, core, hwb) = busy_bounds(&r, j);
+            assert!(
+                x <= core.min(hwb),
+                "{} job {j}: {x} > {core}, {hwb}",
+                d.name()
+            );
+        }
+        // The core's bound for all the jobs together (their windows nearly coincide).
+        let total_bytes: u64 = r.jobs.iter().map(|j| j.dirs[0].bytes).sum();
+        let o = r.jobs[0].occupancy.as_ref().unwrap();
+        let core_all = rate(total_bytes, *o.core_busy_ns.iter().max().unwrap() as f64);
+        assert!(xs <= core_all * 1.005, "{}: {xs} > {core_all}", d.name());
+        if d != DriverKind::parse("mmc-hsq-v6").unwrap() {
+            within(core_all, xs, 3.0, d.name());
+        }
+        let spans_pipelined = rate(
+            BS,
+            mean(&r, Span::Pre)
+                .max(mean(&r, Span::Hw))
+                .max(mean(&r, Span::Post)),
+        );
+        assert!(
+            spans_pipelined < xs,
+            "{}: the spans' formula is not a bound at depth 8 ({spans_pipelined} vs {xs})",
+            d.name()
+        );
+
+        for cores in [2u32, 4] {
+            for hw in [10_000u64, 50_000] {
+                let n = 4 * cores as usize;
+                let r = sim(d, cores, n, pre, hw, post);
+                let o = r.jobs[0].occupancy.as_ref().unwrap();
+                let total_bytes: u64 = r.jobs.iter().map(|j| j.dirs[0].bytes).sum();
+                let xs: f64 = (0..n).map(|j| busy_bounds(&r, j).0).sum();
+                let core_all = rate(total_bytes, *o.core_busy_ns.iter().max().unwrap() as f64);
+                let hw_all = rate(total_bytes, o.hw_busy_ns as f64);
+                let what = format!("{} cores={cores} hw={hw}", d.name());
+                for j in 0..n {
+                    let (x, core, hwb) = busy_bounds(&r, j);
+                    assert!(x <= core.min(hwb), "{what} job {j}: {x} > {core}, {hwb}");
+                }
+                assert!(
+                    xs <= core_all.min(hw_all) * 1.005,
+                    "{what}: {xs} > {core_all}, {hw_all}"
+                );
+                let want = (cores as f64 * rate(BS, (pre + post) as f64)).min(rate(BS, hw as f64));
+                within(core_all.min(hw_all), want, 3.0, &what);
+            }
         }
     }
 }

@@ -259,6 +259,19 @@ impl Cpu {
             .find(|&c| self.idle_at(c, at))
             .unwrap_or(prev)
     }
+    /// CPU time each core has spent by `at`, ns, all lanes: the work booked so far less
+    /// what a lane still has ahead of it (work is booked before it runs, and a lane's
+    /// remaining work fits between `at` and the lane's end). A lower estimate where a
+    /// lane's booked work has gaps; exact on a lane that runs back to back.
+    pub fn done_by_ns(&self, at: SimTime) -> Vec<u64> {
+        let lane = |r: &FifoResource| r.busy_ns().saturating_sub(r.free_at().saturating_sub(at));
+        self.cores
+            .iter()
+            .zip(&self.kernel)
+            .zip(&self.irq)
+            .map(|((c, k), i)| lane(c) + lane(k) + lane(i))
+            .collect()
+    }
     /// Busy time of each core.
     pub fn busy_ns(&self) -> Vec<u64> {
         self.cores

@@ -237,5 +237,6 @@ impl Sim {
         th.src.issued_bytes = 0;
         th.src.issued_ios = 0;
         debug_assert!(th.state != ThreadState::Finished);
+        self.occupancy_start(t);
     }
 }

@@ -46,6 +46,7 @@ mod lat_target;
 mod min_rate;
 mod null_engine;
 mod observer;
+mod occupancy;
 mod offload;
 mod replay;
 mod rtsx;
@@ -221,6 +222,8 @@ enum Ev {
     ThreadStart(u32),
     /// A job thread runs: reaps completions and issues what it may.
     ThreadRun(u32),
+    /// A job thread's ramp is over: its measured window starts (sim/occupancy.rs).
+    MeasureStart(u32),
     /// A verify_async thread of a job has checked an io_u (sim/verify_async.rs).
     VerifyThread { job: u32, worker: u32 },
     /// The thread's submission work for its pending I/Os is done: bios go to the block layer.
@@ -350,6 +353,8 @@ struct Thread {
     completed: Vec<u32>,
     start: SimTime,
     measure_start: SimTime,
+    /// The busy times at the start of its measured window (sim/occupancy.rs).
+    occ_mark: Option<occupancy::Mark>,
     end: SimTime,
     ios_since_think: u32,
     /// exitall: another job of the group ended; issue nothing more.
@@ -450,6 +455,8 @@ pub struct Sim {
     verify: Option<Box<verify::Verify>>,
     /// fio's steady-state detection (`sim/steadystate.rs`).
     ss: steadystate::SteadyState,
+    /// The time some request was on the hardware (`sim/occupancy.rs`).
+    hw_busy: occupancy::HwBusy,
 }
 
 impl Sim {
@@ -536,6 +543,7 @@ impl Sim {
                     completed: Vec::new(),
                     start: 0,
                     measure_start: 0,
+                    occ_mark: None,
                     end: 0,
                     ios_since_think: 0,
                     terminated: false,
@@ -566,6 +574,7 @@ impl Sim {
                         dir_runtime_ns: [None, None],
                         steadystate: None,
                         enospc_write: None,
+                        occupancy: None,
                     },
                     last_change: 0,
                     replay: match &j.replay {
@@ -597,6 +606,7 @@ impl Sim {
             flows,
             verify,
             ss: steadystate::SteadyState::default(),
+            hw_busy: Default::default(),
             rtsx: rtsx::Rtsx::default(),
             buf: buffered::Buffered::new(&cfg),
             jbd: journal::Journal::new(&cfg),
@@ -810,6 +820,7 @@ impl Sim {
         match ev {
             Ev::ThreadStart(t) => self.thread_start(t),
             Ev::ThreadRun(t) => self.thread_run(t),
+            Ev::MeasureStart(t) => self.occupancy_ramp_end(t),
             Ev::VerifyThread { job, worker } => self.verify_thread_done(job, worker as usize),
             Ev::Submitted(t) => self.submitted(t),
             Ev::DispStart => self.disp_next(now),
@@ -946,6 +957,7 @@ impl Sim {
         if cfg.lat_target.is_some() {
             self.lat_target_start(t);
         }
+        self.occupancy_start(t);
         if self.verify.is_some() {
             self.verify_dry_run(t);
         }
@@ -1618,6 +1630,7 @@ impl Sim {
         th.end = now;
         th.stats.end_ns = now;
         th.stats.runtime_ns = now.saturating_sub(th.measure_start);
+        self.occupancy_finish(t);
         self.unfinished -= 1;
         self.flow_exit(t);
         if t as usize >= self.prefill {
@@ -1684,6 +1697,8 @@ impl Sim {
             let q = self.block.req(r);
             (q.hw_at, q.irq_at)
         };
+        // A request that ended without an interrupt leaves the hardware now.
+        self.hw_busy.end(r, now);
         let admitted = self.block.complete(now, r, &mut ios);
         if self.trace.is_some() {
             // Bios that waited for a tag got their requests (or merged) now.
@@ -1807,6 +1822,7 @@ impl Sim {
     fn tr(&mut self, t: SimTime, req: Option<ReqId>, kind: TraceKind) {
         if let (Some(r), TraceKind::Started { .. }) = (req, kind) {
             self.block.mark_hw_start(r, t);
+            self.hw_busy.start(r, t);
         }
         if let Some(tr) = &mut self.trace {
             tr.push(t, req, kind);
@@ -1891,6 +1907,7 @@ impl Sim {
     /// The interrupt handler runs on the IRQ core from `at` for `cost`.
     fn irq_run(&mut self, at: SimTime, cost: u64, req: ReqId) -> SimTime {
         self.block.mark_irq(req, at);
+        self.hw_busy.end(req, at);
         let core = self.cfg.host.irq_core;
         let t = self.cpu.run_irq_l(core, at, cost, "irq handler");
         self.tr(t, Some(req), TraceKind::Irq { core });

@@ -164,6 +164,26 @@ pub struct JobStats {
     /// job (`sim/fill_device.rs`), if one did. fio counts it among the issued writes
     /// (`total_ios`, the depth histograms) but not in bytes or latencies.
     pub enospc_write: Option<u64>,
+    /// How busy the host's cores and the hardware were over the job's measured window
+    /// (`sim/occupancy.rs`); `None` if the job measured nothing (it ended in its ramp).
+    pub occupancy: Option<Occupancy>,
+}
+
+/// Busy time of the system's servers over one job's measured window (from the end of
+/// its ramp to its end), whoever the work was for: the operational laws' view of a
+/// run. With `ios` I/Os of mean size `size` measured in the window, the busy time per
+/// I/O of a server is its demand, and `size / demand` bounds the throughput whatever
+/// the queue depth (a server is busy at most all of the window).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Occupancy {
+    /// The window's length, ns (= the job's `runtime_ns`).
+    pub window_ns: u64,
+    /// CPU time each core spent on any work (tasks, kernel threads, interrupts), ns,
+    /// at most `window_ns`.
+    pub core_busy_ns: Vec<u64>,
+    /// Time some block request was on the hardware (between its start there and the
+    /// interrupt that finished it: the union of the requests' hw spans), ns.
+    pub hw_busy_ns: u64,
 }
 
 /// An error that ends a job as fio's td_verror does: the job stops issuing, its report

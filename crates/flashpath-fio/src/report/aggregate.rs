@@ -112,6 +112,16 @@ pub fn sum_thread_stats(dst: &mut JobReport, src: &JobReport, mixed: bool) {
     dst.total_complete = dst.total_complete.wrapping_add(src.total_complete);
     dst.nr_zone_resets = dst.nr_zone_resets.wrapping_add(src.nr_zone_resets);
     merge_spans(&mut dst.spans, &src.spans);
+    // A group's runtime is its longest job's: so is the window its busy times cover.
+    if let Some(o) = &src.occupancy {
+        if dst
+            .occupancy
+            .as_ref()
+            .is_none_or(|d| d.window_ns < o.window_ns)
+        {
+            dst.occupancy = Some(o.clone());
+        }
+    }
     // A unified (mixed) report has no directions to show spans of.
     if !mixed {
         for (d, s) in dst.dir_spans.iter_mut().zip(&src.dir_spans) {

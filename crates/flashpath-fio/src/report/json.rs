@@ -398,11 +398,26 @@ fn ss_json(ss: &crate::report::model::SteadyState) -> Obj {
 /// flashpath's extension: `{"spans": {NAME: {count, mean_ns, p50_ns, p99_ns, share}},
 /// "software_share": x}`; shares are fractions of the mean pre + hw + post. A job with
 /// spans in more than one direction has the same object per direction beside them:
-/// `"read": {"spans": ..., "software_share": x}`, `"write"`, `"trim"`.
+/// `"read": {"spans": ..., "software_share": x}`, `"write"`, `"trim"`; and the busy
+/// times of the job's measured window, `"occupancy": {"window_ns", "core_busy_ns": [per
+/// core], "hw_busy_ns"}`.
 fn spans_json(ts: &JobReport) -> Obj {
     let mut root = span_set_json(&ts.spans);
     for (d, set) in ts.split_spans() {
         root.obj(Ddir::ALL[d].name(), span_set_json(set));
+    }
+    if let Some(o) = &ts.occupancy {
+        let mut x = Obj::new();
+        x.int("window_ns", o.window_ns);
+        x.arr(
+            "core_busy_ns",
+            o.core_busy_ns
+                .iter()
+                .map(|&v| Value::Int(v as i64))
+                .collect(),
+        );
+        x.int("hw_busy_ns", o.hw_busy_ns);
+        root.obj("occupancy", x);
     }
     root
 }

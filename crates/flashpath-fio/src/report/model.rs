@@ -356,6 +356,9 @@ pub struct JobReport {
     /// direction has none. Printed (`flashpath.read`, `.write`, `.trim` in JSON, a block
     /// per direction in normal output) when more than one direction has spans.
     pub dir_spans: [SpanSet; 3],
+    /// Not fio's: how busy the simulated cores and hardware were over the job's
+    /// measured window (`flashpath.occupancy` in JSON, beside the spans).
+    pub occupancy: Option<Occupancy>,
     /// fio's steady-state block (`ss_dur` set): the `steadystate  :` line and the JSON
     /// `steadystate` object. With group_reporting the group shows its last job's.
     pub steadystate: Option<SteadyState>,
@@ -402,6 +405,15 @@ impl SteadyState {
 
 /// Named span distributions (ns), in report order.
 pub type SpanSet = Vec<(&'static str, LatHist)>;
+
+/// Busy time of the simulated system's servers over a job's measured window, ns: each
+/// core's CPU time (any work) and the time some request was on the hardware.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Occupancy {
+    pub window_ns: u64,
+    pub core_busy_ns: Vec<u64>,
+    pub hw_busy_ns: u64,
+}
 
 /// Mean of a span (ns), if the set has it with samples.
 pub fn span_mean(set: &SpanSet, name: &str) -> Option<f64> {
@@ -472,6 +484,7 @@ impl JobReport {
             nr_zone_resets: 0,
             spans: Vec::new(),
             dir_spans: Default::default(),
+            occupancy: None,
             steadystate: None,
         }
     }
