@@ -1,8 +1,12 @@
 //! fio's verify through the `flashpath fio` command line: the write phase, the verify
 //! phase (its reads counted as reads, its own runtime), verify_backlog's interleaving,
-//! verify_only across jobs, a failure reported as fio reports it, and the refusals.
+//! verify_only across jobs, a failure reported as fio reports it, and the refusals;
+//! overwrites (io_size beyond size, loops, randrw) against real fio 3.33 on files.
 
-use std::path::PathBuf;
+mod common;
+
+use common::{have, scratch};
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn root() -> PathBuf {
@@ -370,4 +374,159 @@ fn verify_async_verifies_every_read_on_its_threads() {
         out.contains("fio: pid=0, err=84/file:verify.c:1441, func=async_verify, error=Invalid or incomplete multibyte or wide character"),
         "{out}"
     );
+}
+
+/// What real fio and flashpath must agree on for a verify job run on a file in `dir`:
+/// the exit value, the job's error, its I/Os per direction and the first verify
+/// message's kind (its first four words: which check failed).
+fn verify_outcome(flashpath: bool, dir: &Path, args: &[&str]) -> String {
+    let _ = std::fs::remove_file(dir.join("f"));
+    let mut c = if flashpath {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_flashpath"));
+        c.arg("fio");
+        c
+    } else {
+        Command::new("fio")
+    };
+    let o = c
+        .args([
+            "--name=t",
+            "--filename=f",
+            "--direct=1",
+            "--bs=4k",
+            "--size=8m",
+            "--verify=crc32c",
+            "--verify_state_save=0",
+            "--output-format=json",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run");
+    let out = String::from_utf8_lossy(&o.stdout);
+    let err = String::from_utf8_lossy(&o.stderr);
+    // fio prints a failed job's `fio: pid=` line before the JSON.
+    let json = &out[out.find('{').unwrap_or(0)..];
+    let v: serde_json::Value =
+        serde_json::from_str(json).unwrap_or_else(|e| panic!("{flashpath} {args:?}: {e}: {err}"));
+    let j = &v["jobs"][0];
+    let kind = err
+        .lines()
+        .find(|l| l.starts_with("verify: ") || l.contains(": verify failed"))
+        .map(|l| l.split_whitespace().take(4).collect::<Vec<_>>().join(" "));
+    format!(
+        "exit={} error={} read_ios={} write_ios={} failure={kind:?}",
+        o.status.code().unwrap_or(-1),
+        j["error"],
+        j["read"]["total_ios"],
+        j["write"]["total_ios"],
+    )
+}
+
+/// fio runs a writing verify job as turns of its thread_main loop: a run of writes
+/// (until the random map is full or the sequential cursor at the region's end, or an
+/// asynchronous engine's run has issued size bytes), the verify phase of that run's
+/// pieces, then keep_running, which counts the verify reads in the bytes moved. So an
+/// overwrite (io_size beyond size, loops) verifies each pass before the next writes it
+/// again: no false "bad header numberio" (issue 29), and as many writes and reads as
+/// fio moves. Real fio 3.33 on a file is the oracle (skipped without fio).
+#[test]
+fn overwrites_verify_pass_by_pass_as_fio_runs_them() {
+    if !have("fio") {
+        eprintln!("fio not installed: skipped");
+        return;
+    }
+    let dir = scratch("verify-overwrite");
+    for case in [
+        // The issue's job, smaller: two runs of 8 MiB, each verified (fio: 2048
+        // writes and 2048 reads each), not 32 MiB of writes then a stale list.
+        "--rw=randwrite --io_size=32m",
+        "--rw=randwrite --io_size=20m",
+        "--rw=write --io_size=32m",
+        "--rw=randwrite --loops=2",
+        "--rw=write --loops=2",
+        "--rw=randwrite --io_size=32m --ioengine=libaio --iodepth=8",
+        "--rw=randwrite --io_size=32m --verify_backlog=64",
+        "--rw=randwrite --io_size=32m --verify_only=1 --do_verify=1",
+    ] {
+        let args: Vec<&str> = case.split_whitespace().collect();
+        let want = verify_outcome(false, &dir, &args);
+        let got = verify_outcome(true, &dir, &args);
+        assert_eq!(got, want, "{case}");
+    }
+}
+
+/// The same where random draws decide the counts, which fio and flashpath draw from
+/// other streams, so they agree within a few per cent: randrw and rw (each run's
+/// reads and writes, then the verify phase of its writes), and random writes without
+/// a random map (fio writes all of io_size, or size times loops, before it verifies
+/// the newest piece of each block written; on an asynchronous engine a run ends at
+/// size bytes, so loops=2 verifies twice).
+#[test]
+fn random_overwrites_verify_as_fio_within_its_random_draws() {
+    if !have("fio") {
+        eprintln!("fio not installed: skipped");
+        return;
+    }
+    let dir = scratch("verify-overwrite-mixed");
+    for case in [
+        "--rw=randrw --io_size=32m",
+        "--rw=rw --io_size=32m",
+        "--rw=randwrite --norandommap --loops=2",
+        "--rw=randwrite --norandommap --loops=2 --ioengine=libaio --iodepth=4",
+    ] {
+        let args: Vec<&str> = case.split_whitespace().collect();
+        let parse = |s: &str| -> (String, f64, f64) {
+            let num = |k: &str| -> f64 {
+                let at = s.find(k).unwrap() + k.len();
+                s[at..].split(' ').next().unwrap().parse().unwrap()
+            };
+            let head = s[..s.find(" read_ios=").unwrap()].to_string();
+            let tail = s[s.find(" failure=").unwrap()..].to_string();
+            (head + &tail, num("read_ios="), num("write_ios="))
+        };
+        let (want, wr, ww) = parse(&verify_outcome(false, &dir, &args));
+        let (got, gr, gw) = parse(&verify_outcome(true, &dir, &args));
+        assert_eq!(got, want, "{case}");
+        for (g, w) in [(gr, wr), (gw, ww)] {
+            assert!(
+                (g - w).abs() <= 0.05 * w,
+                "{case}: {gr},{gw} vs fio's {wr},{ww}"
+            );
+        }
+    }
+}
+
+/// Where fio does report a failure: rw=randwrite:4 (a random block, then three
+/// sequential ones from it) writes some blocks twice in a run while its random map
+/// logs every write in write order, so the older piece of such a block is stale when
+/// it is read: "bad header numberio". With loops=2 on an asynchronous engine fio fails
+/// in the first run's verify phase, after 2048 writes (the run ends at size bytes),
+/// before the second run writes.
+#[test]
+fn a_stale_piece_within_a_run_fails_as_in_fio() {
+    if !have("fio") {
+        eprintln!("fio not installed: skipped");
+        return;
+    }
+    let dir = scratch("verify-overwrite-fail");
+    let args = [
+        "--rw=randwrite:4",
+        "--loops=2",
+        "--ioengine=libaio",
+        "--iodepth=1",
+    ];
+    // fio and flashpath draw other random blocks: the failing read, and so the reads
+    // before it, differ.
+    let no_reads = |s: String| {
+        let a = s.find(" read_ios=").unwrap();
+        let b = s.find(" write_ios=").unwrap();
+        format!("{}{}", &s[..a], &s[b..])
+    };
+    let want = no_reads(verify_outcome(false, &dir, &args));
+    assert!(
+        want.contains("error=84") && want.contains("bad header numberio"),
+        "{want}"
+    );
+    assert_eq!(no_reads(verify_outcome(true, &dir, &args)), want);
 }

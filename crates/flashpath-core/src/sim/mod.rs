@@ -1268,18 +1268,26 @@ impl Sim {
                     Some(spec) => spec,
                     None => break,
                 },
-                Some(j) => match j.next(
-                    &mut th.src,
-                    src_done,
-                    th.inflight + picked.len() as u32,
-                    now,
-                ) {
-                    verify::Next::Io { spec, verify } => {
-                        verify_of = verify;
-                        spec
+                Some(j) => {
+                    let next = j.next(
+                        &mut th.src,
+                        src_done,
+                        th.inflight + picked.len() as u32,
+                        now,
+                    );
+                    // verify_only: a later run's dry run, counted as issued.
+                    let (ios, bytes) = j.take_dry_pending();
+                    th.stats.dirs[1].ios += ios;
+                    th.stats.dirs[1].bytes += bytes;
+                    th.stats.depth_hist[0] += ios;
+                    match next {
+                        verify::Next::Io { spec, verify } => {
+                            verify_of = verify;
+                            spec
+                        }
+                        verify::Next::Wait | verify::Next::Done => break,
                     }
-                    verify::Next::Wait | verify::Next::Done => break,
-                },
+                }
             };
             if spec.trim && trim_errno.is_some() {
                 // fio's os_trim: ioctl(BLKDISCARD) on a regular file fails in the system

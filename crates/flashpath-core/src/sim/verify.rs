@@ -355,10 +355,17 @@ pub(crate) struct JobVerify {
     /// from it or a neighbour (`decode_near`).
     last_decoded: Option<(u32, u32)>,
     async_reap: bool,
-    /// When the verify phase began.
-    verify_start: Option<crate::engine::SimTime>,
+    /// The verify phases so far (do_verify after each run): (start, end; None while
+    /// under way).
+    verify_phases: Vec<(crate::engine::SimTime, Option<crate::engine::SimTime>)>,
     /// The job only reads: every read is verified.
     read_only: bool,
+    /// Bytes of the verify reads issued (they count in fio's io_bytes, which
+    /// keep_running compares with io_size).
+    verify_bytes: u64,
+    /// verify_only: writes the dry runs after the first counted as issued, not yet
+    /// booked in the job's stats (I/Os, bytes).
+    dry_pending: (u64, u64),
 }
 
 /// What the job does next.
@@ -398,8 +405,10 @@ impl JobVerify {
             decode_left: DECODE_BUDGET,
             last_decoded: None,
             async_reap,
-            verify_start: None,
+            verify_phases: Vec::new(),
             read_only,
+            verify_bytes: 0,
+            dry_pending: (0, 0),
         }
     }
 
@@ -456,6 +465,7 @@ impl JobVerify {
 
     fn verify_io(&mut self, p: Piece) -> Next {
         self.last_read = true;
+        self.verify_bytes += p.len;
         Next::Io {
             spec: IoSpec {
                 dir: Dir::Read,
@@ -468,7 +478,9 @@ impl JobVerify {
     }
 
     /// The job's next I/O: `src_done` once the job's own I/O is all issued,
-    /// `inflight` its I/Os in flight.
+    /// `inflight` its I/Os in flight. A job that writes goes in fio's runs
+    /// (`IoSource::run_over`): each run's writes, then once they have completed its
+    /// verify phase, then keep_running's answer (`IoSource::next_run`).
     pub fn next(
         &mut self,
         src: &mut IoSource,
@@ -482,67 +494,93 @@ impl JobVerify {
         if self.cfg.only && !self.dry_run_done {
             return Next::Wait;
         }
-        if !self.verifying && !src_done {
-            // check_get_verify: a batch every `backlog` logged pieces.
-            if self.cfg.backlog > 0 && self.hist_len() > 0 {
-                let go = self.batch > 0
-                    || (self.hist_len() as u64).is_multiple_of(self.cfg.backlog) && !self.last_read;
-                if go {
-                    if self.batch == 0 {
-                        self.batch = if self.cfg.backlog_batch > 0 {
-                            self.cfg.backlog_batch
-                        } else {
-                            self.cfg.backlog
-                        };
-                    }
-                    if let Some(p) = self.next_piece() {
-                        self.batch -= 1;
-                        return self.verify_io(p);
+        loop {
+            if !self.verifying && !src_done && !src.run_over() {
+                // check_get_verify: a batch every `backlog` logged pieces.
+                if self.cfg.backlog > 0 && self.hist_len() > 0 {
+                    let go = self.batch > 0
+                        || (self.hist_len() as u64).is_multiple_of(self.cfg.backlog)
+                            && !self.last_read;
+                    if go {
+                        if self.batch == 0 {
+                            self.batch = if self.cfg.backlog_batch > 0 {
+                                self.cfg.backlog_batch
+                            } else {
+                                self.cfg.backlog
+                            };
+                        }
+                        if let Some(p) = self.next_piece() {
+                            self.batch -= 1;
+                            src.count_run_bytes(p.len);
+                            return self.verify_io(p);
+                        }
                     }
                 }
+                // None: the run (or the job's passes) is over, as if its bytes were done.
+                if let Some(spec) = src.next_io() {
+                    self.last_read = spec.dir == Dir::Read;
+                    // A job that only reads verifies every read (verify_io_u with !td_rw).
+                    let verify = (self.read_only && spec.dir == Dir::Read).then_some(0);
+                    return Next::Io { spec, verify };
+                }
             }
-            // None: the job's passes are over, as if its bytes were done.
-            if let Some(spec) = src.next_io() {
-                self.last_read = spec.dir == Dir::Read;
-                // A job that only reads verifies every read (verify_io_u with !td_rw).
-                let verify = (self.read_only && spec.dir == Dir::Read).then_some(0);
-                return Next::Io { spec, verify };
+            if !self.cfg.do_verify || self.read_only {
+                return Next::Done;
             }
-        }
-        if !self.cfg.do_verify || self.read_only {
-            return Next::Done;
-        }
-        if !self.verifying {
-            // do_verify starts once the write phase's I/O has all completed.
-            if inflight > 0 {
-                return Next::Wait;
+            if !self.verifying {
+                // do_verify starts once the run's I/O has all completed.
+                if inflight > 0 {
+                    return Next::Wait;
+                }
+                self.verifying = true;
+                self.verify_phases.push((now, None));
             }
-            self.verifying = true;
-            self.verify_start = Some(now);
-        }
-        match self.next_piece() {
-            Some(p) => self.verify_io(p),
-            None if self.hist_len() > 0 || inflight > 0 => Next::Wait,
-            None => Next::Done,
+            match self.next_piece() {
+                Some(p) => return self.verify_io(p),
+                None if self.hist_len() > 0 || inflight > 0 => return Next::Wait,
+                None => {}
+            }
+            // The verify phase is over.
+            if let Some(ph) = self.verify_phases.last_mut() {
+                ph.1.get_or_insert(now);
+            }
+            if src_done || !src.run_over() || !src.next_run(src.issued_bytes + self.verify_bytes) {
+                return Next::Done;
+            }
+            // Another run.
+            self.verifying = false;
+            if self.cfg.only {
+                let (ios, bytes) = self.dry_run(src);
+                self.dry_pending.0 += ios;
+                self.dry_pending.1 += bytes;
+            }
         }
     }
 
+    /// verify_only: the writes of the dry runs after the first (I/Os, bytes), for the
+    /// job's stats.
+    pub fn take_dry_pending(&mut self) -> (u64, u64) {
+        std::mem::take(&mut self.dry_pending)
+    }
+
     /// The job's runtime per direction (read, write), as fio's update_runtime counts
-    /// them: writes over the write phase; reads over the verify phase (with the write
-    /// phase too for a job that also reads). From `start` (after ramp) to `end`.
+    /// them: writes over the runs; reads over the verify phases (with the runs too for
+    /// a job that also reads). From `start` (after ramp) to `end`.
     pub fn runtimes(
         &self,
         start: crate::engine::SimTime,
         end: crate::engine::SimTime,
         reads: bool,
     ) -> [Option<u64>; 2] {
-        let vs = self.verify_start.unwrap_or(end).max(start);
-        let read = if reads {
-            end - start
-        } else {
-            end.saturating_sub(vs)
-        };
-        [Some(read), Some(vs - start)]
+        let end = end.max(start);
+        let verifying: u64 = self
+            .verify_phases
+            .iter()
+            .map(|&(a, b)| b.unwrap_or(end).min(end).saturating_sub(a.max(start)))
+            .sum();
+        let total = end - start;
+        let read = if reads { total } else { verifying };
+        [Some(read), Some(total - verifying)]
     }
 
     /// Whether the job has nothing more to issue.
@@ -551,15 +589,15 @@ impl JobVerify {
             || (src_done
                 && (!self.cfg.do_verify || self.hist_len() == 0 || self.read_only)
                 && !self.cfg.only)
-            || (self.cfg.only && self.dry_run_done && self.hist_len() == 0)
+            || (self.cfg.only && self.dry_run_done && self.hist_len() == 0 && src_done)
     }
 
-    /// do_dry_run: verify_only logs the job's writes without issuing them. fio counts
-    /// them as done (io_u_sync_complete: bytes and issued I/Os, no runtime): returned
-    /// as (I/Os, bytes).
-    pub fn dry_run(&mut self, src: &mut IoSource, io_limit: u64, max_ios: u64) -> (u64, u64) {
+    /// do_dry_run: verify_only logs a run's writes without issuing them (to the end of
+    /// the run, or of the job's I/O). fio counts them as done (io_u_sync_complete: bytes
+    /// and issued I/Os, no runtime): returned as (I/Os, bytes).
+    pub fn dry_run(&mut self, src: &mut IoSource) -> (u64, u64) {
         let (mut ios, mut bytes) = (0, 0);
-        while src.issued_bytes < io_limit && (max_ios == 0 || src.issued_ios < max_ios) {
+        while !src.done() {
             let Some(spec) = src.next_io() else {
                 break;
             };
@@ -1030,13 +1068,11 @@ impl super::Sim {
 
     /// verify_only: the dry run logs the job's writes at its start.
     pub(super) fn verify_dry_run(&mut self, t: u32) {
-        let cfg = &self.cfg.jobs[t as usize];
-        let (io_limit, max_ios) = (cfg.io_limit, cfg.max_ios);
         let v = self.verify.as_mut().expect("verifying");
         if let Some(j) = v.jobs[t as usize].as_mut() {
             if j.cfg.only {
                 let th = &mut self.threads[t as usize];
-                let (ios, bytes) = j.dry_run(&mut th.src, io_limit, max_ios);
+                let (ios, bytes) = j.dry_run(&mut th.src);
                 th.stats.dirs[1].ios += ios;
                 th.stats.dirs[1].bytes += bytes;
                 // io_u_mark_depth(td, 1) for each.
@@ -1205,6 +1241,77 @@ mod tests {
         written.sort_unstable();
         written.dedup();
         assert_eq!(r, written);
+    }
+
+    /// A job that writes and verifies, over 16 blocks, with `passes`.
+    fn runs_job(pattern: Pattern, passes: crate::workload::Passes) -> JobConfig {
+        let mut job = JobConfig::simple("v", pattern, 0, 4096, 16 * 4096);
+        job.verify = Some(vcfg(0, 0));
+        job.passes = passes;
+        job.io_limit = 1 << 30;
+        job
+    }
+
+    /// The I/Os of a job until it is done (every I/O reaped at once), as
+    /// (read?, offset) runs: the lengths of its alternating write and read stretches.
+    fn stretches(j: &mut JobVerify, src: &mut IoSource) -> Vec<(bool, usize)> {
+        let mut out: Vec<(bool, usize)> = Vec::new();
+        let mut io = 0;
+        loop {
+            let src_done = src.done();
+            match j.next(src, src_done, 0, 0) {
+                Next::Io { spec, verify } => {
+                    if verify.is_none() {
+                        j.write_issued(io, spec.offset, spec.len);
+                        j.write_reaped(io);
+                    }
+                    io += 1;
+                    match out.last_mut() {
+                        Some(l) if l.0 == verify.is_some() => l.1 += 1,
+                        _ => out.push((verify.is_some(), 1)),
+                    }
+                }
+                Next::Wait => panic!("nothing in flight to wait for"),
+                Next::Done => return out,
+            }
+        }
+    }
+
+    #[test]
+    fn each_run_over_the_region_is_verified_before_the_next_as_fio_runs_them() {
+        use crate::workload::Passes;
+        // io_size four times the region: a run (the random map fills), its verify
+        // phase, and keep_running counts the verify reads too: 2 runs, not 4.
+        for pattern in [Pattern::Random, Pattern::Sequential] {
+            let job = runs_job(
+                pattern,
+                Passes::Fio {
+                    loops: 1,
+                    limit: 64 * 4096,
+                    more: true,
+                },
+            );
+            let mut src = IoSource::new(&job);
+            let mut j = JobVerify::new(vcfg(0, 0), 1, pattern == Pattern::Random, false, false);
+            assert_eq!(
+                stretches(&mut j, &mut src),
+                vec![(false, 16), (true, 16), (false, 16), (true, 16)],
+                "{pattern:?}"
+            );
+            assert!(j.failure.is_none());
+        }
+        // loops=3: three runs whatever was moved.
+        let job = runs_job(
+            Pattern::Random,
+            Passes::Fio {
+                loops: 3,
+                limit: 16 * 4096,
+                more: false,
+            },
+        );
+        let mut src = IoSource::new(&job);
+        let mut j = JobVerify::new(vcfg(0, 0), 1, true, false, false);
+        assert_eq!(stretches(&mut j, &mut src).len(), 6);
     }
 
     #[test]

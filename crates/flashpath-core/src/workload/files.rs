@@ -118,6 +118,62 @@ impl FileCursor {
         }
         self.gens[self.cur].next(len)
     }
+
+    /// For a verifying job's runs (workload/mod.rs `Runs`): the next offset, or None
+    /// when every file is done. A file is done as fio marks it (FIO_FILE_DONE): when
+    /// its region is (a full random map, a sequential cursor at its end), not after so
+    /// many bytes: without a random map a file is never done, and the run goes on to
+    /// its bytes. Each direction `d` keeps its own sequential cursor in a file, as in
+    /// fio (`f->last_pos[ddir]`).
+    pub(super) fn next_in_run(&mut self, d: usize, len: u64) -> Option<u64> {
+        let n = self.gens.len();
+        loop {
+            if self.open == 0 {
+                return None;
+            }
+            let switch = match self.service {
+                FileService::RoundRobin { switch_every } | FileService::Random { switch_every } => {
+                    self.since_switch >= switch_every.max(1)
+                }
+                FileService::Sequential => false,
+            };
+            // `left`: 0 for a file done in this run.
+            if switch || self.left[self.cur] == 0 {
+                self.since_switch = 0;
+                self.cur = match self.service {
+                    FileService::Random { .. } => loop {
+                        let f = self.rng.below(n as u64) as usize;
+                        if self.left[f] > 0 {
+                            break f;
+                        }
+                    },
+                    _ => (1..=n)
+                        .map(|k| (self.cur + k) % n)
+                        .find(|&f| self.left[f] > 0)
+                        .expect("a file is not done"),
+                };
+            }
+            match self.gens[self.cur].next_in(d, len) {
+                Some(o) => {
+                    self.since_switch += 1;
+                    return Some(o);
+                }
+                None => {
+                    self.left[self.cur] = 0;
+                    self.open -= 1;
+                }
+            }
+        }
+    }
+
+    /// A new run: every file from its start (fio reopens them: fio_file_reset).
+    pub(super) fn new_run(&mut self) {
+        self.left.copy_from_slice(&self.sizes);
+        self.open = self.gens.len();
+        for g in &mut self.gens {
+            g.reset();
+        }
+    }
 }
 
 #[cfg(test)]

@@ -718,6 +718,27 @@ pub struct IoSource {
     io_limit: u64,
     max_ios: u64,
     time_based: bool,
+    /// A job that writes and verifies after writing: its I/O goes in fio's runs
+    /// (`Runs`), each followed by a verify phase.
+    runs: Option<Runs>,
+}
+
+/// fio 3.33's thread_main loop for a job that writes and verifies (do_verify): each
+/// turn runs do_io (a run of the job's I/O), then do_verify (the pieces that run
+/// logged), then asks keep_running whether another turn goes. A run ends where fio's
+/// do_io stops: the region is done (get_io_u finds no block: the random map is full,
+/// a sequential cursor is at the end), or, on an asynchronous engine, the run has
+/// issued `total` bytes (do_io's `bytes_issued`, which io_queue_event counts only for
+/// queued I/O: a synchronous engine's completed I/O adds nothing to it).
+#[derive(Clone, Copy, Debug)]
+struct Runs {
+    /// do_io's total_bytes: `size` (at least `io_size` for random writes without a
+    /// random map), plus `size` with verify_backlog; u64::MAX on a synchronous engine.
+    total: u64,
+    /// Bytes issued in this run: the job's I/O and verify_backlog's reads.
+    issued: u64,
+    /// The run is over: the job issues nothing until `next_run`.
+    over: bool,
 }
 
 impl IoSource {
@@ -758,7 +779,97 @@ impl IoSource {
             max_ios: cfg.max_ios,
             time_based: cfg.time_based,
             exhausted: false,
+            runs: Self::runs(cfg),
         }
+    }
+
+    /// The runs of a job that writes and verifies after writing (None otherwise).
+    fn runs(cfg: &JobConfig) -> Option<Runs> {
+        let v = cfg.verify.as_ref()?;
+        if !v.do_verify || cfg.read_pct == 100 || cfg.time_based || cfg.script.is_some() {
+            return None;
+        }
+        let total = match cfg.submission {
+            Submission::Sync => u64::MAX,
+            Submission::Async { .. } => {
+                // fio's io_size option (0 when not given); a front end's own job
+                // (passes unlimited) has its whole bytes as its io_size.
+                let io_size = match cfg.passes {
+                    Passes::Fio {
+                        limit, more: true, ..
+                    } => limit,
+                    Passes::Fio { .. } => 0,
+                    Passes::Unlimited => cfg.io_limit,
+                };
+                let mut t = cfg.size;
+                if cfg.pattern == Pattern::Random && cfg.norandommap {
+                    t = t.max(io_size);
+                }
+                if v.backlog > 0 {
+                    t += cfg.size;
+                }
+                t
+            }
+        };
+        Some(Runs {
+            total,
+            issued: 0,
+            over: false,
+        })
+    }
+
+    /// A verifying job's run is over (`Runs`): it issues nothing until `next_run`.
+    /// Asked before each I/O of the run, verify_backlog's reads too (do_io checks its
+    /// bytes before it gets an io_u).
+    pub fn run_over(&mut self) -> bool {
+        match &mut self.runs {
+            Some(r) => {
+                r.over |= r.issued >= r.total;
+                r.over
+            }
+            None => false,
+        }
+    }
+
+    /// A verify_backlog read of `len` bytes was issued in the run (do_io counts it).
+    pub fn count_run_bytes(&mut self, len: u64) {
+        if let Some(r) = &mut self.runs {
+            r.issued += len;
+        }
+    }
+
+    /// After a run and its verify phase, fio's keep_running: whether another run goes
+    /// (from the region's start: fio reopens the file, fio_file_reset), given the
+    /// bytes the job has moved, `io_bytes` (its reads and writes, verify reads
+    /// included: fio's td->io_bytes). The first `loops` runs always go; then another
+    /// only with `io_size` while less than it has moved. A job that has issued all
+    /// (io_size times loops, number_ios) does nothing more (do_io issues nothing).
+    pub fn next_run(&mut self, io_bytes: u64) -> bool {
+        if self.runs.is_none() || self.exhausted {
+            return false;
+        }
+        self.passes_done += 1;
+        let again = !self.done()
+            && match self.passes {
+                Passes::Unlimited => true,
+                Passes::Fio { loops, limit, more } => {
+                    self.passes_done < loops
+                        || (more && io_bytes < limit && limit - io_bytes >= self.max_bs)
+                }
+            };
+        if again {
+            self.gen.reset();
+            if let Some(f) = &mut self.files {
+                f.new_run();
+            }
+            if let Some(r) = &mut self.runs {
+                r.issued = 0;
+                r.over = false;
+            }
+        } else {
+            self.exhausted = true;
+        }
+        again
     }
 
     /// Whether the job has issued all it will: its bytes (fio's
@@ -835,6 +946,11 @@ impl IoSource {
     #[inline]
     fn next_offset(&mut self, d: usize, len: u64) -> Option<u64> {
         if let Some(f) = &mut self.files {
+            if let Some(r) = &mut self.runs {
+                let o = f.next_in_run(d, len);
+                r.over |= o.is_none();
+                return o;
+            }
             return Some(f.next(len));
         }
         if let Some(z) = &mut self.zones {
@@ -843,7 +959,12 @@ impl IoSource {
         if let Some(o) = self.gen.next_in(d, len) {
             return Some(o);
         }
-        // The region is done (fio: the file is done; keep_running decides).
+        // The region is done (fio: the file is done; keep_running decides, for a
+        // verifying job after the run's verify phase: `next_run`).
+        if let Some(r) = &mut self.runs {
+            r.over = true;
+            return None;
+        }
         self.passes_done += 1;
         let again = match self.passes {
             Passes::Unlimited => true,
@@ -883,7 +1004,7 @@ impl IoSource {
         if self.fixed {
             return Some(self.next_fixed());
         }
-        if self.exhausted {
+        if self.exhausted || self.run_over() {
             return None;
         }
         if let Some((offset, len)) = self.write_after_trim.take() {
@@ -928,6 +1049,7 @@ impl IoSource {
         let offset = self.next_offset(dir.index(), len)?;
         self.issued_bytes += len;
         self.issued_ios += 1;
+        self.count_run_bytes(len);
         self.issued_per_dir[dir.index()] += 1;
         self.issued_bytes_per_dir[dir.index()] += len;
         Some(IoSpec {
