@@ -54,14 +54,76 @@ pub fn plat_idx_to_val(idx: usize) -> u64 {
 }
 
 /// A latency distribution: fio's bucket counts plus exact min, max, sum and sum of squares.
-#[derive(Clone, Debug, PartialEq)]
+/// The buckets are kept sparse while few are used, and as fio's whole array (15 KiB)
+/// past [`SPARSE_MAX`] distinct buckets: a job has dozens of these (each direction's
+/// slat, clat and lat, each span), and one that records nothing or a few samples — a
+/// clone of `numjobs=4096` doing one I/O, a direction never used — costs a few hundred
+/// bytes, not 15 KiB.
+#[derive(Clone, Debug)]
 pub struct LatHist {
-    counts: Box<[u64; PLAT_NR]>,
+    counts: Buckets,
     n: u64,
     min: u64,
     max: u64,
     sum: u128,
     sum_sq: u128,
+}
+
+/// Distinct buckets a histogram keeps as (index, count) pairs before it takes the
+/// whole array.
+pub const SPARSE_MAX: usize = 16;
+
+#[derive(Clone, Debug)]
+enum Buckets {
+    Dense(Box<[u64; PLAT_NR]>),
+    /// (bucket, count), in the order first used; at most [`SPARSE_MAX`].
+    Sparse(Vec<(u16, u64)>),
+}
+
+impl Buckets {
+    #[inline]
+    fn add(&mut self, idx: usize, count: u64) {
+        match self {
+            Buckets::Dense(d) => {
+                let c = &mut d[idx];
+                *c = c.saturating_add(count);
+            }
+            Buckets::Sparse(v) => {
+                if let Some(e) = v.iter_mut().find(|e| e.0 as usize == idx) {
+                    e.1 = e.1.saturating_add(count);
+                } else if v.len() < SPARSE_MAX {
+                    v.push((idx as u16, count));
+                } else {
+                    let mut d = Box::new([0u64; PLAT_NR]);
+                    for &(i, c) in v.iter() {
+                        d[i as usize] = c;
+                    }
+                    d[idx] = count;
+                    *self = Buckets::Dense(d);
+                }
+            }
+        }
+    }
+    fn dense(&self) -> std::borrow::Cow<'_, [u64; PLAT_NR]> {
+        match self {
+            Buckets::Dense(d) => std::borrow::Cow::Borrowed(d),
+            Buckets::Sparse(v) => {
+                let mut d = Box::new([0u64; PLAT_NR]);
+                for &(i, c) in v {
+                    d[i as usize] = c;
+                }
+                std::borrow::Cow::Owned(*d)
+            }
+        }
+    }
+}
+
+impl PartialEq for LatHist {
+    fn eq(&self, o: &Self) -> bool {
+        *self.counts() == *o.counts()
+            && (self.n, self.min, self.max, self.sum, self.sum_sq)
+                == (o.n, o.min, o.max, o.sum, o.sum_sq)
+    }
 }
 
 impl Default for LatHist {
@@ -73,7 +135,7 @@ impl Default for LatHist {
 impl LatHist {
     pub fn new() -> Self {
         Self {
-            counts: Box::new([0; PLAT_NR]),
+            counts: Buckets::Sparse(Vec::new()),
             n: 0,
             min: u64::MAX,
             max: 0,
@@ -90,8 +152,19 @@ impl LatHist {
 
     /// Adds every sample of `other` (group reporting).
     pub fn merge(&mut self, other: &LatHist) {
-        for (a, b) in self.counts.iter_mut().zip(other.counts.iter()) {
-            *a = a.saturating_add(*b);
+        match &other.counts {
+            Buckets::Sparse(v) => {
+                for &(i, c) in v {
+                    self.counts.add(i as usize, c);
+                }
+            }
+            Buckets::Dense(d) => {
+                for (i, &c) in d.iter().enumerate() {
+                    if c != 0 {
+                        self.counts.add(i, c);
+                    }
+                }
+            }
         }
         self.n = self.n.saturating_add(other.n);
         self.min = self.min.min(other.min);
@@ -137,8 +210,9 @@ impl LatHist {
         let var = (self.sum_sq as f64 - n * mean * mean) / (n - 1.0);
         var.max(0.0).sqrt()
     }
-    pub fn counts(&self) -> &[u64; PLAT_NR] {
-        &self.counts
+    /// fio's bucket array (built for the call while the histogram is sparse).
+    pub fn counts(&self) -> std::borrow::Cow<'_, [u64; PLAT_NR]> {
+        self.counts.dense()
     }
 
     /// Records `count` samples of the same value (ns) at once.
@@ -147,8 +221,7 @@ impl LatHist {
             return;
         }
         // Saturating: absurd inputs must not panic (sums only feed mean/stddev).
-        let c = &mut self.counts[plat_val_to_idx(val_ns)];
-        *c = c.saturating_add(count);
+        self.counts.add(plat_val_to_idx(val_ns), count);
         self.n = self.n.saturating_add(count);
         self.min = self.min.min(val_ns);
         self.max = self.max.max(val_ns);
@@ -172,7 +245,7 @@ impl LatHist {
     /// (fio sorts it first). Empty histogram: all zeros; a percentile that is never
     /// reached (p > 100) stays 0.
     pub fn percentiles(&self, list: &[f64]) -> Vec<u64> {
-        percentiles_of(&self.counts[..], self.n, list)
+        percentiles_of(&self.counts()[..], self.n, list)
     }
 }
 
