@@ -89,7 +89,13 @@ pub fn command(args: &[String]) -> Result<()> {
     let mut ideal = opts.clone();
     ideal.sets.push(("device.ideal".into(), "true".into()));
     let configs: Vec<Options> = vec![opts, ideal];
-    let mut runs = measure::parallel(&configs, |o| measure::run_fio_quiet(o, &fio_args))?;
+    let label = |o: &Options| match o.sets.iter().any(|(f, _)| f == "device.ideal") {
+        true => "instant storage".to_string(),
+        false => "as configured".to_string(),
+    };
+    let mut runs = measure::parallel_shown("analyze", &configs, label, |o| {
+        measure::run_fio_quiet(o, &fio_args)
+    })?;
     let what_if = runs.pop().expect("two runs");
     let base = runs.pop().expect("two runs");
     print!("{}", render(&base, &what_if));

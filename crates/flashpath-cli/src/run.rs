@@ -244,7 +244,12 @@ pub(crate) fn drive(
         }
     }
     if shown {
-        eprintln!();
+        let l = progress::line(
+            &progress::prefix(),
+            &sim.progress_detail(),
+            phase.1.elapsed().as_secs_f64(),
+        );
+        eprintln!("\r{l}\x1b[K");
     }
     if let Some(e) = crate::replay::take_stream_error() {
         bail!("{e}");
