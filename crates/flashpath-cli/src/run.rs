@@ -284,7 +284,8 @@ fio's output (--output-format=normal|json|json+|terse, --output=FILE). Job optio
 fio's: those flashpath models run, those with no effect on a simulated run are
 accepted (docs/command-line.md, \"fio options with no effect\"), any other is an error naming it.
 fio switches: --output, --output-format, --minimal, --terse-version, --parse-only,
---readonly, --section, --showcmd, --version, --eta*, --warnings-fatal.
+--readonly, --section, --showcmd, --version, --eta*, --warnings-fatal,
+--status-interval (reports every T of simulated time).
 flashpath options (--device, --host, --driver, --set, --blktrace, --trace): `flashpath help`.
 ";
 
