@@ -218,6 +218,10 @@ pub(crate) fn drive(
                     status = None;
                     next_status = None;
                 } else {
+                    if shown {
+                        // The report (on the same terminal, maybe) replaces the line.
+                        eprint!("\r\x1b[K");
+                    }
                     (st.report)(sim, at)?;
                     next_status = Some(n + st.every_ns);
                 }
