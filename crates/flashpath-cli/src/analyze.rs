@@ -100,7 +100,6 @@ fn limits_of(size: f64, pre: f64, hw: f64, post: f64) -> Option<Limits> {
     })
 }
 
-/// `flashpath analyze --help`.
 /// The limits from busy time over a row's measured window (valid at any depth).
 #[derive(Clone, Debug, PartialEq)]
 pub struct BusyLimits {
@@ -285,7 +284,13 @@ pub fn command(args: &[String]) -> Result<()> {
             let mut ideal = opts.clone();
             ideal.sets.push(("device.ideal".into(), "true".into()));
             let configs: Vec<Options> = vec![opts, ideal];
-            let mut runs = measure::parallel(&configs, |o| measure::run_fio_quiet(o, &fio_args))?;
+            let label = |o: &Options| match o.sets.iter().any(|(f, _)| f == "device.ideal") {
+                true => "instant storage".to_string(),
+                false => "as configured".to_string(),
+            };
+            let mut runs = measure::parallel_shown("analyze", &configs, label, |o| {
+                measure::run_fio_quiet(o, &fio_args)
+            })?;
             let what_if = runs.pop().expect("two runs");
             let base = runs.pop().expect("two runs");
             (base, Some(what_if), Source::Run)

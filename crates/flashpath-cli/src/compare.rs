@@ -156,10 +156,15 @@ pub fn command(args: &[String]) -> Result<()> {
     for c in &configs {
         run::system(&c.opts).with_context(|| format!("configuration {}", c.label))?;
     }
-    let results = measure::parallel(&configs, |c| {
-        measure::run_fio_quiet(&c.opts, &fio_args)
-            .with_context(|| format!("configuration {}", c.label))
-    })?;
+    let results = measure::parallel_shown(
+        "compare",
+        &configs,
+        |c| c.label.clone(),
+        |c| {
+            measure::run_fio_quiet(&c.opts, &fio_args)
+                .with_context(|| format!("configuration {}", c.label))
+        },
+    )?;
     // Published figures, when the job is a shipped reproduction.
     let job_file = match fio_args.as_slice() {
         [one] if std::path::Path::new(one).is_file() => Some(std::path::PathBuf::from(one)),

@@ -21,7 +21,7 @@ use flashpath_fio::parse::{
     FadviseHint, Invocation, IoEngine, Job, OutputFormat, RandomDistribution, RwModifier, SizeSpec,
 };
 use flashpath_fio::report::model::{JobHeader, RunReport, UnifiedRw};
-use flashpath_fio::report::{write_formats as fio_write_formats, Format};
+use flashpath_fio::report::Format;
 use std::io::Write;
 
 /// Options flashpath models (canonical fio names). Anything else a job sets is an error.
@@ -1426,10 +1426,16 @@ pub fn plan(inv: &Invocation, dev: &DeviceConfig, journal: Option<(u64, u64)>) -
     })
 }
 
-/// Prints the report in the invocation's formats.
-pub fn write_formats(inv: &Invocation, rep: &RunReport, out: &mut impl Write) -> Result<()> {
-    let formats: Vec<Format> = inv
-        .formats
+/// The reports of `--output-format` without the normal format's start-up lines (see
+/// [`flashpath_fio::report::write_reports`]): a `--status-interval` report, or the end
+/// of a run whose start-up lines were printed before it.
+pub fn write_reports(inv: &Invocation, rep: &RunReport, out: &mut impl Write) -> Result<()> {
+    flashpath_fio::report::write_reports(rep, &formats(inv), out)?;
+    Ok(())
+}
+
+fn formats(inv: &Invocation) -> Vec<Format> {
+    inv.formats
         .iter()
         .map(|f| match f {
             OutputFormat::Normal => Format::Normal,
@@ -1437,9 +1443,7 @@ pub fn write_formats(inv: &Invocation, rep: &RunReport, out: &mut impl Write) ->
             OutputFormat::JsonPlus => Format::JsonPlus,
             OutputFormat::Terse => Format::Terse(inv.terse_version),
         })
-        .collect();
-    fio_write_formats(rep, &formats, out)?;
-    Ok(())
+        .collect()
 }
 
 #[cfg(test)]

@@ -303,6 +303,24 @@ pub fn metric(rows: &[JobFigures], name: &str) -> Result<f64> {
     })
 }
 
+/// [`parallel`], showing on standard error (see `run::progress`) which item starts,
+/// as `command: [7/52] label`.
+pub fn parallel_shown<T: Sync, R: Send>(
+    command: &str,
+    items: &[T],
+    label: impl Fn(&T) -> String + Sync,
+    f: impl Fn(&T) -> Result<R> + Sync,
+) -> Result<Vec<R>> {
+    let started = std::sync::atomic::AtomicUsize::new(0);
+    let r = parallel(items, |item| {
+        let i = started.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        run::progress::show_step(command, i, items.len(), &label(item));
+        f(item)
+    });
+    run::progress::end_steps();
+    r
+}
+
 /// Maps `f` over `items` on all cores, keeping the order; the first error wins.
 pub fn parallel<T: Sync, R: Send>(
     items: &[T],

@@ -198,6 +198,15 @@ pub fn build(
     rep
 }
 
+/// The report's jobs as far as the options tell (no statistics): what fio prints
+/// before the run (`flashpath_fio::report::starting_string`).
+pub fn build_header(metas: &[JobMeta]) -> RunReport {
+    let mut rep = RunReport::new(0, REPORT_TIME);
+    let none = JobStats::default();
+    rep.jobs = metas.iter().map(|m| job_report(m, &none)).collect();
+    rep
+}
+
 /// fio's `verror` for a job error: `file:<fio source>:<line>, func=<func>,
 /// error=<strerror>`, as fio 3.33 prints it (td_verror records __FILE__ and __LINE__).
 pub fn fio_verror(e: &flashpath_core::stats::JobError) -> String {

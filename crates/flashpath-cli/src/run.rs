@@ -6,15 +6,18 @@ use crate::trace_out::TraceStreamer;
 use crate::{jobmap, presets, report};
 use anyhow::{anyhow, bail, Context, Result};
 use flashpath_core::blktrace::BlkDevice;
+use flashpath_core::engine::SimTime;
 use flashpath_core::host::DriverKind;
-use flashpath_core::sim::{Precondition, Sim, SimConfig};
+use flashpath_core::sim::{Phase, Precondition, Sim, SimConfig};
 use flashpath_core::stats::RunResult;
 use flashpath_core::trace::Trace;
 use flashpath_fio::parse::{parse_command_line, parse_command_line_with_stdin, Env, Invocation};
 use flashpath_fio::report::model::Ddir;
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
+
+pub(crate) mod progress;
 
 /// flashpath's own options, taken out of the fio arguments.
 #[derive(Clone, Debug, Default)]
@@ -290,49 +293,100 @@ pub fn simulate_observed(
     if traced {
         sim.enable_trace();
     }
-    drive(&mut sim, progress, None)?;
+    drive(&mut sim, progress, None, None)?;
     sim.close_observers().map_err(|e| anyhow!("{e}"))?;
     let trace = sim.take_trace();
     Ok((sim.finish(), trace))
 }
 
+/// fio's `--status-interval`: every `every_ns` of simulated time from the jobs' start,
+/// `report` is called with the simulation and the time of the report.
+pub(crate) struct Status<'a> {
+    pub every_ns: u64,
+    pub report: &'a mut dyn FnMut(&Sim, SimTime) -> Result<()>,
+}
+
 /// Steps `sim` to its end, with a progress line on standard error for long runs when
-/// it is a terminal, handing what the trace recorded to `stream` between steps.
+/// it is a terminal (`progress`), handing what the trace recorded to `stream` between
+/// steps and making the `status` reports.
 pub(crate) fn drive(
     sim: &mut Sim,
     progress: bool,
     mut stream: Option<&mut TraceStreamer>,
+    mut status: Option<Status>,
 ) -> Result<()> {
-    let show = progress && std::io::stderr().is_terminal();
+    let show = progress && progress::enabled();
+    let forced = progress::forced();
     let wall = Instant::now();
     let mut last = wall;
-    let step = 50_000_000; // 50 ms of simulated time between checks
+    let mut phase = (Phase::Precondition, wall);
+    // 50 ms of simulated time between checks; a status report's time is a check's.
+    let step = status
+        .as_ref()
+        .map_or(50_000_000, |s| s.every_ns.min(50_000_000));
     let mut limit = step;
+    let mut next_status: Option<SimTime> = None;
     let mut shown = false;
-    while sim.run_until(limit) {
-        limit += step;
+    loop {
+        let at = next_status.map_or(limit, |n| n.min(limit));
+        if !sim.run_until(at) {
+            break;
+        }
+        if at == limit {
+            limit += step;
+        }
         if let Some(s) = stream.as_deref_mut() {
             if let Some(chunk) = sim.drain_trace() {
                 s.feed(chunk)?;
             }
         }
-        if show
-            && last.elapsed() > Duration::from_millis(500)
-            && wall.elapsed() > Duration::from_secs(2)
-        {
-            last = Instant::now();
-            let (now, ios) = sim.progress();
-            let secs = wall.elapsed().as_secs_f64();
-            eprint!(
-                "\rflashpath: {ios} I/Os, {:.3} s simulated, {:.0} I/Os per second   ",
-                now as f64 / 1e9,
-                ios as f64 / secs
-            );
-            shown = true;
+        if let Some(st) = status.as_mut() {
+            if next_status.is_none() {
+                next_status = sim.jobs_started_at().map(|t| t + st.every_ns);
+            }
+            if let Some(n) = next_status.filter(|&n| n <= at) {
+                // Until the last job ends (the simulation may go on with the device's
+                // own work after it).
+                if sim.progress_detail().jobs.iter().all(|j| j.finished) {
+                    status = None;
+                    next_status = None;
+                } else {
+                    if shown {
+                        // The report (on the same terminal, maybe) replaces the line.
+                        eprint!("\r\x1b[K");
+                    }
+                    (st.report)(sim, at)?;
+                    next_status = Some(n + st.every_ns);
+                }
+            }
+        }
+        if show {
+            let p = sim.progress_detail();
+            let changed = p.phase != phase.0;
+            if changed {
+                phase = (p.phase, Instant::now());
+            }
+            let due = if forced {
+                !shown || changed || last.elapsed() > Duration::from_millis(500)
+            } else {
+                last.elapsed() > Duration::from_millis(500)
+                    && wall.elapsed() > Duration::from_secs(2)
+            };
+            if due {
+                last = Instant::now();
+                let l = progress::line(&progress::prefix(), &p, phase.1.elapsed().as_secs_f64());
+                eprint!("\r{l}\x1b[K");
+                shown = true;
+            }
         }
     }
     if shown {
-        eprintln!();
+        let l = progress::line(
+            &progress::prefix(),
+            &sim.progress_detail(),
+            phase.1.elapsed().as_secs_f64(),
+        );
+        eprintln!("\r{l}\x1b[K");
     }
     if let Some(e) = crate::replay::take_stream_error() {
         bail!("{e}");
@@ -398,6 +452,8 @@ fn check_switches(inv: &flashpath_fio::parse::Invocation) -> Result<()> {
     for (sw, val, index) in &inv.other_switches {
         match sw.as_str() {
             "eta" | "eta-interval" | "eta-newline" | "alloc-size" | "aux-path" | "max-jobs" => {}
+            // Periodic reports in simulated time (`status_interval`).
+            "status-interval" => {}
             // fio's aggregate bandwidth logs (fiologs.rs), written after the run.
             "bandwidth-log" => {}
             "warnings-fatal" => {
@@ -407,7 +463,6 @@ fn check_switches(inv: &flashpath_fio::parse::Invocation) -> Result<()> {
             }
             other => {
                 let what = match other {
-                    "status-interval" => "periodic reports",
                     "latency-log" | "inflate-log" => "fio's logs",
                     "client" | "server" | "daemonize" | "remote-config" | "trigger"
                     | "trigger-file" | "trigger-timeout" | "trigger-remote" => {
@@ -425,6 +480,27 @@ fn check_switches(inv: &flashpath_fio::parse::Invocation) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// fio's `--status-interval=T` (init.c, option 'L'): a time, in seconds when it has
+/// no unit, kept in whole ms; under 1 ms fio refuses it. The last one given counts.
+/// flashpath makes its reports every T of simulated time from the jobs' start.
+fn status_interval(inv: &flashpath_fio::parse::Invocation) -> Result<Option<u64>> {
+    let Some((_, val, _)) = inv
+        .other_switches
+        .iter()
+        .rev()
+        .find(|(sw, _, _)| sw == "status-interval")
+    else {
+        return Ok(None);
+    };
+    let v = val.as_deref().unwrap_or("");
+    let us = flashpath_fio::parse::value::str_to_decimal(v, false, 1024, true)
+        .ok_or_else(|| anyhow!("fio: failed parsing time {v} (--status-interval)"))?;
+    if us < 1000 {
+        bail!("fio: status interval too small (--status-interval={v})");
+    }
+    Ok(Some(us / 1000 * 1_000_000))
 }
 
 /// Each job's write_iolog, if it writes one (fio's init.c: a job with read_iolog does
@@ -521,7 +597,42 @@ pub fn fio_command(args: &[String]) -> Result<()> {
     } else {
         None
     };
-    drive(&mut sim, true, stream.as_mut())?;
+    let normal = inv
+        .formats
+        .contains(&flashpath_fio::parse::OutputFormat::Normal);
+    let mut out: Box<dyn Write> = match &inv.output {
+        Some(p) => Box::new(std::io::BufWriter::new(
+            std::fs::File::create(p)
+                .with_context(|| format!("{}: cannot create output file", p.display()))?,
+        )),
+        None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
+    };
+    let conf = configuration(&opts, &host_name, &device_name, driver);
+    if normal {
+        // fio prints the jobs' lines and `Starting N process(es)` before they run.
+        let mut head = report::build_header(&plan.metas);
+        head.configuration = Some(conf.clone());
+        out.write_all(flashpath_fio::report::starting_string(&head).as_bytes())
+            .and_then(|()| out.flush())
+            .context("writing the report")?;
+    }
+    let disk = plan.disk_util.then(|| BlkDevice::for_driver(driver).name);
+    let mut interim = |sim: &Sim, at: SimTime| -> Result<()> {
+        let res = sim.snapshot_at(at);
+        let mut rep = report::build(&plan.metas, &res, plan.global_options.clone());
+        rep.startup_lines.clear();
+        rep.configuration = Some(conf.clone());
+        if let Some(name) = disk {
+            rep.disk_util.push(report::disk_util(name, &res.system));
+        }
+        jobmap::write_reports(&inv, &rep, &mut out)?;
+        out.flush().context("writing the report")
+    };
+    let status = status_interval(&inv)?.map(|every_ns| Status {
+        every_ns,
+        report: &mut interim,
+    });
+    drive(&mut sim, true, stream.as_mut(), status)?;
     sim.close_observers().map_err(|e| anyhow!("{e}"))?;
     if let Some(s) = stream {
         let rest = sim.take_trace().map(Trace::into_chunk).unwrap_or_default();
@@ -563,8 +674,8 @@ pub fn fio_command(args: &[String]) -> Result<()> {
         .iter()
         .filter(|j| j.error.is_some() || j.verify_failure.is_some())
         .count();
-    let mut rep = report::build(&plan.metas, &result, plan.global_options);
-    rep.configuration = Some(configuration(&opts, &host_name, &device_name, driver));
+    let mut rep = report::build(&plan.metas, &result, plan.global_options.clone());
+    rep.configuration = Some(conf);
     if let Some(h) = &logs {
         // fio's report takes bw/iops from the logs' samples when they are written.
         for (jr, (bw, iops)) in rep.jobs.iter_mut().zip(h.report_overrides()) {
@@ -578,30 +689,21 @@ pub fn fio_command(args: &[String]) -> Result<()> {
             }
         }
     }
-    if plan.disk_util {
-        let name = BlkDevice::for_driver(driver).name;
+    if let Some(name) = disk {
         rep.disk_util.push(report::disk_util(name, &result.system));
     }
     let (verify_failed, verify_lines) = crate::verifymap::failures(&result, &rep);
-    let normal = inv
-        .formats
-        .contains(&flashpath_fio::parse::OutputFormat::Normal);
-    if normal {
-        rep.startup_lines.extend(verify_lines.iter().cloned());
+    // What fio prints as the jobs end (after `Starting`, before the reports), then the
+    // reports.
+    for l in rep
+        .startup_lines
+        .iter()
+        .filter(|_| normal)
+        .chain(&verify_lines)
+    {
+        writeln!(out, "{l}").context("writing the report")?;
     }
-    let mut out: Box<dyn Write> = match &inv.output {
-        Some(p) => Box::new(std::io::BufWriter::new(
-            std::fs::File::create(p)
-                .with_context(|| format!("{}: cannot create output file", p.display()))?,
-        )),
-        None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
-    };
-    if !normal {
-        for l in &verify_lines {
-            writeln!(out, "{l}").context("writing the report")?;
-        }
-    }
-    jobmap::write_formats(&inv, &rep, &mut out).context("writing the report")?;
+    jobmap::write_reports(&inv, &rep, &mut out).context("writing the report")?;
     out.flush().context("writing the report")?;
     if failed > 0 || verify_failed {
         // fio exits with the number of jobs that ended with an error (reap_threads:

@@ -251,10 +251,15 @@ fn verdict(ok: bool, known: Option<&str>) -> (bool, String) {
 
 /// Runs the reproductions on all cores; results by name.
 fn run_all(list: &[&repro::Reproduction]) -> Result<BTreeMap<String, Vec<JobFigures>>> {
-    let rows = measure::parallel(list, |r| {
-        let args = vec![r.job.display().to_string()];
-        measure::run_fio_quiet(&r.options(), &args)
-            .map_err(|e| anyhow!("reproduction '{}': {e:#}", r.name))
-    })?;
+    let rows = measure::parallel_shown(
+        "validate",
+        list,
+        |r| r.name.clone(),
+        |r| {
+            let args = vec![r.job.display().to_string()];
+            measure::run_fio_quiet(&r.options(), &args)
+                .map_err(|e| anyhow!("reproduction '{}': {e:#}", r.name))
+        },
+    )?;
     Ok(list.iter().map(|r| r.name.clone()).zip(rows).collect())
 }

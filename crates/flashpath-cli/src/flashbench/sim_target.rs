@@ -105,8 +105,11 @@ impl Target for SimTarget {
             jobs: vec![job],
             precondition: self.precondition,
         };
-        let (result, trace) =
-            run::simulate_traced(cfg, true, self.traced).map_err(|e| format!("{e:#}"))?;
+        let what = format!("{} system calls", owner.len());
+        run::progress::show_step("flashbench", 1, 1, &what);
+        let run = run::simulate_traced(cfg, true, self.traced).map_err(|e| format!("{e:#}"));
+        run::progress::end_steps();
+        let (result, trace) = run?;
         self.trace = trace;
         let lat = &result
             .jobs

@@ -307,6 +307,8 @@ pub fn run(
     let mut measured: Vec<Option<PhaseRun>> = Vec::new();
     let mut probed_start: Vec<Option<u64>> = Vec::new();
     for k in 0..r.phases.len() {
+        let what = format!("{:?}, {count} process(es)", r.phases[k].test);
+        run::progress::show_step("iozone", k + 1, r.phases.len(), &what);
         let stop = stop_of(r.phases[k].test);
         // The child's time includes the fsync of -e. After taking its time, a child
         // without -c fsyncs its file again before it exits, which the parent waits for.

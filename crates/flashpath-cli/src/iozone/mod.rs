@@ -53,6 +53,7 @@ pub fn command(argv: &[String]) -> Result<()> {
             o.write(&trace, driver)?;
         }
     }
+    run::progress::end_steps();
     text += &report::closing(res_prob);
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())

@@ -1574,12 +1574,14 @@ impl Sim {
         }
     }
 
-    /// End-of-run counters.
-    pub(super) fn buf_finish(&mut self) {
+    /// The page cache's statistics as they stand now (at the end: dirty pages left).
+    pub(super) fn buf_stats(&self) -> CacheStats {
+        let mut s = self.buf.stats.clone();
         if let Some(c) = &self.buf.cache {
-            self.buf.stats.dirty_left_bytes = c.dirty() * PAGE;
-            self.buf.stats.evictions = c.evictions;
+            s.dirty_left_bytes = c.dirty() * PAGE;
+            s.evictions = c.evictions;
         }
-        self.buf.stats.device_write_slots = self.dev.stats().host_write_slots;
+        s.device_write_slots = self.dev.stats().host_write_slots;
+        s
     }
 }

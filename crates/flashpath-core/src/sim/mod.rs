@@ -48,6 +48,7 @@ mod null_engine;
 mod observer;
 mod occupancy;
 mod offload;
+mod progress;
 mod replay;
 mod rtsx;
 pub mod steadystate;
@@ -57,6 +58,7 @@ mod verify;
 mod verify_async;
 pub use buffered::CacheStats;
 pub use observer::{IoDone, IoObserver, IoQueued};
+pub use progress::{JobProgress, Phase, Progress};
 pub use rtsx::IDLE_STOP_NS as RTSX_IDLE_STOP_NS;
 pub use verify::{
     content_tag, default_cost_per_4k_ns, FailureKind, VerifyAlgo, VerifyConfig, VerifyFailure,
@@ -773,18 +775,7 @@ impl Sim {
             self.ios.len() == self.free_ios.len(),
             "every I/O completes exactly once"
         );
-        self.sys.sim_end_ns = self.now;
-        self.sys.core_busy_ns = self.cpu.busy_ns();
-        self.sys.bus_busy_ns = self.bus.busy_ns();
-        let (h2d, d2h) = self.ufs_link_busy_ns();
-        self.sys.link_busy_ns = [h2d, d2h];
-        self.sys.requests = self.block.requests_dispatched;
-        self.sys.merges = self.block.merges;
-        self.buf_finish();
-        self.sys.cache = std::mem::take(&mut self.buf.stats);
-        self.sys.device = self.dev.stats().clone();
-        self.sys.hpb = self.ufs.hpb.as_ref().map(|h| h.drv.stats);
-        self.sys.au = self.dev.allocation_unit().map(|a| a.au_stats().clone());
+        self.sys = self.system_stats();
         if let Some(v) = &mut self.verify {
             for (t, j) in v.jobs.iter_mut().enumerate() {
                 if let Some(j) = j {
@@ -812,6 +803,23 @@ impl Sim {
                 .collect(),
             system: self.sys,
         }
+    }
+
+    /// The run's system statistics as they stand now.
+    fn system_stats(&self) -> SystemStats {
+        let mut sys = self.sys.clone();
+        sys.sim_end_ns = self.now;
+        sys.core_busy_ns = self.cpu.busy_ns();
+        sys.bus_busy_ns = self.bus.busy_ns();
+        let (h2d, d2h) = self.ufs_link_busy_ns();
+        sys.link_busy_ns = [h2d, d2h];
+        sys.requests = self.block.requests_dispatched;
+        sys.merges = self.block.merges;
+        sys.cache = self.buf_stats();
+        sys.device = self.dev.stats().clone();
+        sys.hpb = self.ufs.hpb.as_ref().map(|h| h.drv.stats);
+        sys.au = self.dev.allocation_unit().map(|a| a.au_stats().clone());
+        sys
     }
 
     /// The request path: every event, in order.

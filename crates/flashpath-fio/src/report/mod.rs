@@ -109,7 +109,7 @@ pub use model::{
     batch_bucket, depth_level_bucket, Ddir, DirStats, DiskUtil, IoStat, JobHeader, JobReport,
     LatStat, LatencyBuckets, RunReport, SpanSet, SyncStats, UnifiedRw,
 };
-pub use normal::{header_string, normal_report_string, write_normal};
+pub use normal::{header_string, normal_report_string, starting_string, write_normal};
 pub use sampling::{
     bw_stat_from_window_bytes, effective_window_ms, iops_stat_from_window_ios, summarize, RateKind,
     RateSampler, DEFAULT_AVG_MS,
@@ -154,6 +154,17 @@ impl Format {
 /// the start-up lines first (normal format only), then terse, then JSON (json+ if
 /// either json+ was asked for), then the normal report — whatever the list order.
 pub fn write_formats(r: &RunReport, formats: &[Format], out: &mut impl Write) -> io::Result<()> {
+    if formats.contains(&Format::Normal) {
+        out.write_all(header_string(r).as_bytes())?;
+    }
+    write_reports(r, formats, out)
+}
+
+/// [`write_formats`] without the normal format's start-up lines: the reports only, in
+/// fio's order (terse, JSON, normal). fio's `--status-interval` prints this at each
+/// interval, and a front end that printed [`starting_string`] before the run prints
+/// this (after the start-up lines) at its end.
+pub fn write_reports(r: &RunReport, formats: &[Format], out: &mut impl Write) -> io::Result<()> {
     let normal = formats.contains(&Format::Normal);
     let plus = formats.contains(&Format::JsonPlus);
     let json = plus || formats.contains(&Format::Json);
@@ -161,9 +172,6 @@ pub fn write_formats(r: &RunReport, formats: &[Format], out: &mut impl Write) ->
         Format::Terse(v) => Some(*v),
         _ => None,
     });
-    if normal {
-        out.write_all(header_string(r).as_bytes())?;
-    }
     if let Some(v) = terse {
         out.write_all(terse_string(r, v).as_bytes())?;
     }

@@ -12,8 +12,22 @@ use super::model::{
     software_share, span_total, Ddir, IoStat, JobReport, RunReport, SpanSet, UnifiedRw,
 };
 
-/// The lines fio prints while starting the jobs (only with the normal format).
+/// The lines fio prints while starting the jobs (only with the normal format): the
+/// [`starting_string`], then the run's start-up lines (`RunReport::startup_lines`,
+/// what fio prints while the jobs run).
 pub fn header_string(r: &RunReport) -> String {
+    let mut s = starting_string(r);
+    for l in &r.startup_lines {
+        s.push_str(l);
+        s.push('\n');
+    }
+    s
+}
+
+/// The lines fio prints before the jobs run (normal format): each job's line, the
+/// version, `Starting N process(es)`. They depend on the jobs' options only, so a
+/// front end can print them before the run.
+pub fn starting_string(r: &RunReport) -> String {
     let mut s = String::new();
     for td in &r.jobs {
         if td.subjob_number == 0 {
@@ -60,10 +74,6 @@ pub fn header_string(r: &RunReport) -> String {
         let _ = write!(s, "{} process{}", procs, if procs > 1 { "es" } else { "" });
     }
     s.push('\n');
-    for l in &r.startup_lines {
-        s.push_str(l);
-        s.push('\n');
-    }
     s
 }
 
