@@ -20,6 +20,7 @@ mod replay;
 mod report;
 mod repro;
 mod run;
+mod signals;
 mod trace_out;
 mod validate;
 mod verifymap;

@@ -328,6 +328,10 @@ pub(crate) fn drive(
     let mut next_status: Option<SimTime> = None;
     let mut shown = false;
     loop {
+        if crate::signals::caught().is_some() {
+            // SIGINT or SIGTERM: the caller reports the run so far.
+            break;
+        }
         let at = next_status.map_or(limit, |n| n.min(limit));
         if !sim.run_until(at) {
             break;
@@ -632,13 +636,23 @@ pub fn fio_command(args: &[String]) -> Result<()> {
         every_ns,
         report: &mut interim,
     });
+    crate::signals::install()?;
     drive(&mut sim, true, stream.as_mut(), status)?;
+    let interrupted = crate::signals::caught();
+    if let Some(sig) = interrupted {
+        // As fio says it on the first signal.
+        eprintln!("fio: terminating on signal {sig}");
+    }
     sim.close_observers().map_err(|e| anyhow!("{e}"))?;
     if let Some(s) = stream {
         let rest = sim.take_trace().map(Trace::into_chunk).unwrap_or_default();
         s.finish(rest)?;
     }
-    let result = sim.finish();
+    let (stopped_at, _) = sim.progress();
+    let result = match interrupted {
+        Some(_) => sim.snapshot_at(stopped_at),
+        None => sim.finish(),
+    };
     if inv
         .other_switches
         .iter()
@@ -676,6 +690,13 @@ pub fn fio_command(args: &[String]) -> Result<()> {
         .count();
     let mut rep = report::build(&plan.metas, &result, plan.global_options.clone());
     rep.configuration = Some(conf);
+    rep.interrupted = interrupted.map(|signal| flashpath_fio::report::Interrupted {
+        signal,
+        simulated_ns: stopped_at,
+    });
+    if let Some(i) = &rep.interrupted {
+        rep.startup_lines.insert(0, i.line());
+    }
     if let Some(h) = &logs {
         // fio's report takes bw/iops from the logs' samples when they are written.
         for (jr, (bw, iops)) in rep.jobs.iter_mut().zip(h.report_overrides()) {
@@ -705,6 +726,10 @@ pub fn fio_command(args: &[String]) -> Result<()> {
     }
     jobmap::write_reports(&inv, &rep, &mut out).context("writing the report")?;
     out.flush().context("writing the report")?;
+    if interrupted.is_some() {
+        // fio's exit value when a signal ended the run (sig_int: exit_value = 128).
+        return Err(crate::flashbench::ExitStatus(128).into());
+    }
     if failed > 0 || verify_failed {
         // fio exits with the number of jobs that ended with an error (reap_threads:
         // exit_value++ per job; its messages are printed).

@@ -483,7 +483,7 @@ pub fn json_string(r: &RunReport, plus: bool) -> String {
             .collect();
         root.arr("disk_util", arr);
     }
-    if !r.counters.is_empty() || r.configuration.is_some() {
+    if !r.counters.is_empty() || r.configuration.is_some() || r.interrupted.is_some() {
         let mut fp = Obj::new();
         if let Some(c) = &r.configuration {
             let mut o = Obj::new();
@@ -502,6 +502,12 @@ pub fn json_string(r: &RunReport, plus: bool) -> String {
             }
             o.obj("set", sets);
             fp.obj("configuration", o);
+        }
+        if let Some(i) = &r.interrupted {
+            let mut o = Obj::new();
+            o.int("signal", i.signal as u64);
+            o.int("simulated_ns", i.simulated_ns);
+            fp.obj("interrupted", o);
         }
         for (group, counters) in &r.counters {
             let mut o = Obj::new();

@@ -104,11 +104,11 @@ pub use flashpath_hist::{LatHist, DEFAULT_PERCENTILES};
 pub use fmt::ctime_utc;
 pub use json::{json_string, write_json};
 pub use logs::{HistLogWriter, IoEvent, LogKind, LogOptions, LogSample, LogSet, LogWriter};
-pub use model::RunConfiguration;
 pub use model::{
     batch_bucket, depth_level_bucket, Ddir, DirStats, DiskUtil, IoStat, JobHeader, JobReport,
     LatStat, LatencyBuckets, RunReport, SpanSet, SyncStats, UnifiedRw,
 };
+pub use model::{Interrupted, RunConfiguration};
 pub use normal::{header_string, normal_report_string, starting_string, write_normal};
 pub use sampling::{
     bw_stat_from_window_bytes, effective_window_ms, iops_stat_from_window_ios, summarize, RateKind,

@@ -587,6 +587,28 @@ pub struct RunReport {
     /// How the simulated system was made (JSON root `flashpath.configuration`, and one
     /// line after fio's version in the normal format); `None` = not reported.
     pub configuration: Option<RunConfiguration>,
+    /// A signal ended the run early: the report covers the simulated time run until
+    /// then (JSON root `flashpath.interrupted`).
+    pub interrupted: Option<Interrupted>,
+}
+
+/// Where a signal stopped the run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Interrupted {
+    pub signal: i32,
+    /// Simulated time when the run stopped, ns.
+    pub simulated_ns: u64,
+}
+
+impl Interrupted {
+    /// The normal format's line, before the reports.
+    pub fn line(&self) -> String {
+        format!(
+            "flashpath: interrupted by signal {} at {:.6} s of simulated time: the reports cover the run until then",
+            self.signal,
+            self.simulated_ns as f64 / 1e9
+        )
+    }
 }
 
 /// The simulated system a run was made on: enough to make it again.
@@ -635,6 +657,7 @@ impl RunReport {
             counters: Vec::new(),
             startup_lines: Vec::new(),
             configuration: None,
+            interrupted: None,
         }
     }
 }
