@@ -338,6 +338,10 @@ pub(crate) fn drive(
         }
         if at == limit {
             limit += step;
+            // Nothing happens before the next event: go straight to its slice.
+            if let Some(next) = sim.next_event_at().filter(|&n| n > limit) {
+                limit += (next - limit).div_ceil(step) * step;
+            }
         }
         if let Some(s) = stream.as_deref_mut() {
             if let Some(chunk) = sim.drain_trace() {

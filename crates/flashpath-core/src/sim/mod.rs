@@ -759,6 +759,12 @@ impl Sim {
         false
     }
 
+    /// When the next event is due, if any: a caller stepping the simulation in slices
+    /// of simulated time skips the idle ones (a thinktime of hours costs no wall time).
+    pub fn next_event_at(&self) -> Option<SimTime> {
+        self.q.peek_time()
+    }
+
     /// Simulated time and I/Os completed so far (for progress reports).
     pub fn progress(&self) -> (SimTime, u64) {
         let ios = self
