@@ -98,8 +98,13 @@ pub fn system(
     Ok(resolve(o)?.0)
 }
 
-/// [`system`], saying on standard error which host and driver the device's preset
-/// picked where the user named a device but not both of them.
+/// What [`system_announced`] has to say, printed by [`drive`] as the simulation starts:
+/// a run refused before then (a job the system cannot run) prints its one error line
+/// alone.
+static ANNOUNCE: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
+/// [`system`], saying on standard error (as the run starts) which host and driver the
+/// device's preset picked where the user named a device but not both of them.
 pub fn system_announced(
     o: &Options,
 ) -> Result<(
@@ -108,9 +113,7 @@ pub fn system_announced(
     DriverKind,
 )> {
     let (sys, note) = resolve(o)?;
-    if let Some(n) = note {
-        eprintln!("flashpath: {n}");
-    }
+    *ANNOUNCE.lock().unwrap_or_else(|e| e.into_inner()) = note;
     Ok(sys)
 }
 
@@ -315,6 +318,9 @@ pub(crate) fn drive(
     mut stream: Option<&mut TraceStreamer>,
     mut status: Option<Status>,
 ) -> Result<()> {
+    if let Some(n) = ANNOUNCE.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        eprintln!("flashpath: {n}");
+    }
     let show = progress && progress::enabled();
     let forced = progress::forced();
     let wall = Instant::now();

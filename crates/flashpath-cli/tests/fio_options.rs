@@ -343,8 +343,8 @@ fn fio_switches_work_or_are_refused() {
         assert_eq!(ours, String::from_utf8_lossy(&real.stdout));
     }
     // Refused, one line naming the switch, also under --parse-only.
+    // (--status-interval is modelled: tests/status_interval.rs.)
     for sw in [
-        "--status-interval=1",
         "--client=host",
         "--idle-prof=system",
         "--trigger=cmd",

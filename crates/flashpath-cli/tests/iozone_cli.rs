@@ -379,7 +379,7 @@ fn bad_arguments_give_one_line_and_exit_1() {
             "iozone: without -I the files go through the page cache, which needs a [memory] section in host preset 'sd835-phone'",
         ),
         (
-            vec!["-t", "1", "-i", "0", "-I", "-e", "--host", "jetson-tx1", "--device", "emmc51-hs400-8g"],
+            vec!["-t", "1", "-i", "0", "-I", "-e", "--host", "jetson-tx1", "--device", "emmc51-hs400-8g", "--driver", "mmc-legacy"],
             "iozone: -e with -I on host 'jetson-tx1'",
         ),
     ];

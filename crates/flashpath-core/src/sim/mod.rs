@@ -1720,7 +1720,7 @@ impl Sim {
             (q.hw_at, q.irq_at)
         };
         // A request that ended without an interrupt leaves the hardware now.
-        self.hw_busy.end(r, now);
+        self.hw_busy.end(r, now, now);
         let admitted = self.block.complete(now, r, &mut ios);
         if self.trace.is_some() {
             // Bios that waited for a tag got their requests (or merged) now.
@@ -1844,7 +1844,7 @@ impl Sim {
     fn tr(&mut self, t: SimTime, req: Option<ReqId>, kind: TraceKind) {
         if let (Some(r), TraceKind::Started { .. }) = (req, kind) {
             self.block.mark_hw_start(r, t);
-            self.hw_busy.start(r, t);
+            self.hw_busy.start(r, t, self.now);
         }
         if let Some(tr) = &mut self.trace {
             tr.push(t, req, kind);
@@ -1929,7 +1929,7 @@ impl Sim {
     /// The interrupt handler runs on the IRQ core from `at` for `cost`.
     fn irq_run(&mut self, at: SimTime, cost: u64, req: ReqId) -> SimTime {
         self.block.mark_irq(req, at);
-        self.hw_busy.end(req, at);
+        self.hw_busy.end(req, at, self.now);
         let core = self.cfg.host.irq_core;
         let t = self.cpu.run_irq_l(core, at, cost, "irq handler");
         self.tr(t, Some(req), TraceKind::Irq { core });

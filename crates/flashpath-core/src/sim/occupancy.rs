@@ -44,8 +44,11 @@ impl HwBusy {
         // Stamps are never in the integrated past; one would be a few ns of rounding.
         *self.pending.entry(at.max(self.swept)).or_insert(0) += by;
     }
-    /// Request `r` started on the hardware at `at` (its first start counts).
-    pub(super) fn start(&mut self, r: ReqId, at: SimTime) {
+    /// Request `r` started on the hardware at `at` (its first start counts); the
+    /// simulation is at `now`, up to which the changes so far are integrated, so what
+    /// is kept stays the few requests in flight, whatever the run's length.
+    pub(super) fn start(&mut self, r: ReqId, at: SimTime, now: SimTime) {
+        self.busy_by(now);
         let i = r as usize;
         if self.on.len() <= i {
             self.on.resize(i + 1, false);
@@ -56,7 +59,8 @@ impl HwBusy {
         }
     }
     /// Request `r` left the hardware at `at` (its interrupt, or its end), if it was on.
-    pub(super) fn end(&mut self, r: ReqId, at: SimTime) {
+    pub(super) fn end(&mut self, r: ReqId, at: SimTime, now: SimTime) {
+        self.busy_by(now);
         if let Some(on) = self.on.get_mut(r as usize).filter(|on| **on) {
             *on = false;
             self.change(at, -1);
@@ -75,7 +79,7 @@ impl HwBusy {
             self.count += d;
             self.swept = t;
         }
-        if self.count > 0 {
+        if self.count > 0 && now > self.swept {
             self.busy_ns += now - self.swept;
         }
         self.swept = self.swept.max(now);
@@ -147,21 +151,30 @@ mod tests {
     #[test]
     fn hardware_busy_is_the_union_of_the_requests_times_on_it() {
         let mut h = HwBusy::default();
-        h.start(0, 100);
-        h.start(1, 150);
-        h.end(0, 200);
+        // Stamps may lie ahead of the simulation's present (the second argument).
+        h.start(0, 100, 90);
+        h.start(1, 150, 95);
+        h.end(0, 200, 99);
         // A second start of a request already on counts once.
-        h.start(1, 160);
+        h.start(1, 160, 100);
         assert_eq!(h.busy_by(180), 80);
-        h.end(1, 300);
-        h.start(2, 400);
-        h.end(2, 450);
+        h.end(1, 300, 180);
+        h.start(2, 400, 190);
+        h.end(2, 450, 200);
         // Ending a request that is not on changes nothing.
-        h.end(7, 420);
+        h.end(7, 420, 210);
         assert_eq!(h.busy_by(1000), 250);
         // A stamp in the integrated past counts from the present.
-        h.start(3, 900);
-        h.end(3, 1100);
+        h.start(3, 900, 1000);
+        h.end(3, 1100, 1000);
         assert_eq!(h.busy_by(1200), 350);
+        // What is kept does not grow with the run: past changes are integrated.
+        for i in 0..10_000u64 {
+            let t = 2000 + i * 10;
+            h.start(4, t, t);
+            h.end(4, t + 5, t);
+        }
+        assert!(h.pending.len() <= 2, "{}", h.pending.len());
+        assert_eq!(h.busy_by(200_000), 350 + 10_000 * 5);
     }
 }

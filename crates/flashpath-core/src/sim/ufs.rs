@@ -465,7 +465,7 @@ impl Sim {
         self.ufs.aggr_gen += 1;
         for &r in &done {
             self.block.mark_irq(r, now);
-            self.hw_busy.end(r, now);
+            self.hw_busy.end(r, now, now);
             self.tr(t, Some(r), TraceKind::Irq { core: irq_core });
         }
         for &r in &done {
