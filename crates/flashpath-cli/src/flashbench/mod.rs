@@ -94,7 +94,7 @@ fn bench_run(a: args::Args, opts: &run::Options) -> Result<()> {
         // flashbench's open("") fails (ENOENT) before any test; nothing to simulate.
         bail!("flashbench: the device name is empty: flashbench cannot open '' (No such file or directory)");
     }
-    let (host, device, driver) = run::system_announced(&opts)?;
+    let (host, device, driver) = run::system_announced(opts)?;
     bench::refuse_unmodelled(&a).map_err(|e| anyhow!("flashbench: {e}"))?;
     // flashbench opens (and truncates) --out before its first test, whether or not the
     // scatter test runs; a failure is perror(name) and main's return of -errno.
@@ -109,7 +109,7 @@ fn bench_run(a: args::Args, opts: &run::Options) -> Result<()> {
         },
         _ => None,
     };
-    let outputs = run::TraceOutputs::open(&opts)?;
+    let outputs = run::TraceOutputs::open(opts)?;
     let mut target = sim_target::SimTarget {
         host,
         device,
