@@ -144,6 +144,16 @@ pub fn command(args: &[String]) -> Result<()> {
     if axes.is_empty() {
         bail!("compare needs at least one --vary ({USAGE})");
     }
+    // Two axes of one key would set it twice per configuration, the later winning.
+    for (k, a) in axes.iter().enumerate() {
+        if axes[..k].iter().any(|b| b.key == a.key) {
+            bail!(
+                "--vary {}: given twice; list its values in one --vary ({}=V1,V2)",
+                a.key,
+                a.key
+            );
+        }
+    }
     let (base, fio_args) = run::split_options(&rest)?;
     if base.blktrace.is_some() || base.trace.is_some() {
         bail!("compare does not write traces (--blktrace, --trace): use flashpath fio");

@@ -153,6 +153,10 @@ fn names(job: &Job) -> Result<Option<Vec<String>>> {
             .iter()
             .map(|n| in_dir(dir, n))
             .collect::<Vec<_>>(),
+        None if o.nrfiles == 0 => bail!(
+            "job '{}': nrfiles=0 leaves the job without files: fio 3.33 starts it and does no I/O, which flashpath does not model (give nrfiles=1 or more, or a filename)",
+            job.name
+        ),
         None if dir.is_none() && o.nrfiles <= 1 && raw_value(job, "filename_format").is_none() => {
             return Ok(None)
         }

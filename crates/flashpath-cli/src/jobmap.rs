@@ -562,6 +562,16 @@ fn check_modelled(job: &Job) -> Result<()> {
             .map(|s| format!(" ({})", s.origin))
             .unwrap_or_default()
     };
+    // The simulated clock counts nanoseconds in 64 bits (584 years): a start delay
+    // past a century would wait at the clock's end for ever.
+    const CENTURY_NS: u64 = 100 * 365 * 86_400 * 1_000_000_000;
+    if o.startdelay_ns.1 > CENTURY_NS {
+        bail!(
+            "job '{}': startdelay{} is more than 100 years, beyond what flashpath simulates (fio would wait that long before starting the job)",
+            job.name,
+            at("startdelay")
+        );
+    }
     // The engine first: another engine's own options are refused as its engine.
     match o.ioengine {
         IoEngine::Psync

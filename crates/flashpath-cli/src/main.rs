@@ -40,9 +40,11 @@ pub fn emit(text: &str) -> anyhow::Result<()> {
 
 /// A message as one line of plain text: control characters (a newline in a `--set`
 /// field, the raw bytes of a binary job file) are shown escaped, never sent to the
-/// terminal.
+/// terminal, and a word longer than [`LONG_WORD`] bytes (a 100 KB value echoed back)
+/// is cut to its start and its length.
 pub fn one_line(msg: &str) -> String {
-    msg.chars()
+    let escaped: String = msg
+        .chars()
         .flat_map(|c| {
             let escaped: Vec<char> = if c.is_control() {
                 c.escape_default().collect()
@@ -51,8 +53,26 @@ pub fn one_line(msg: &str) -> String {
             };
             escaped
         })
-        .collect()
+        .collect();
+    escaped
+        .split(' ')
+        .map(|w| {
+            if w.len() <= LONG_WORD {
+                return w.to_string();
+            }
+            let mut end = KEPT;
+            while !w.is_char_boundary(end) {
+                end -= 1;
+            }
+            format!("{}... ({} bytes)", &w[..end], w.len())
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
+
+/// The longest word an error line shows whole, and how much of a longer one it shows.
+const LONG_WORD: usize = 256;
+const KEPT: usize = 64;
 
 fn main() -> ExitCode {
     // std::env::args() panics on an argument that is not UTF-8: refuse it in one line.
@@ -112,6 +132,10 @@ fn dispatch(args: &[String]) -> anyhow::Result<()> {
         Some("analyze") => analyze::command(rest),
         Some("validate") => validate::command(rest),
         Some("presets") => presets::command(rest),
+        Some(v @ ("--version" | "version" | "-V")) if !rest.is_empty() => Err(anyhow::anyhow!(
+            "{v} takes no arguments (got '{}')",
+            rest.join(" ")
+        )),
         Some("--version") | Some("version") | Some("-V") => emit(&format!(
             "flashpath {} (fio 3.33, iozone 3.508 and flashbench 62 front ends)\n",
             env!("CARGO_PKG_VERSION")

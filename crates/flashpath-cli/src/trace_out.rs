@@ -80,15 +80,19 @@ impl TraceOutputs {
         let json = match self.timeline {
             Some((path, file)) => {
                 let mut parts = Vec::new();
+                let mut cleanup = PartFiles(Vec::new());
                 for i in 0..SECTIONS {
                     let p = PathBuf::from(format!("{}.flashpath-part{i}", path.display()));
-                    parts.push((buffered(&p, "--trace")?, p));
+                    let f = buffered(&p, "--trace")?;
+                    cleanup.0.push(p.clone());
+                    parts.push((f, p));
                 }
                 Some(Timeline {
                     enc: ChromeStream::new(cores),
                     path,
                     file,
                     parts,
+                    _cleanup: cleanup,
                 })
             }
             None => None,
@@ -108,6 +112,20 @@ struct Timeline {
     path: PathBuf,
     file: File,
     parts: Vec<Sink>,
+    /// Removes the part files however the run ends (a failed write included).
+    _cleanup: PartFiles,
+}
+
+/// The timeline's part files, removed when dropped: joined into the output on
+/// success, left behind by nothing on failure.
+struct PartFiles(Vec<PathBuf>);
+
+impl Drop for PartFiles {
+    fn drop(&mut self) {
+        for p in &self.0 {
+            let _ = std::fs::remove_file(p);
+        }
+    }
 }
 
 /// A file being written, and its name for errors.
@@ -170,6 +188,7 @@ impl TraceStreamer {
                 path,
                 file,
                 parts,
+                _cleanup,
             } = t;
             let ctx = || format!("--trace: writing {}", path.display());
             let mut out = BufWriter::with_capacity(256 << 10, file);

@@ -24,7 +24,7 @@ pub mod sim_target;
 mod vm;
 
 use crate::run;
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use flashpath_core::sim::Precondition;
 use std::io::Write;
 
@@ -60,7 +60,7 @@ pub fn own_usage() -> String {
 
 pub fn command(argv: &[String]) -> Result<()> {
     let (opts, rest) = run::split_options(argv)?;
-    let a = match args::parse(&rest) {
+    let mut a = match args::parse(&rest) {
         Ok(a) => a,
         Err(r) => {
             crate::emit(&r.stdout)?;
@@ -68,10 +68,33 @@ pub fn command(argv: &[String]) -> Result<()> {
             return Err(ExitStatus(r.status).into());
         }
     };
-    for w in &a.warnings {
-        eprintln!("flashpath flashbench: {w}");
+    // An error is one line: the warnings about the arguments (atoi's readings) go
+    // into it; after a run that ends well they follow it.
+    let warnings = std::mem::take(&mut a.warnings);
+    match bench_run(a, &opts) {
+        Ok(()) => {
+            for w in &warnings {
+                eprintln!("flashpath flashbench: {w}");
+            }
+            Ok(())
+        }
+        Err(e) if e.downcast_ref::<ExitStatus>().is_some() || warnings.is_empty() => {
+            for w in &warnings {
+                eprintln!("flashpath flashbench: {w}");
+            }
+            Err(e)
+        }
+        Err(e) => Err(anyhow!("{e:#} ({})", warnings.join("; "))),
     }
-    let (host, device, driver) = run::system_announced(&opts)?;
+}
+
+/// The run of parsed arguments `a` on the system `opts` chooses.
+fn bench_run(a: args::Args, opts: &run::Options) -> Result<()> {
+    if a.dev.is_empty() {
+        // flashbench's open("") fails (ENOENT) before any test; nothing to simulate.
+        bail!("flashbench: the device name is empty: flashbench cannot open '' (No such file or directory)");
+    }
+    let (host, device, driver) = run::system_announced(opts)?;
     bench::refuse_unmodelled(&a).map_err(|e| anyhow!("flashbench: {e}"))?;
     // flashbench opens (and truncates) --out before its first test, whether or not the
     // scatter test runs; a failure is perror(name) and main's return of -errno.
@@ -86,7 +109,7 @@ pub fn command(argv: &[String]) -> Result<()> {
         },
         _ => None,
     };
-    let outputs = run::TraceOutputs::open(&opts)?;
+    let outputs = run::TraceOutputs::open(opts)?;
     let mut target = sim_target::SimTarget {
         host,
         device,

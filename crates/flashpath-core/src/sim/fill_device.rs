@@ -40,7 +40,7 @@ impl Sim {
             || th.src.issued_bytes < cfg.io_limit
             || cfg
                 .runtime_ns
-                .is_some_and(|rt| now >= th.start + cfg.ramp_ns + rt)
+                .is_some_and(|rt| now >= th.start.saturating_add(cfg.ramp_ns).saturating_add(rt))
         {
             return false;
         }

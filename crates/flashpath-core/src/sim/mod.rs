@@ -965,7 +965,7 @@ impl Sim {
         let th = &mut self.threads[t as usize];
         th.state = ThreadState::Running;
         th.start = now;
-        th.measure_start = now + ramp;
+        th.measure_start = now.saturating_add(ramp);
         th.last_change = now;
         th.stats.start_ns = now;
         if cfg.lat_target.is_some() {
@@ -1040,7 +1040,7 @@ impl Sim {
         let th = &self.threads[t as usize];
         let cfg = &self.cfg.jobs[th.cfg];
         if let Some(rt) = cfg.runtime_ns {
-            if self.now >= th.start + cfg.ramp_ns + rt {
+            if self.now >= th.start.saturating_add(cfg.ramp_ns).saturating_add(rt) {
                 return true;
             }
         }
@@ -1190,7 +1190,7 @@ impl Sim {
         let mut gate = now;
         let think = cfg.thinktime_ns > 0 && th.ios_since_think >= cfg.thinktime_blocks.max(1);
         if think {
-            gate = now + cfg.thinktime_ns;
+            gate = now.saturating_add(cfg.thinktime_ns);
         }
         let th = &mut self.threads[t as usize];
         if let Some(p) = &mut th.poisson {
@@ -1692,7 +1692,8 @@ impl Sim {
                     while j < n && (j == i || !self.cfg.jobs[j].stonewall) {
                         let d = self.cfg.jobs[j].startdelay_ns;
                         self.threads[j].state = ThreadState::Running;
-                        self.q.push(now + d, Ev::ThreadStart(j as u32));
+                        self.q
+                            .push(now.saturating_add(d), Ev::ThreadStart(j as u32));
                         j += 1;
                     }
                 }

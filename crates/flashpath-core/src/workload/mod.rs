@@ -906,15 +906,24 @@ impl IoSource {
                 min + self.rng.below(n) * step
             }
             BlockSizes::Split(v) => {
-                let total: u64 = v.iter().map(|(_, w)| *w as u64).sum::<u64>().max(1);
-                let mut r = self.rng.below(total);
+                // fio's get_next_buflen: a draw in [0, 100) against the running sum
+                // of the percentages, in the order fio keeps them; a zero share is
+                // skipped, and a draw past the sum takes the last size with a share
+                // (percentages that do not add to 100 are used as given, as fio does).
+                let r = self.rng.below(100);
+                let mut sum = 0u64;
+                let mut last = None;
                 for (b, w) in v {
-                    if r < *w as u64 {
+                    if *w == 0 {
+                        continue;
+                    }
+                    last = Some(*b);
+                    sum += u64::from(*w);
+                    if r < sum {
                         return *b;
                     }
-                    r -= *w as u64;
                 }
-                v.last().map(|(b, _)| *b).unwrap_or(4096)
+                last.or(v.last().map(|(b, _)| *b)).unwrap_or(4096)
             }
         }
     }

@@ -310,6 +310,12 @@ enum Td {
     Job(Box<JobCtx>),
 }
 
+/// Whether a `--` comes before argument `index` (1-based): after it every argument
+/// is a job file by intent.
+fn only_files_before(args: &[String], index: usize) -> bool {
+    args[..index - 1].iter().any(|a| a == "--")
+}
+
 fn usage(index: usize, msg: String) -> ParseError {
     ParseError::new(ErrorKind::Usage, Some(Origin::Arg { index }), msg)
 }
@@ -589,6 +595,18 @@ pub fn parse_with_stdin(
         r.map_err(|mut e| {
             if e.origin.is_none() {
                 e.origin = Some(Origin::Arg { index: *index });
+            }
+            // `--size=16 m`: the space ended the option's value and fio took the
+            // rest for a job file. Say so, beside fio's own words.
+            if e.kind == ErrorKind::Io && !only_files_before(args, *index) {
+                if let Some(prev) = (*index >= 2).then(|| &args[*index - 2]) {
+                    if prev.starts_with("--") && prev.contains('=') {
+                        e.message = format!(
+                            "{} ('{f}' was taken as a job file: the value of {prev} ends at the space before it)",
+                            e.message
+                        );
+                    }
+                }
             }
             e
         })?;

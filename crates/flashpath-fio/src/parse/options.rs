@@ -553,8 +553,9 @@ pub fn apply(
             let hi = conv_second(def, raw, u64::from(o.kb_base)).unwrap_or(lo);
             o.startdelay_ns = (us_to_ns(lo.min(hi)), us_to_ns(lo.max(hi)));
         }
-        "thinktime" => o.thinktime_ns = us_to_ns(num(conv, 0).unwrap_or(0)),
-        "thinktime_spin" => o.thinktime_spin_ns = us_to_ns(num(conv, 0).unwrap_or(0)),
+        // fio keeps thinktime and thinktime_spin in unsigned ints: -1 is 4294967295 µs.
+        "thinktime" => o.thinktime_ns = us_to_ns(num(conv, 0).unwrap_or(0) as u32 as u64),
+        "thinktime_spin" => o.thinktime_spin_ns = us_to_ns(num(conv, 0).unwrap_or(0) as u32 as u64),
         "thinktime_blocks" => o.thinktime_blocks = num(conv, 0).unwrap_or(1) as u32,
         "thinktime_blocks_type" => {
             o.thinktime_blocks_type = if text == "issue" {
