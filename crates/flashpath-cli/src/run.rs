@@ -343,10 +343,10 @@ pub(crate) fn drive(
             break;
         }
         if at == limit {
-            limit += step;
+            limit = limit.saturating_add(step);
             // Nothing happens before the next event: go straight to its slice.
             if let Some(next) = sim.next_event_at().filter(|&n| n > limit) {
-                limit += (next - limit).div_ceil(step) * step;
+                limit = limit.saturating_add((next - limit).div_ceil(step).saturating_mul(step));
             }
         }
         if let Some(s) = stream.as_deref_mut() {
