@@ -3,8 +3,8 @@
 //! the overview and each command's own help cannot disagree.
 //!
 //! The parsers stay each front end's own (fio's, iozone's and flashbench's grammars are
-//! theirs, not a general option parser's); a test checks that every option listed here
-//! is one its command's parser takes (`tests/help_cli.rs`).
+//! theirs, not a general option parser's), so this table describes them and does not
+//! drive them; `tests/front_door.rs` checks that every command answers `--help` from it.
 
 /// One subcommand.
 pub struct Command {

@@ -600,7 +600,14 @@ pub fn parse_with_stdin(
             // rest for a job file. Say so, beside fio's own words.
             if e.kind == ErrorKind::Io && !only_files_before(args, *index) {
                 if let Some(prev) = (*index >= 2).then(|| &args[*index - 2]) {
-                    if prev.starts_with("--") && prev.contains('=') {
+                    // A number whose unit (or rest) was cut off by the space: the
+                    // value ends in a digit and the "job file" is a short word.
+                    let cut = prev.starts_with("--")
+                        && prev.contains('=')
+                        && prev.ends_with(|c: char| c.is_ascii_digit())
+                        && f.len() <= 4
+                        && !f.contains(['.', '/']);
+                    if cut {
                         e.message = format!(
                             "{} ('{f}' was taken as a job file: the value of {prev} ends at the space before it)",
                             e.message
