@@ -205,17 +205,7 @@ fn parse_args(args: &[String]) -> Result<Args> {
     let mut i = 0;
     while i < args.len() {
         let x = &args[i];
-        let mut value = |key: &str| -> Result<Option<String>> {
-            if x == key {
-                i += 1;
-                return args
-                    .get(i)
-                    .cloned()
-                    .map(Some)
-                    .ok_or_else(|| anyhow!("{key} needs a value"));
-            }
-            Ok(x.strip_prefix(&format!("{key}=")).map(str::to_string))
-        };
+        let mut value = |key: &str| run::option_value(args, &mut i, key);
         if let Some(f) = value("--output-format")? {
             a.json = match f.as_str() {
                 "normal" => false,

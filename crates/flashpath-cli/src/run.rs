@@ -36,6 +36,21 @@ pub struct Options {
     pub precondition: Option<Precondition>,
 }
 
+/// The value of option `key` if `args[*i]` is it: `KEY=V`, or `KEY V` (then `*i`
+/// moves onto the value); `None` if `args[*i]` is another argument.
+pub fn option_value(args: &[String], i: &mut usize, key: &str) -> Result<Option<String>> {
+    let a = &args[*i];
+    if a == key {
+        *i += 1;
+        return args
+            .get(*i)
+            .cloned()
+            .map(Some)
+            .ok_or_else(|| anyhow!("{key} needs a value"));
+    }
+    Ok(a.strip_prefix(&format!("{key}=")).map(str::to_string))
+}
+
 /// Splits flashpath's options (`--device X` or `--device=X`, likewise --host, --driver,
 /// --set) from the fio arguments, which keep their order.
 pub fn split_options(args: &[String]) -> Result<(Options, Vec<String>)> {
@@ -44,17 +59,7 @@ pub fn split_options(args: &[String]) -> Result<(Options, Vec<String>)> {
     let mut i = 0;
     while i < args.len() {
         let a = &args[i];
-        let mut take = |key: &str| -> Result<Option<String>> {
-            if a == key {
-                i += 1;
-                return args
-                    .get(i)
-                    .cloned()
-                    .map(Some)
-                    .ok_or_else(|| anyhow!("{key} needs a value"));
-            }
-            Ok(a.strip_prefix(&format!("{key}=")).map(str::to_string))
-        };
+        let mut take = |key: &str| option_value(args, &mut i, key);
         if let Some(v) = take("--device")? {
             o.device = Some(v);
         } else if let Some(v) = take("--host")? {
@@ -88,13 +93,7 @@ pub fn split_options(args: &[String]) -> Result<(Options, Vec<String>)> {
 /// preset picks it (its `hosts`, first); without `--driver`, the host's default driver
 /// where it fits the device, else the first of the device's `drivers` that fits. A
 /// driver that does not fit is refused naming the ones that do.
-pub fn system(
-    o: &Options,
-) -> Result<(
-    flashpath_core::host::HostConfig,
-    flashpath_core::device::DeviceConfig,
-    DriverKind,
-)> {
+pub fn system(o: &Options) -> Result<System> {
     Ok(resolve(o)?.0)
 }
 
@@ -105,19 +104,13 @@ static ANNOUNCE: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
 
 /// [`system`], saying on standard error (as the run starts) which host and driver the
 /// device's preset picked where the user named a device but not both of them.
-pub fn system_announced(
-    o: &Options,
-) -> Result<(
-    flashpath_core::host::HostConfig,
-    flashpath_core::device::DeviceConfig,
-    DriverKind,
-)> {
+pub fn system_announced(o: &Options) -> Result<System> {
     let (sys, note) = resolve(o)?;
     *ANNOUNCE.lock().unwrap_or_else(|e| e.into_inner()) = note;
     Ok(sys)
 }
 
-type System = (
+pub type System = (
     flashpath_core::host::HostConfig,
     flashpath_core::device::DeviceConfig,
     DriverKind,
