@@ -550,6 +550,41 @@ fn iolog_targets(
     Ok(v)
 }
 
+/// A fio command line taken as far as the simulation, with nothing run, written or
+/// printed: what `--parse-only` checks and what the fuzz targets drive.
+pub struct SetUp {
+    /// The plan, its `jobs` moved into `cfg`.
+    pub plan: jobmap::Plan,
+    pub cfg: SimConfig,
+    pub host_name: String,
+    pub device_name: String,
+    pub host_cores: u32,
+}
+
+/// The simulated system `opts` names and the jobs of `inv` planned on it.
+pub fn set_up(opts: &Options, inv: &Invocation) -> Result<SetUp> {
+    let (mut host, device, driver) = system_announced(opts)?;
+    let (host_name, device_name) = (host.name.clone(), device.name.clone());
+    let host_cores = host.cores;
+    let mut plan = jobmap::plan(inv, &device, jobmap::journal(&host))?;
+    plan.apply(&mut host)?;
+    // The simulator takes the jobs; the plan keeps what the report needs.
+    let jobs = std::mem::take(&mut plan.jobs);
+    Ok(SetUp {
+        plan,
+        cfg: SimConfig {
+            host,
+            device,
+            driver,
+            jobs,
+            precondition: opts.precondition.unwrap_or(Precondition::Auto),
+        },
+        host_name,
+        device_name,
+        host_cores,
+    })
+}
+
 pub fn fio_command(args: &[String]) -> Result<()> {
     let (opts, fio_args) = split_options(args)?;
     let env = Env::from_process();
@@ -562,18 +597,14 @@ pub fn fio_command(args: &[String]) -> Result<()> {
     for w in &inv.warnings {
         eprintln!("flashpath fio: warning: {}", crate::one_line(w));
     }
-    let (mut host, device, driver) = system_announced(&opts)?;
-    let (host_name, device_name) = (host.name.clone(), device.name.clone());
-    let host_cores = host.cores;
-    let plan = jobmap::plan(&inv, &device, jobmap::journal(&host))?;
-    plan.apply(&mut host)?;
-    let cfg = SimConfig {
-        host,
-        device,
-        driver,
-        jobs: plan.jobs,
-        precondition: opts.precondition.unwrap_or(Precondition::Auto),
-    };
+    let SetUp {
+        plan,
+        cfg,
+        host_name,
+        device_name,
+        host_cores,
+    } = set_up(&opts, &inv)?;
+    let driver = cfg.driver;
     if inv.parse_only {
         // What the simulator would refuse (driver, host and device checks) is refused
         // here too: the simulation is set up, not run.

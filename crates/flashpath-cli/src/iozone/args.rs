@@ -183,7 +183,6 @@ fn number(opt: &str, v: &str) -> Result<i64> {
     }
 }
 
-/// Parses iozone's arguments (without the program name).
 /// Parses a line of space-separated arguments (tests).
 #[cfg(test)]
 pub(crate) fn parse_line(line: &str) -> Args {
@@ -191,6 +190,7 @@ pub(crate) fn parse_line(line: &str) -> Args {
     parse(&v).unwrap()
 }
 
+/// Parses iozone's arguments (without the program name).
 pub fn parse(argv: &[String]) -> Result<Args> {
     parse_inner(argv).map_err(|e| anyhow::anyhow!("iozone: {e}"))
 }
