@@ -1,0 +1,19 @@
+//! Fuzzes iozone's command line (NUL-separated arguments, as `flashpath iozone` takes
+//! them after its own options): iozone's grammar, then the report's header and
+//! per-process lines the arguments decide. Errors are one line; nothing panics.
+#![no_main]
+
+use flashpath_cli::iozone::{args, report};
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let text = String::from_utf8_lossy(data);
+    let argv: Vec<String> = text.split('\0').map(str::to_string).collect();
+    match args::parse(&argv) {
+        Ok(a) => {
+            let _ = report::header(&a, "Fri Nov 27 00:00:00 2026");
+            let _ = report::each_process(&a);
+        }
+        Err(e) => flashpath_fuzz::check_error(&e),
+    }
+});

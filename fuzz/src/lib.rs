@@ -1,0 +1,79 @@
+//! What the fuzz targets share: the command's error check, a scratch directory, and a
+//! small job to run on whatever system a target builds.
+
+use flashpath_cli::run;
+use std::sync::Once;
+
+/// The error as `flashpath` prints it (its chain of causes, outermost first, through
+/// `one_line`): it must say something, on one line.
+pub fn check_error(e: &anyhow::Error) {
+    let chain: Vec<String> = e.chain().map(|c| c.to_string()).collect();
+    let line = flashpath_cli::one_line(&chain.join(": "));
+    assert!(!line.trim().is_empty(), "an empty error");
+    assert!(!line.contains('\n'), "error is not one line: {line:?}");
+}
+
+static SCRATCH: Once = Once::new();
+
+/// Moves the process into a directory of its own, so a file a fuzzed option names
+/// (merge_blktrace_file=, a relative read_iolog=) lands or is looked for there.
+pub fn enter_scratch() {
+    SCRATCH.call_once(|| {
+        let d = std::env::temp_dir().join(format!("flashpath-fuzz-{}", std::process::id()));
+        std::fs::create_dir_all(&d).expect("scratch directory");
+        std::env::set_current_dir(&d).expect("enter the scratch directory");
+    });
+}
+
+/// A fio environment whose working directory has no job files in it.
+pub fn env() -> flashpath_fio::parse::Env {
+    let mut env = flashpath_fio::parse::Env::fixed();
+    env.cwd = std::env::current_dir().unwrap_or_else(|_| "/nonexistent".into());
+    env
+}
+
+/// The device presets the repository ships, by name.
+pub const DEVICES: &[&str] = &[
+    "emmc441-2011-au-8g",
+    "emmc51-hs400-32g-mlc",
+    "emmc51-hs400-32g",
+    "emmc51-hs400-8g",
+    "microsd-lexar-633x-32g",
+    "sd-flashbench-readme-4g",
+    "sd-samsung-pro-plus-128g",
+    "ufs21-64g",
+];
+
+/// Runs fio arguments `fio` with flashpath's `opts` as `flashpath fio` would, up to
+/// the end of the simulation (no report is written): every error must be one line,
+/// and nothing may panic.
+pub fn run_fio(opts: &run::Options, fio: &[String]) {
+    let inv = match run::parse_fio(fio, &env()) {
+        Ok(i) => i,
+        Err(e) => return check_error(&e),
+    };
+    let set = match run::set_up(opts, &inv) {
+        Ok(s) => s,
+        Err(e) => return check_error(&e),
+    };
+    if let Err(e) = run::simulate(set.cfg, false) {
+        check_error(&e);
+    }
+}
+
+/// A short random read/write job: 16 I/Os of 4 KiB at depth 4 in the device's first MiB.
+pub fn small_job() -> Vec<String> {
+    [
+        "--name=fuzz",
+        "--rw=randrw",
+        "--bs=4k",
+        "--size=1m",
+        "--number_ios=16",
+        "--ioengine=libaio",
+        "--iodepth=4",
+        "--direct=1",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
