@@ -277,21 +277,38 @@ pub fn target(
     let n = names.len() as u64;
     let mut sizes = Vec::new();
     for _ in 0..n {
-        sizes.push(match (o.filesize_bytes, size) {
+        let (bytes, from) = match (o.filesize_bytes, size) {
             (Some((lo, hi)), _) => {
                 let s = if hi > lo {
                     lo + rng.below(hi - lo + 1)
                 } else {
                     lo
                 };
-                s / align * align
+                let range = if hi > lo {
+                    format!("{lo}-{hi}")
+                } else {
+                    lo.to_string()
+                };
+                (s, format!("filesize={range}"))
             }
-            (None, Some(total)) => total / n / align * align,
+            (None, Some(total)) => (
+                total / n,
+                format!("size={total} split over {n} files (nrfiles)"),
+            ),
             (None, None) => bail!(
                 "job '{}': its files need a size (size= or filesize=)",
                 job.name
             ),
-        });
+        };
+        if bytes > 0 && bytes < align {
+            // fio lays such a file out at its size and reads or writes it short at
+            // its end; flashpath moves whole blocks only.
+            bail!(
+                "job '{}': {from} gives files of {bytes} bytes, less than one block ({align} bytes): files smaller than a block (fio's short I/O at their end) are not modelled by flashpath",
+                job.name
+            );
+        }
+        sizes.push(bytes / align * align);
     }
     let total: u64 = sizes.iter().sum();
     let mut files = Vec::new();

@@ -142,6 +142,15 @@ fn open_decoder(path: &Path) -> Result<Decoder> {
         }
     }
     drop(f);
+    if n < bt::RECORD_BYTES && bt::magic(&head[..n]).is_some() {
+        // fio: "short read on blktrace file", then it reads the bytes as an iolog and
+        // fails on their header ("iolog version 1 is no longer supported").
+        bail!(
+            "read_iolog={}: {n} bytes that start with blktrace's magic, less than one {}-byte record (fio: short read on blktrace file)",
+            path.display(),
+            bt::RECORD_BYTES
+        );
+    }
     let f = File::open(path).map_err(|e| anyhow!("read_iolog={}: {e}", path.display()))?;
     let r = BufReader::with_capacity(64 << 10, f);
     Ok(match bt::sniff(&head[..n]) {

@@ -30,7 +30,11 @@ pub fn command(args: &[String]) -> Result<()> {
         }
     }
     let cat = repro::load(&repro::jobs_dir(dir.as_deref()))?;
-    let failed = validate(&cat, only.as_deref(), &mut std::io::stdout().lock())?;
+    // The table is written whole once the reproductions have run: a full disk or a
+    // closed pipe is then one line naming what failed ("writing the output: ...").
+    let mut table = Vec::new();
+    let failed = validate(&cat, only.as_deref(), &mut table)?;
+    crate::emit(&String::from_utf8_lossy(&table))?;
     if failed > 0 {
         bail!("validate: {failed} check(s) outside their tolerance");
     }

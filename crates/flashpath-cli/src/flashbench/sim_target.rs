@@ -83,12 +83,23 @@ impl Target for SimTarget {
             for io in Self::pieces(a, size) {
                 if io.offset % block != 0 || io.len % block != 0 {
                     let what = if a.write { "write" } else { "read" };
+                    // Name what to change: the length (the block size the test uses)
+                    // or the offset flashbench computed (from --offset, say).
+                    let fix = if io.len % block != 0 || a.offset % block == 0 {
+                        format!("use a block size that is a multiple of {}", 2 * block)
+                    } else {
+                        format!("flashbench computed offset {}, not a multiple of {block} (-O starts from --offset)", a.offset)
+                    };
+                    let wrapped = if a.offset >= size {
+                        format!(" (offset {} wrapped at the device's {size} bytes, as flashbench's dev.c does)", a.offset)
+                    } else {
+                        String::new()
+                    };
                     return Err(format!(
-                        "a {what} of {} bytes at byte {} is not in whole {block}-byte logical blocks of device '{}': O_DIRECT refuses it (EINVAL) and flashbench would time it as 0 ns; not modelled (use a block size that is a multiple of {})",
+                        "a {what} of {} bytes at byte {}{wrapped} is not in whole {block}-byte logical blocks of device '{}': O_DIRECT refuses it (EINVAL) and flashbench would time it as 0 ns; not modelled ({fix})",
                         io.len,
                         io.offset,
                         self.device.name,
-                        2 * block
                     ));
                 }
                 ios.push(io);

@@ -15,6 +15,24 @@ pub struct ConfigError {
     pub reason: String,
 }
 
+/// A preset's `name` or `description`: text shown in reports and listings, so one line
+/// of printable characters (a `--set` value may carry a newline); a name is not empty.
+pub fn text_field<'a>(field: &str, value: &'a str) -> Result<&'a str, ConfigError> {
+    if let Some(c) = value.chars().find(|c| c.is_control()) {
+        return Err(ConfigError::new(
+            field,
+            format!(
+                "has a control character ({}); it is printed in reports, which take one line of text",
+                c.escape_default()
+            ),
+        ));
+    }
+    if field == "name" && value.trim().is_empty() {
+        return Err(ConfigError::new(field, "is empty"));
+    }
+    Ok(value)
+}
+
 impl ConfigError {
     pub fn new(field: impl Into<String>, reason: impl Into<String>) -> Self {
         Self {
@@ -55,4 +73,20 @@ pub fn rate_field(field: &str, s: &str) -> Result<u64, ConfigError> {
 /// Parses a frequency field (Hz), naming the field on error.
 pub fn hz_field(field: &str, s: &str) -> Result<u64, ConfigError> {
     units::parse_hz(s).map_err(|e| ConfigError::new(field, e.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_descriptions_are_one_line_of_text() {
+        assert_eq!(text_field("name", "ufs21-64g"), Ok("ufs21-64g"));
+        assert_eq!(text_field("description", ""), Ok(""));
+        let e = text_field("name", "a\nb").unwrap_err();
+        assert_eq!(e.field, "name");
+        assert!(e.reason.contains("control character (\\n)"), "{}", e.reason);
+        assert!(text_field("description", "tab\there").is_err());
+        assert!(text_field("name", "  ").is_err());
+    }
 }

@@ -730,8 +730,12 @@ pub fn validate(raw: &RawDeviceConfig) -> Result<DeviceConfig, ConfigError> {
             }
             let ext_csd = ext_csd_of(raw, interface)?;
             return Ok(DeviceConfig {
-                name: req(&raw.name, "name")?.clone(),
-                description: req(&raw.description, "description")?.clone(),
+                name: crate::config::text_field("name", req(&raw.name, "name")?)?.to_string(),
+                description: crate::config::text_field(
+                    "description",
+                    req(&raw.description, "description")?,
+                )?
+                .to_string(),
                 interface,
                 capacity_bytes,
                 model: DeviceModel::AllocationUnit(Box::new(model)),
@@ -979,8 +983,12 @@ pub fn validate(raw: &RawDeviceConfig) -> Result<DeviceConfig, ConfigError> {
         Some(h) => Some(super::hpb::validate(h, capacity_bytes).map_err(|e| e.within("hpb"))?),
     };
     Ok(DeviceConfig {
-        name: req(&raw.name, "name")?.clone(),
-        description: req(&raw.description, "description")?.clone(),
+        name: crate::config::text_field("name", req(&raw.name, "name")?)?.to_string(),
+        description: crate::config::text_field(
+            "description",
+            req(&raw.description, "description")?,
+        )?
+        .to_string(),
         interface,
         capacity_bytes,
         model: DeviceModel::PageMapped(Box::new(nand)),

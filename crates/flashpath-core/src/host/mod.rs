@@ -762,6 +762,8 @@ impl RawHost {
                 format!("is '{}', expected 'host'", self.kind),
             ));
         }
+        crate::config::text_field("name", &self.name)?;
+        crate::config::text_field("description", &self.description)?;
         let kernel = Kernel::parse(&self.kernel)?;
         if self.cpu.cores == 0 || self.cpu.cores > 256 {
             return Err(ConfigError::new("cpu.cores", "must be 1..=256"));

@@ -88,7 +88,17 @@ pub fn sniff(first: &[u8]) -> Option<bool> {
     if first.len() < RECORD_BYTES {
         return None;
     }
-    let m = u32::from_le_bytes([first[0], first[1], first[2], first[3]]);
+    magic(first)
+}
+
+/// Whether `first` starts with blktrace's magic (`Some(swap)`), however short it is:
+/// fio's `is_blktrace` needs a whole record, and says "short read on blktrace file"
+/// when it gets less.
+pub fn magic(first: &[u8]) -> Option<bool> {
+    let [a, b, c, d, ..] = *first else {
+        return None;
+    };
+    let m = u32::from_le_bytes([a, b, c, d]);
     if m & 0xffff_ff00 == MAGIC {
         Some(false)
     } else if m.swap_bytes() & 0xffff_ff00 == MAGIC {
@@ -255,6 +265,18 @@ mod tests {
         v.extend_from_slice(&(pdu.len() as u16).to_le_bytes());
         v.extend_from_slice(pdu);
         v
+    }
+
+    #[test]
+    fn magic_alone_is_not_a_trace_but_is_recognised() {
+        let r = record(TA_QUEUE | TC_WRITE, 8, 4096, 1000, &[]);
+        // A short file with blktrace's magic: fio's is_blktrace needs the whole record.
+        assert_eq!(sniff(&r[..20]), None);
+        assert_eq!(magic(&r[..20]), Some(false));
+        let swapped: Vec<u8> = r[..4].iter().rev().copied().collect();
+        assert_eq!(magic(&swapped), Some(true));
+        assert_eq!(magic(b"fio "), None);
+        assert_eq!(magic(&r[..3]), None);
     }
 
     #[test]

@@ -514,14 +514,35 @@ impl<'e> Builder<'e> {
         origin: Origin,
     ) -> Result<(), ParseError> {
         let o = &st.options;
-        if o.numjobs == 0 || self.jobs.len() + o.numjobs as usize > MAX_JOBS {
+        // fio refuses all three with "error: maximum number of jobs reached."; the
+        // line says which way this job got there.
+        let why = if o.numjobs == 0 {
+            // add_job clones numjobs - 1 times, unsigned: 0 wraps to 2^32 - 1 clones.
+            Some(
+                "numjobs=0: fio clones the job numjobs - 1 times, which wraps around to 4294967295"
+                    .to_string(),
+            )
+        } else if self.jobs.len() + o.numjobs as usize > MAX_JOBS {
+            Some(if o.numjobs == 1 {
+                format!(
+                    "job {} ('{section}') is one more than fio runs",
+                    self.jobs.len() + 1
+                )
+            } else {
+                format!(
+                    "job '{section}' with numjobs={} would make {}",
+                    o.numjobs,
+                    self.jobs.len() + o.numjobs as usize
+                )
+            })
+        } else {
+            None
+        };
+        if let Some(why) = why {
             return Err(ParseError::new(
                 ErrorKind::BadValue,
                 Some(origin),
-                format!(
-                    "error: maximum number of jobs ({MAX_JOBS}) reached (numjobs={})",
-                    o.numjobs
-                ),
+                format!("error: maximum number of jobs ({MAX_JOBS}) reached: {why}"),
             ));
         }
         if (o.stonewall || o.new_group) && self.prev_group_jobs > 0 {
