@@ -225,11 +225,19 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         name: "presets",
-        synopsis: "[NAME]",
+        synopsis: "[NAME] | --estimates NAME|FILE",
         summary: "Lists the shipped presets (kind, name, description) and, for each \
                   device, the hosts and drivers it goes with; with a NAME, prints that \
                   preset's TOML (its values and their sources).",
-        options: &[("--help", "this text")],
+        options: &[
+            (
+                "--estimates NAME|FILE",
+                "the preset's declared estimates: the values no public source gives, \
+                 each with its physical range and why (what calibration may move); \
+                 every other value is sourced",
+            ),
+            ("--help", "this text"),
+        ],
         system_options: false,
     },
     Command {

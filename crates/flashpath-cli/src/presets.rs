@@ -118,6 +118,10 @@ pub fn load_host(spec: &str, overrides: &[(String, String)]) -> Result<HostConfi
 pub fn command(args: &[String]) -> Result<()> {
     match args {
         [] => crate::emit(&list()),
+        [flag, spec] if flag == "--estimates" => crate::emit(&estimates(spec)?),
+        [flag] if flag == "--estimates" => {
+            bail!("presets: --estimates needs a preset name or file (usage: flashpath presets --estimates NAME)")
+        }
         [name] => {
             let text = SHIPPED
                 .iter()
@@ -132,6 +136,68 @@ pub fn command(args: &[String]) -> Result<()> {
         }
         _ => bail!("presets: expected at most one preset name (usage: flashpath presets [NAME])"),
     }
+}
+
+/// The text and origin of a shipped preset of either kind, or of a file.
+fn any_text(spec: &str) -> Result<(String, String)> {
+    text_of("device", spec).or_else(|_| text_of("host", spec))
+}
+
+/// `flashpath presets --estimates NAME`: a table of the preset's declared estimates.
+pub fn estimates(spec: &str) -> Result<String> {
+    let (text, origin) = any_text(spec).map_err(|_| {
+        anyhow::anyhow!("presets: no shipped preset '{spec}' and no such .toml file (`flashpath presets` lists them)")
+    })?;
+    let list = flashpath_core::config::estimates::declared(&text, &origin).map_err(preset_err)?;
+    let name = preset::header(&text)
+        .map(|(_, n, _)| n)
+        .unwrap_or(origin.clone());
+    if list.is_empty() {
+        return Ok(format!(
+            "{name}: no declared estimates (an [estimates] table declares them)\n"
+        ));
+    }
+    let rows: Vec<[String; 5]> = list
+        .iter()
+        .map(|e| {
+            [
+                e.line.to_string(),
+                e.field.clone(),
+                e.value.clone(),
+                e.bounds.show(),
+                e.why.clone(),
+            ]
+        })
+        .collect();
+    let head = ["line", "field", "value", "may be", "why"];
+    let w: Vec<usize> = (0..4)
+        .map(|i| {
+            rows.iter()
+                .map(|r| r[i].len())
+                .chain([head[i].len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = format!(
+        "{name}: {} declared estimates, what calibration may fit within their ranges; every other value is sourced\n",
+        list.len()
+    );
+    for r in std::iter::once(head.map(String::from)).chain(rows) {
+        out.push_str(&format!(
+            "{:>w0$}  {:<w1$}  {:<w2$}  {:<w3$}  {}\n",
+            r[0],
+            r[1],
+            r[2],
+            r[3],
+            r[4],
+            w0 = w[0],
+            w1 = w[1],
+            w2 = w[2],
+            w3 = w[3]
+        ));
+    }
+    Ok(out)
 }
 
 /// `flashpath presets`: one line each: kind, name, description; under each device, the

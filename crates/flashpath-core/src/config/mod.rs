@@ -2,6 +2,7 @@
 //! CLI reads files). Raw structs deserialize with `deny_unknown_fields`; `validate`
 //! turns them into typed configs, and every violation names its field and reason.
 
+pub mod estimates;
 pub mod preset;
 pub mod units;
 

@@ -265,6 +265,14 @@ fn parse_with_overrides(
             Some(("device" | "host", rest)) => rest,
             _ => field.as_str(),
         };
+        if rel == "estimates" || rel.starts_with("estimates.") {
+            return Err(PresetError {
+                origin: format!("--set {field}={v} ({origin})"),
+                line: None,
+                field: field.clone(),
+                reason: "estimates are declared in the preset's [estimates] table, not set".into(),
+            });
+        }
         let was_added = set_field(&mut value, rel, v).map_err(|e| PresetError {
             origin: format!("--set {field}={v} ({origin})"),
             line: None,
@@ -376,6 +384,7 @@ pub fn load_host(
     origin: &str,
     overrides: &[(String, String)],
 ) -> Result<HostConfig, PresetError> {
+    super::estimates::declared(text, origin)?;
     let (v, added) = parse_with_overrides(text, origin, overrides)?;
     let raw: RawHost = deserialize_raw(v, &added, "host", text, origin, overrides)?;
     raw.validate()
@@ -388,6 +397,7 @@ pub fn load_device(
     origin: &str,
     overrides: &[(String, String)],
 ) -> Result<DeviceConfig, PresetError> {
+    super::estimates::declared(text, origin)?;
     let (v, added) = parse_with_overrides(text, origin, overrides)?;
     let raw: devcfg::RawDeviceConfig =
         deserialize_raw(v, &added, "device", text, origin, overrides)?;

@@ -25,6 +25,8 @@ pub const SECTORS_PER_LPN: u64 = LPN_BYTES / SECTOR_BYTES;
 pub struct RawDeviceConfig {
     /// Preset name, e.g. "emmc51-hs400-32g".
     pub name: Option<String>,
+    /// The declared estimates (`config/estimates.rs`), read and checked there.
+    pub estimates: Option<toml::Value>,
     /// Always "device" for a device preset.
     pub kind: Option<String>,
     /// One line saying what the device is and what it is calibrated against.

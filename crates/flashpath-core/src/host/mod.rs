@@ -509,6 +509,9 @@ pub struct MemoryConfig {
 #[serde(deny_unknown_fields)]
 pub struct RawHost {
     pub name: String,
+    /// The declared estimates (`config/estimates.rs`), read and checked there.
+    #[serde(default)]
+    pub estimates: Option<toml::Value>,
     pub kind: String,
     pub description: String,
     /// "MAJOR.MINOR".
