@@ -1,8 +1,8 @@
 //! What a new user meets first: a device preset alone runs (its preset picks a host and
 //! driver that fit, and says so), a driver that does not fit names the ones that do, a
 //! run's output records how its system was made, `--set` adds an optional field,
-//! every subcommand answers `--help`, and no subcommand panics on a closed pipe or a
-//! full disk.
+//! every preset lists its declared estimates, every subcommand answers `--help`, and
+//! no subcommand panics on a closed pipe or a full disk.
 
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
@@ -258,6 +258,7 @@ fn printing_commands() -> Vec<Vec<&'static str>> {
     vec![
         vec!["presets"],
         vec!["presets", "ufs21-64g"],
+        vec!["presets", "--estimates", "ufs21-64g"],
         vec!["help"],
         vec!["help", "compare"],
         vec!["--version"],
@@ -402,4 +403,94 @@ fn the_examples_logs_are_ignored_by_git() {
     ])
     .unwrap();
     assert!(!o.status.success(), "test data logs must stay tracked");
+}
+
+/// The shipped presets of both kinds.
+fn all_presets() -> Vec<String> {
+    let o = flashpath(&["presets"]);
+    text(&o.stdout)
+        .lines()
+        .filter(|l| l.starts_with("device ") || l.starts_with("host "))
+        .map(|l| l.split_whitespace().nth(1).unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn every_preset_lists_its_declared_estimates() {
+    for p in all_presets() {
+        let o = flashpath(&["presets", "--estimates", &p]);
+        assert!(o.status.success(), "{p}: {}", text(&o.stderr));
+        let out = text(&o.stdout);
+        let head = out.lines().next().unwrap();
+        assert!(
+            head.starts_with(&format!("{p}: ")) && head.contains(" declared estimates, "),
+            "{p}: {head}"
+        );
+        // Each row's field is written in the preset, and its line is where the
+        // [estimates] table declares it.
+        let preset = text(&flashpath(&["presets", &p]).stdout);
+        let lines: Vec<&str> = preset.lines().collect();
+        let rows: Vec<&str> = out.lines().skip(2).collect();
+        assert!(!rows.is_empty(), "{p}: no rows");
+        for r in rows {
+            let mut w = r.split_whitespace();
+            let line: usize = w.next().unwrap().parse().unwrap();
+            let field = w.next().unwrap();
+            assert!(
+                lines[line - 1].starts_with(&format!("\"{field}\" = {{")),
+                "{p}: row {r:?} against line {line}: {:?}",
+                lines[line - 1]
+            );
+        }
+    }
+}
+
+#[test]
+fn a_bad_estimate_declaration_is_one_line_naming_its_line() {
+    let dir = std::env::temp_dir().join(format!("flashpath-estimates-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let good = text(&flashpath(&["presets", "ufs21-64g"]).stdout);
+    // The preset without its own table, and one declaration whose range leaves out
+    // the value.
+    let body = good.split("\n[estimates]").next().unwrap().trim_end().to_string();
+    let n = body.lines().count();
+    let bad = dir.join("bad.toml");
+    std::fs::write(
+        &bad,
+        format!("{body}\n[estimates]\n\"nand.t_read\" = {{ range = [\"70us\", \"90us\"], why = \"a test\" }}\n"),
+    )
+    .unwrap();
+    let path = bad.to_str().unwrap();
+    for args in [
+        vec!["presets", "--estimates", path],
+        vec!["fio", "--device", path, "--name=t", "--size=64k"],
+    ] {
+        let o = flashpath(&args);
+        one_error_line(&o, "a bad declaration");
+        let e = text(&o.stderr);
+        assert!(
+            e.contains(&format!("bad.toml:{}: estimates.\"nand.t_read\": the value 60us is outside its range [70us, 90us]", n + 2)),
+            "{args:?}: {e}"
+        );
+    }
+    // A preset without the table lists none.
+    let plain = dir.join("plain.toml");
+    std::fs::write(&plain, &body).unwrap();
+    let o = flashpath(&["presets", "--estimates", plain.to_str().unwrap()]);
+    assert!(
+        text(&o.stdout).contains("no declared estimates"),
+        "{}",
+        text(&o.stdout)
+    );
+    // The table is the preset's, not --set's.
+    let o = flashpath(&[
+        "fio",
+        "--set",
+        "device.estimates.x=1",
+        "--name=t",
+        "--size=64k",
+    ]);
+    one_error_line(&o, "--set of the estimates table");
+    assert!(text(&o.stderr).contains("estimates are declared in the preset's [estimates] table"));
+    let _ = std::fs::remove_dir_all(&dir);
 }
