@@ -81,27 +81,34 @@ enum Buckets {
 }
 
 impl Buckets {
-    #[inline]
+    /// The dense array's add, inline where samples are recorded; the sparse list's
+    /// (a histogram's first few buckets) out of line.
+    #[inline(always)]
     fn add(&mut self, idx: usize, count: u64) {
-        match self {
-            Buckets::Dense(d) => {
-                let c = &mut d[idx];
-                *c = c.saturating_add(count);
+        if let Buckets::Dense(d) = self {
+            let c = &mut d[idx];
+            *c = c.saturating_add(count);
+        } else {
+            self.add_sparse(idx, count);
+        }
+    }
+
+    #[inline(never)]
+    fn add_sparse(&mut self, idx: usize, count: u64) {
+        let Buckets::Sparse(v) = self else {
+            return self.add(idx, count);
+        };
+        if let Some(e) = v.iter_mut().find(|e| e.0 as usize == idx) {
+            e.1 = e.1.saturating_add(count);
+        } else if v.len() < SPARSE_MAX {
+            v.push((idx as u16, count));
+        } else {
+            let mut d = Box::new([0u64; PLAT_NR]);
+            for &(i, c) in v.iter() {
+                d[i as usize] = c;
             }
-            Buckets::Sparse(v) => {
-                if let Some(e) = v.iter_mut().find(|e| e.0 as usize == idx) {
-                    e.1 = e.1.saturating_add(count);
-                } else if v.len() < SPARSE_MAX {
-                    v.push((idx as u16, count));
-                } else {
-                    let mut d = Box::new([0u64; PLAT_NR]);
-                    for &(i, c) in v.iter() {
-                        d[i as usize] = c;
-                    }
-                    d[idx] = count;
-                    *self = Buckets::Dense(d);
-                }
-            }
+            d[idx] = count;
+            *self = Buckets::Dense(d);
         }
     }
     fn dense(&self) -> std::borrow::Cow<'_, [u64; PLAT_NR]> {
@@ -144,10 +151,18 @@ impl LatHist {
         }
     }
 
-    /// Records one sample (ns).
+    /// Records one sample (ns): [`record_n`](Self::record_n) with a count of 1, the
+    /// simulator's per-I/O path (a dozen of these per I/O), kept small enough to inline.
     #[inline]
     pub fn record(&mut self, val_ns: u64) {
-        self.record_n(val_ns, 1);
+        self.counts.add(plat_val_to_idx(val_ns), 1);
+        self.n = self.n.saturating_add(1);
+        self.min = self.min.min(val_ns);
+        self.max = self.max.max(val_ns);
+        let v = val_ns as u128;
+        // v * v < 2^128: only the sums can saturate.
+        self.sum = self.sum.saturating_add(v);
+        self.sum_sq = self.sum_sq.saturating_add(v * v);
     }
 
     /// Adds every sample of `other` (group reporting).
