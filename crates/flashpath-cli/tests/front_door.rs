@@ -452,7 +452,12 @@ fn a_bad_estimate_declaration_is_one_line_naming_its_line() {
     let good = text(&flashpath(&["presets", "ufs21-64g"]).stdout);
     // The preset without its own table, and one declaration whose range leaves out
     // the value.
-    let body = good.split("\n[estimates]").next().unwrap().trim_end().to_string();
+    let body = good
+        .split("\n[estimates]")
+        .next()
+        .unwrap()
+        .trim_end()
+        .to_string();
     let n = body.lines().count();
     let bad = dir.join("bad.toml");
     std::fs::write(

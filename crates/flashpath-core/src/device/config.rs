@@ -25,8 +25,6 @@ pub const SECTORS_PER_LPN: u64 = LPN_BYTES / SECTOR_BYTES;
 pub struct RawDeviceConfig {
     /// Preset name, e.g. "emmc51-hs400-32g".
     pub name: Option<String>,
-    /// The declared estimates (`config/estimates.rs`), read and checked there.
-    pub estimates: Option<toml::Value>,
     /// Always "device" for a device preset.
     pub kind: Option<String>,
     /// One line saying what the device is and what it is calibrated against.
@@ -66,6 +64,8 @@ pub struct RawDeviceConfig {
     pub read_retry: Option<super::nand_timing::RawReadRetry>,
     /// The device's wear at the start of the run (`[wear]`, `nand_timing`); optional.
     pub wear: Option<super::nand_timing::RawWear>,
+    /// The declared estimates (`config/estimates.rs`), read and checked there.
+    pub estimates: Option<toml::Value>,
 }
 
 /// The eMMC registers the Linux MMC core reads for discards (mmc.c mmc_decode_csd,

@@ -509,9 +509,6 @@ pub struct MemoryConfig {
 #[serde(deny_unknown_fields)]
 pub struct RawHost {
     pub name: String,
-    /// The declared estimates (`config/estimates.rs`), read and checked there.
-    #[serde(default)]
-    pub estimates: Option<toml::Value>,
     pub kind: String,
     pub description: String,
     /// "MAJOR.MINOR".
@@ -534,6 +531,9 @@ pub struct RawHost {
     /// Optional: jobs on an ext4 file with its journal (sim/journal.rs).
     #[serde(default)]
     pub fs: Option<RawFs>,
+    /// The declared estimates (`config/estimates.rs`), read and checked there.
+    #[serde(default)]
+    pub estimates: Option<toml::Value>,
 }
 
 fn default_bg_ratio() -> u32 {
