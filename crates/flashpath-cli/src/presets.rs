@@ -163,7 +163,11 @@ pub fn estimates(spec: &str) -> Result<String> {
             [
                 e.line.to_string(),
                 e.field.clone(),
-                e.value.clone(),
+                if e.inside() {
+                    e.value.clone()
+                } else {
+                    format!("{} (outside)", e.value)
+                },
                 e.bounds.show(),
                 e.why.clone(),
             ]

@@ -450,8 +450,8 @@ fn a_bad_estimate_declaration_is_one_line_naming_its_line() {
     let dir = std::env::temp_dir().join(format!("flashpath-estimates-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let good = text(&flashpath(&["presets", "ufs21-64g"]).stdout);
-    // The preset without its own table, and one declaration whose range leaves out
-    // the value.
+    // The preset without its own table, and one declaration whose range is not of the
+    // value's kind (a size for a time).
     let body = good
         .split("\n[estimates]")
         .next()
@@ -462,7 +462,7 @@ fn a_bad_estimate_declaration_is_one_line_naming_its_line() {
     let bad = dir.join("bad.toml");
     std::fs::write(
         &bad,
-        format!("{body}\n[estimates]\n\"nand.t_read\" = {{ range = [\"70us\", \"90us\"], why = \"a test\" }}\n"),
+        format!("{body}\n[estimates]\n\"nand.t_read\" = {{ range = [\"4KiB\", \"8KiB\"], why = \"a test\" }}\n"),
     )
     .unwrap();
     let path = bad.to_str().unwrap();
@@ -474,10 +474,32 @@ fn a_bad_estimate_declaration_is_one_line_naming_its_line() {
         one_error_line(&o, "a bad declaration");
         let e = text(&o.stderr);
         assert!(
-            e.contains(&format!("bad.toml:{}: estimates.\"nand.t_read\": the value 60us is outside its range [70us, 90us]", n + 2)),
+            e.contains(&format!("bad.toml:{}: estimates.\"nand.t_read\": range end 4KiB is not a time as the value 60us is", n + 2)),
             "{args:?}: {e}"
         );
     }
+    // A value outside its range is the preset's to have (as --set is): it loads, and
+    // the listing says so.
+    let outside = dir.join("outside.toml");
+    std::fs::write(
+        &outside,
+        format!("{body}\n[estimates]\n\"nand.t_read\" = {{ range = [\"70us\", \"90us\"], why = \"a test\" }}\n"),
+    )
+    .unwrap();
+    let o = flashpath(&["presets", "--estimates", outside.to_str().unwrap()]);
+    assert!(
+        text(&o.stdout).contains("60us (outside)"),
+        "{}",
+        text(&o.stdout)
+    );
+    let o = flashpath(&[
+        "fio",
+        "--device",
+        outside.to_str().unwrap(),
+        "--name=t",
+        "--size=64k",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
     // A preset without the table lists none.
     let plain = dir.join("plain.toml");
     std::fs::write(&plain, &body).unwrap();

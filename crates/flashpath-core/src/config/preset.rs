@@ -384,11 +384,13 @@ pub fn load_host(
     origin: &str,
     overrides: &[(String, String)],
 ) -> Result<HostConfig, PresetError> {
-    super::estimates::declared(text, origin)?;
     let (v, added) = parse_with_overrides(text, origin, overrides)?;
     let raw: RawHost = deserialize_raw(v, &added, "host", text, origin, overrides)?;
-    raw.validate()
-        .map_err(|e| validation_error(text, origin, overrides, e))
+    let host = raw
+        .validate()
+        .map_err(|e| validation_error(text, origin, overrides, e))?;
+    super::estimates::declared(text, origin)?;
+    Ok(host)
 }
 
 /// Loads a device preset.
@@ -397,11 +399,14 @@ pub fn load_device(
     origin: &str,
     overrides: &[(String, String)],
 ) -> Result<DeviceConfig, PresetError> {
-    super::estimates::declared(text, origin)?;
     let (v, added) = parse_with_overrides(text, origin, overrides)?;
     let raw: devcfg::RawDeviceConfig =
         deserialize_raw(v, &added, "device", text, origin, overrides)?;
-    devcfg::validate(&raw).map_err(|e| validation_error(text, origin, overrides, e))
+    let device =
+        devcfg::validate(&raw).map_err(|e| validation_error(text, origin, overrides, e))?;
+    // The declarations are checked once the preset itself is right.
+    super::estimates::declared(text, origin)?;
+    Ok(device)
 }
 
 /// The `kind`, `name` and `description` of a preset, for listings.
