@@ -5,8 +5,7 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let text = String::from_utf8_lossy(data);
-    let args: Vec<String> = text.split('\0').map(str::to_string).collect();
+    let args = flashpath_fuzz::arguments(data);
     let mut env = flashpath_fio::parse::Env::fixed();
     // A directory with no job files in it, so fuzzed names never read real files.
     env.cwd = std::path::PathBuf::from("/nonexistent-flashpath-fuzz");

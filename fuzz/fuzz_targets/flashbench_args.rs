@@ -8,8 +8,7 @@ use flashpath_cli::flashbench::args;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let text = String::from_utf8_lossy(data);
-    let argv: Vec<String> = text.split('\0').map(str::to_string).collect();
+    let argv = flashpath_fuzz::arguments(data);
     match args::parse(&argv) {
         Ok(a) => {
             if let Err(e) = flashpath_cli::flashbench::bench::refuse_unmodelled(&a) {

@@ -7,8 +7,7 @@ use flashpath_cli::iozone::{args, report};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let text = String::from_utf8_lossy(data);
-    let argv: Vec<String> = text.split('\0').map(str::to_string).collect();
+    let argv = flashpath_fuzz::arguments(data);
     match args::parse(&argv) {
         Ok(a) => {
             let _ = report::header(&a, "Fri Nov 27 00:00:00 2026");

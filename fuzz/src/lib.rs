@@ -25,6 +25,14 @@ pub fn enter_scratch() {
     });
 }
 
+/// NUL-separated arguments, as the command-line targets take them.
+pub fn arguments(data: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(data)
+        .split('\0')
+        .map(str::to_string)
+        .collect()
+}
+
 /// A fio environment whose working directory has no job files in it.
 pub fn env() -> flashpath_fio::parse::Env {
     let mut env = flashpath_fio::parse::Env::fixed();
