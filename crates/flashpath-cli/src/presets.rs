@@ -138,16 +138,33 @@ pub fn command(args: &[String]) -> Result<()> {
     }
 }
 
-/// The text and origin of a shipped preset of either kind, or of a file.
+/// The text and origin of a shipped preset of either kind, or of a file (whose read
+/// error is its own).
 fn any_text(spec: &str) -> Result<(String, String)> {
-    text_of("device", spec).or_else(|_| text_of("host", spec))
+    if spec.ends_with(".toml") || spec.contains('/') {
+        return text_of("device", spec);
+    }
+    text_of("device", spec)
+        .or_else(|_| text_of("host", spec))
+        .map_err(|_| {
+            anyhow::anyhow!(
+                "presets: no shipped preset '{spec}' (`flashpath presets` lists them; or give a path to a .toml file)"
+            )
+        })
 }
 
 /// `flashpath presets --estimates NAME`: a table of the preset's declared estimates.
 pub fn estimates(spec: &str) -> Result<String> {
-    let (text, origin) = any_text(spec).map_err(|_| {
-        anyhow::anyhow!("presets: no shipped preset '{spec}' and no such .toml file (`flashpath presets` lists them)")
-    })?;
+    let (text, origin) = any_text(spec)?;
+    // The whole preset is loaded first: a broken one gets its own error, not a table.
+    match preset::header(&text) {
+        Some((kind, _, _)) if kind == "host" => {
+            preset::load_host(&text, &origin, &[]).map_err(preset_err)?;
+        }
+        _ => {
+            preset::load_device(&text, &origin, &[]).map_err(preset_err)?;
+        }
+    }
     let list = flashpath_core::config::estimates::declared(&text, &origin).map_err(preset_err)?;
     let name = preset::header(&text)
         .map(|(_, n, _)| n)

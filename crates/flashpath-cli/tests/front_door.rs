@@ -500,6 +500,21 @@ fn a_bad_estimate_declaration_is_one_line_naming_its_line() {
         "--size=64k",
     ]);
     assert!(o.status.success(), "{}", text(&o.stderr));
+    // A file that is not there says why; a name that is no preset names the listing.
+    let o = flashpath(&["presets", "--estimates", "./no-such.toml"]);
+    one_error_line(&o, "a missing preset file");
+    assert!(
+        text(&o.stderr).contains("./no-such.toml: cannot read preset file"),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = flashpath(&["presets", "--estimates", "ufs99"]);
+    one_error_line(&o, "an unknown preset");
+    assert!(
+        text(&o.stderr).contains("no shipped preset 'ufs99'"),
+        "{}",
+        text(&o.stderr)
+    );
     // A preset without the table lists none.
     let plain = dir.join("plain.toml");
     std::fs::write(&plain, &body).unwrap();
