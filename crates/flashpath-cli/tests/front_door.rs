@@ -322,44 +322,46 @@ fn one_error_line(o: &Output, what: &str) {
     assert!(!err.contains("panicked"), "{what}: {err}");
 }
 
+/// Runs every printing command with its standard output from `stdout` (iozone in a
+/// scratch directory, for its files): each must end with one error line, exit 1.
+fn each_printing_command_fails_cleanly(label: &str, stdout: impl Fn() -> Stdio) {
+    let dir = std::env::temp_dir().join(format!("flashpath-{label}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for args in printing_commands() {
+        let mut c = cmd(&args);
+        if args[0] == "iozone" {
+            c.current_dir(&dir);
+        }
+        let o = c.stdout(stdout()).output().unwrap();
+        one_error_line(&o, &format!("{args:?} into {label}"));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn no_subcommand_panics_on_a_full_disk() {
     if !std::path::Path::new("/dev/full").exists() {
         eprintln!("note: no /dev/full here; skipped");
         return;
     }
-    let dir = std::env::temp_dir().join(format!("flashpath-full-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    for args in printing_commands() {
-        let full = std::fs::OpenOptions::new()
+    each_printing_command_fails_cleanly("full", || {
+        std::fs::OpenOptions::new()
             .write(true)
             .open("/dev/full")
-            .unwrap();
-        let mut c = cmd(&args);
-        if args[0] == "iozone" {
-            c.current_dir(&dir);
-        }
-        let o = c.stdout(full).output().unwrap();
-        one_error_line(&o, &format!("{args:?} > /dev/full"));
-    }
+            .unwrap()
+            .into()
+    });
 }
 
 #[test]
 fn no_subcommand_panics_on_a_closed_pipe() {
-    let dir = std::env::temp_dir().join(format!("flashpath-pipe-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    for args in printing_commands() {
-        // A pipe whose reading end is closed before the command starts: its first
-        // write fails with EPIPE, as `flashpath ... | head -0` does.
+    // A pipe whose reading end is closed before the command starts: its first write
+    // fails with EPIPE, as `flashpath ... | head -0` does.
+    each_printing_command_fails_cleanly("pipe", || {
         let (reader, writer) = std::io::pipe().unwrap();
         drop(reader);
-        let mut c = cmd(&args);
-        if args[0] == "iozone" {
-            c.current_dir(&dir);
-        }
-        let o = c.stdout(writer).output().unwrap();
-        one_error_line(&o, &format!("{args:?} | closed pipe"));
-    }
+        writer.into()
+    });
 }
 
 /// The logs the UFS steady-state example writes where it is run (the repository's
