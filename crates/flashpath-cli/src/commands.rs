@@ -224,6 +224,79 @@ pub const COMMANDS: &[Command] = &[
         system_options: false,
     },
     Command {
+        name: "calibrate",
+        synopsis: "MEASUREMENTS... --out FILE.toml [--fit FIELD,...] [--predict JOB.fio]... | \
+                   --measure PATH --suite standard --out-dir DIR [--allow-writes] | \
+                   --suite standard --write-jobs DIR",
+        summary: "Fits the device preset's declared estimates (`presets --estimates`) to \
+                  measurements of a real board: fio JSON output files (each job's options \
+                  are in them, so the same jobs are simulated) or a TOML of published \
+                  figures ([[measurement]] with job or fio, metric, value, spread_pct). \
+                  Writes the fitted preset (fitted values marked calibrated) and prints \
+                  the fit: each figure before and after, which fields the data pin down \
+                  and which they leave free, and prediction ranges. Same inputs, same \
+                  preset out.",
+        options: &[
+            ("--out FILE.toml", "where the fitted device preset goes"),
+            (
+                "--name NAME",
+                "the fitted preset's name (default: the --out file's stem)",
+            ),
+            (
+                "--fit FIELD,...",
+                "fit these estimates (device.F, host.F or F) instead of the ones the \
+                 screening picks",
+            ),
+            (
+                "--max-fields N",
+                "fit at most N fields (default 4, and no more than there are figures)",
+            ),
+            (
+                "--max-evals N",
+                "the optimiser's budget of evaluations (default 60)",
+            ),
+            (
+                "--metrics LIST",
+                "which figures of a fio JSON to fit: bw, p50, p99, clat_mean (default bw,p99)",
+            ),
+            (
+                "--spread PCT",
+                "the run-to-run spread of every figure (default 5 % for bandwidth and \
+                 means, 15 % for percentiles; a TOML figure's spread_pct wins)",
+            ),
+            (
+                "--predict JOB.fio",
+                "also predict this job: its figures at the fit and their range over the \
+                 parameter sets that fit within the spread",
+            ),
+            (
+                "--out-host FILE.toml",
+                "also fit the host preset's estimates and write the fitted host there",
+            ),
+            (
+                "--measure PATH",
+                "run the standard suite with the real fio on a block device or file \
+                 (reads only without --allow-writes) and save its JSON files in --out-dir",
+            ),
+            (
+                "--allow-writes",
+                "let --measure run the write jobs (they destroy the data)",
+            ),
+            (
+                "--write-jobs DIR",
+                "write the suite's fio job files (--filename PATH names the target; \
+                 default /dev/mmcblk0)",
+            ),
+            (
+                "--small SIZE, --large SIZE",
+                "the suite's two ranges (default 64MiB, and the device's size up to 4GiB)",
+            ),
+            ("--scale F", "multiply the suite's amounts of I/O by F"),
+            ("--help", "this text"),
+        ],
+        system_options: true,
+    },
+    Command {
         name: "presets",
         synopsis: "[NAME] | --estimates NAME|FILE",
         summary: "Lists the shipped presets (kind, name, description) and, for each \

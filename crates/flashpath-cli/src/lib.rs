@@ -7,6 +7,7 @@
 //! does where flashbench itself refuses its arguments (its messages, its exit status).
 
 mod analyze;
+mod calibrate;
 mod commands;
 mod compare;
 mod errmap;
@@ -134,6 +135,7 @@ fn dispatch(args: &[String]) -> anyhow::Result<()> {
         Some("compare") => compare::command(rest),
         Some("analyze") => analyze::command(rest),
         Some("validate") => validate::command(rest),
+        Some("calibrate") => calibrate::command(rest),
         Some("presets") => presets::command(rest),
         Some(v @ ("--version" | "version" | "-V")) if !rest.is_empty() => Err(anyhow::anyhow!(
             "{v} takes no arguments (got '{}')",

@@ -78,7 +78,7 @@ fn shipped(kind: &str, name: &str) -> Option<&'static str> {
 }
 
 /// The text and origin (for errors) of a preset given by name or path.
-fn text_of(kind: &str, spec: &str) -> Result<(String, String)> {
+pub(crate) fn text_of(kind: &str, spec: &str) -> Result<(String, String)> {
     if let Some(t) = shipped(kind, spec) {
         return Ok((t.to_string(), format!("preset '{spec}'")));
     }
@@ -180,13 +180,16 @@ pub fn estimates(spec: &str) -> Result<String> {
             [
                 e.line.to_string(),
                 e.field.clone(),
-                if e.inside() {
-                    e.value.clone()
-                } else {
-                    format!("{} (outside)", e.value)
+                match (e.inside(), e.calibrated.is_some()) {
+                    (true, false) => e.value.clone(),
+                    (true, true) => format!("{} (calibrated)", e.value),
+                    (false, _) => format!("{} (outside)", e.value),
                 },
                 e.bounds.show(),
-                e.why.clone(),
+                match &e.calibrated {
+                    Some(c) => format!("{}; calibrated: {c}", e.why),
+                    None => e.why.clone(),
+                },
             ]
         })
         .collect();

@@ -220,6 +220,15 @@ pub fn show_step(command: &str, index: usize, total: usize, label: &str) {
     *STEP.lock().unwrap_or_else(|e| e.into_inner()) = l;
 }
 
+/// Shows (when [`enabled`]) a multi-run command's own status line, which a
+/// simulation's line then starts with.
+pub fn show_text(line: &str) {
+    if enabled() {
+        eprint!("\r{line}\x1b[K");
+    }
+    *STEP.lock().unwrap_or_else(|e| e.into_inner()) = line.to_string();
+}
+
 /// Ends a multi-run command's display: the line is cleared.
 pub fn end_steps() {
     let mut s = STEP.lock().unwrap_or_else(|e| e.into_inner());

@@ -29,6 +29,8 @@ pub struct Estimate {
     pub value: String,
     pub bounds: Bounds,
     pub why: String,
+    /// `calibrated = "..."`: the value was fitted by `flashpath calibrate`, from what.
+    pub calibrated: Option<String>,
     /// 1-based line of the declaration.
     pub line: usize,
 }
@@ -209,10 +211,21 @@ pub fn declared(text: &str, origin: &str) -> Result<Vec<Estimate>, PresetError> 
         })?;
         if let Some(k) = decl
             .keys()
-            .find(|k| !matches!(k.as_str(), "range" | "choices" | "why"))
+            .find(|k| !matches!(k.as_str(), "range" | "choices" | "why" | "calibrated"))
         {
-            return Err(fail(format!("unknown key '{k}' (range, choices, why)")));
+            return Err(fail(format!(
+                "unknown key '{k}' (range, choices, why, calibrated)"
+            )));
         }
+        let calibrated = match decl.get("calibrated") {
+            None => None,
+            Some(toml::Value::String(s)) => Some(s.trim().to_string()),
+            Some(_) => {
+                return Err(fail(
+                    "calibrated is a string: what the value was fitted to".into(),
+                ))
+            }
+        };
         let why = match decl.get("why") {
             Some(toml::Value::String(s)) if !s.trim().is_empty() => s.trim().to_string(),
             _ => {
@@ -296,6 +309,7 @@ pub fn declared(text: &str, origin: &str) -> Result<Vec<Estimate>, PresetError> 
             value: shown(value),
             bounds,
             why,
+            calibrated,
             line: line.unwrap_or(0),
         });
     }

@@ -1,0 +1,735 @@
+//! `flashpath calibrate`: fits a preset's declared estimates to measurements of a real
+//! board (fio's JSON output, or a small TOML of published figures) and writes the
+//! fitted preset, with a report of the fit: each figure before and after, which fields
+//! the data pin down and which they leave free, and prediction intervals.
+//!
+//! The steps:
+//! 1. every declared estimate of the device's preset (and the host's, with
+//!    `--out-host`) is **screened**: the measurements are simulated with the field at
+//!    each end of its declared range. A field that moves no figure by its spread
+//!    anywhere in its range is *free*: the measurements say nothing about it.
+//! 2. the fields that move figures most, and not the same way as a field already taken
+//!    (a field whose effect is a multiple of another's cannot be told apart from it),
+//!    are **fitted** together (at most `--max-fields`, or those named with `--fit`) by
+//!    COBYLA within their ranges (see `fit.rs`).
+//! 3. at the fit, each fitted field's **1-sigma interval** comes from the sensitivity
+//!    of the figures to it (the inverse of JᵀJ, in spreads): a field is *pinned* when
+//!    that interval is under a fifth of its declared range.
+//! 4. each `--predict JOB` runs at the fit and at the parameter sets that still fit
+//!    within the spread (the edges of the joint 1-sigma region, and every free field at
+//!    both ends of its range): the prediction is the range they give.
+
+mod fit;
+mod measurements;
+mod params;
+pub mod suite;
+mod write;
+
+use crate::run::{self, Options};
+use anyhow::{anyhow, bail, Context, Result};
+use fit::{Problem, Screen};
+use measurements::{Measurements, Spreads, Wanted};
+use params::Param;
+
+/// calibrate's own options.
+struct Args {
+    files: Vec<String>,
+    out: Option<String>,
+    out_host: Option<String>,
+    name: Option<String>,
+    fit: Option<Vec<String>>,
+    max_fields: usize,
+    max_evals: usize,
+    wanted: Wanted,
+    spread: Option<f64>,
+    predict: Vec<String>,
+}
+
+fn parse_args(rest: &[String]) -> Result<Args> {
+    let mut a = Args {
+        files: Vec::new(),
+        out: None,
+        out_host: None,
+        name: None,
+        fit: None,
+        max_fields: 4,
+        max_evals: 60,
+        wanted: Wanted::DEFAULT,
+        spread: None,
+        predict: Vec::new(),
+    };
+    let mut i = 0;
+    while i < rest.len() {
+        let mut take = |k: &str| run::option_value(rest, &mut i, k);
+        let count = |k: &str, v: &str, max: usize| -> Result<usize> {
+            v.parse::<usize>()
+                .ok()
+                .filter(|n| (1..=max).contains(n))
+                .ok_or_else(|| anyhow!("{k} {v}: expected a whole number from 1 to {max}"))
+        };
+        if let Some(v) = take("--out")? {
+            a.out = Some(v);
+        } else if let Some(v) = take("--out-host")? {
+            a.out_host = Some(v);
+        } else if let Some(v) = take("--name")? {
+            a.name = Some(v);
+        } else if let Some(v) = take("--fit")? {
+            let list: Vec<String> = v
+                .split(',')
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty())
+                .collect();
+            if list.is_empty() {
+                bail!("--fit needs FIELD[,FIELD...]");
+            }
+            a.fit = Some(list);
+        } else if let Some(v) = take("--max-fields")? {
+            a.max_fields = count("--max-fields", &v, 8)?;
+        } else if let Some(v) = take("--max-evals")? {
+            a.max_evals = count("--max-evals", &v, 10_000)?;
+        } else if let Some(v) = take("--metrics")? {
+            a.wanted = Wanted::parse(&v)?;
+        } else if let Some(v) = take("--spread")? {
+            let s: f64 = v
+                .trim_end_matches('%')
+                .parse()
+                .ok()
+                .filter(|s: &f64| s.is_finite() && *s > 0.0 && *s < 1000.0)
+                .ok_or_else(|| {
+                    anyhow!("--spread {v}: expected a percentage above 0 and below 1000")
+                })?;
+            a.spread = Some(s / 100.0);
+        } else if let Some(v) = take("--predict")? {
+            a.predict.push(v);
+        } else if rest[i].starts_with('-') && rest[i] != "-" {
+            bail!(
+                "calibrate: unknown option '{}' (flashpath calibrate --help)",
+                rest[i]
+            );
+        } else {
+            a.files.push(rest[i].clone());
+        }
+        i += 1;
+    }
+    Ok(a)
+}
+
+/// `flashpath calibrate ...`
+pub fn command(args: &[String]) -> Result<()> {
+    if args.iter().any(|a| {
+        a == "--measure"
+            || a.starts_with("--measure=")
+            || a == "--suite"
+            || a.starts_with("--suite=")
+    }) {
+        return suite::command(args);
+    }
+    let (mut opts, rest) = run::split_options(args)?;
+    if opts.blktrace.is_some() || opts.trace.is_some() {
+        bail!("calibrate: --blktrace and --trace record one run; calibrate runs many (use them with `flashpath fio`)");
+    }
+    let a = parse_args(&rest)?;
+    if a.files.is_empty() {
+        bail!("calibrate: no measurements given (fio JSON files or a measurements TOML; flashpath calibrate --help)");
+    }
+    let out = a.out.clone().ok_or_else(|| {
+        anyhow!("calibrate: --out FILE.toml is needed: where the fitted device preset goes")
+    })?;
+    let spreads = match a.spread {
+        Some(s) => Spreads { bw: s, pct: s },
+        None => Spreads::default(),
+    };
+    let mut meas = Measurements::default();
+    for f in &a.files {
+        meas.add_file(f, a.wanted, spreads)?;
+    }
+    // The system, pinned: the host and driver the presets pick stay those while the
+    // fields move.
+    let (host, device, driver) = run::system_announced(&opts)?;
+    let device_spec = opts
+        .device
+        .clone()
+        .unwrap_or(crate::presets::DEFAULT_DEVICE.to_string());
+    let host_spec = opts.host.clone().unwrap_or(host.name.clone());
+    opts.host = Some(host_spec.clone());
+    opts.driver = Some(driver.name().to_string());
+    let (dev_text, dev_origin) = crate::presets::text_of("device", &device_spec)?;
+    let (host_text, host_origin) = crate::presets::text_of("host", &host_spec)?;
+    let err = |e: flashpath_core::config::preset::PresetError| anyhow!("{e}");
+    let mut params: Vec<Param> =
+        flashpath_core::config::estimates::declared(&dev_text, &dev_origin)
+            .map_err(err)?
+            .into_iter()
+            .map(|e| Param::new("device", e))
+            .collect();
+    let host_params: Vec<Param> =
+        flashpath_core::config::estimates::declared(&host_text, &host_origin)
+            .map_err(err)?
+            .into_iter()
+            .map(|e| Param::new("host", e))
+            .collect();
+    if a.out_host.is_some() {
+        params.extend(host_params.iter().cloned());
+    }
+    // A field the user set is the user's: it is not moved.
+    params.retain(|p| !opts.sets.iter().any(|(k, _)| *k == p.key));
+    if params.is_empty() {
+        bail!("calibrate: {dev_origin} declares no estimates calibration may move (an [estimates] table declares them)");
+    }
+    let chosen: Option<Vec<Param>> = match &a.fit {
+        None => None,
+        Some(list) => Some(
+            list.iter()
+                .map(|f| find_param(f, &params, &host_params, a.out_host.is_some(), &opts))
+                .collect::<Result<Vec<_>>>()?,
+        ),
+    };
+
+    let prob = Problem::new(opts.clone(), meas);
+    let n_targets = prob.meas.targets.len();
+    set_phase(&prob, "the preset's own values");
+    let base = prob.simulate_one(&Vec::new());
+    let base_sim = match base.as_ref() {
+        Ok(s) => s.clone(),
+        Err(e) => bail!(
+            "calibrate: the measurements' jobs do not run on {} (driver {}): {e}",
+            device.name,
+            driver.name()
+        ),
+    };
+    let base_z = prob.z(&base_sim);
+
+    // 1. Screening.
+    let screened: Vec<Param> = chosen
+        .clone()
+        .unwrap_or_else(|| params.iter().filter(|p| p.is_range()).cloned().collect());
+    set_phase(
+        &prob,
+        &format!(
+            "screening {} declared estimates at both ends of their ranges",
+            screened.len()
+        ),
+    );
+    let screens = fit::screen(&prob, &screened, &base_z);
+
+    // 2. Which fields to fit.
+    let picked: Vec<usize> = match &chosen {
+        Some(c) => (0..c.len()).collect(),
+        None => pick(&screens, a.max_fields.min(n_targets)),
+    };
+    if picked.is_empty() {
+        run::progress::end_steps();
+        bail!(
+            "calibrate: no declared estimate moves any figure by its spread: the measurements pin nothing down (see --spread, or name fields with --fit)"
+        );
+    }
+    let ranges: Vec<&Param> = picked
+        .iter()
+        .map(|&i| &screened[i])
+        .filter(|p| p.is_range())
+        .collect();
+    let choices: Vec<&Param> = picked
+        .iter()
+        .map(|&i| &screened[i])
+        .filter(|p| !p.is_range())
+        .collect();
+    let fitted = fit::fit(&prob, &ranges, &choices, a.max_evals)?;
+
+    // 3. Identifiability at the fit.
+    set_phase(&prob, "sensitivities at the fit");
+    let jac = fit::jacobian(&prob, &ranges, &fitted);
+    let cov = fit::covariance(&jac);
+    let sigma: Vec<Option<f64>> = cov.iter().map(|c| c.map(f64::sqrt)).collect();
+
+    // 4. Predictions.
+    let free: Vec<&Param> = screened
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| {
+            !picked.contains(i) && screens[*i].failed.is_none() && screens[*i].effect < 1.0
+        })
+        .map(|(_, p)| p)
+        .collect();
+    let predictions = if a.predict.is_empty() {
+        Vec::new()
+    } else {
+        predict(&prob, &a.predict, &ranges, &fitted, &jac, &free)?
+    };
+    run::progress::end_steps();
+
+    // The report.
+    let fitted_z = prob.z(&fitted.sim);
+    let mut r = String::new();
+    r.push_str(&format!(
+        "calibrate: {} on {} ({}), {} figures from {} workloads; {} simulations\n",
+        device.name,
+        host.name,
+        driver.name(),
+        n_targets,
+        prob.meas.workloads.len(),
+        prob.runs.load(std::sync::atomic::Ordering::Relaxed)
+    ));
+    r.push_str(&format!(
+        "fit: COBYLA over {} field{} ({} evaluations), chi2 {:.2} -> {:.2} (sum of squared errors in spreads over {n_targets} figures)\n",
+        ranges.len() + choices.len(),
+        if ranges.len() + choices.len() == 1 { "" } else { "s" },
+        fitted.evaluations,
+        fit::chi2(&base_z),
+        fitted.chi2
+    ));
+    r.push_str(
+        "\nfitted fields (1-sigma: the values that keep the figures within about one spread):\n",
+    );
+    let mut rows: Vec<[String; 6]> = vec![[
+        "field".into(),
+        "preset".into(),
+        "fitted".into(),
+        "1-sigma".into(),
+        "may be".into(),
+        "the data".into(),
+    ]];
+    for (i, p) in ranges.iter().enumerate() {
+        let u = fitted.u[i];
+        let (interval, verdict) = match sigma[i] {
+            Some(s) if s < 0.2 / 2.0 => (
+                format!("{} .. {}", p.written_at(u - s), p.written_at(u + s)),
+                "pin it down".to_string(),
+            ),
+            Some(s) => (
+                format!("{} .. {}", p.written_at(u - s), p.written_at(u + s)),
+                "leave it loose".to_string(),
+            ),
+            None => ("-".into(), "cannot tell it apart from the others".into()),
+        };
+        rows.push([
+            p.key.clone(),
+            p.est.value.clone(),
+            p.written_at(u),
+            interval,
+            p.est.bounds.show(),
+            verdict,
+        ]);
+    }
+    for (k, v) in &fitted.fixed {
+        let p = choices
+            .iter()
+            .find(|p| &p.key == k)
+            .expect("a fitted choice");
+        rows.push([
+            k.clone(),
+            p.est.value.clone(),
+            v.clone(),
+            "-".into(),
+            p.est.bounds.show(),
+            "chosen".into(),
+        ]);
+    }
+    r.push_str(&table(&rows));
+    let mut notes = Vec::new();
+    for (i, p) in screened.iter().enumerate() {
+        if picked.contains(&i) {
+            continue;
+        }
+        let s = &screens[i];
+        let why = if let Some(f) = &s.failed {
+            format!("not fitted: the system does not run with it {f}")
+        } else if s.effect < 1.0 {
+            format!(
+                "free: across {} it moves no figure by its spread (at most {:.2} spreads)",
+                p.est.bounds.show(),
+                s.effect
+            )
+        } else if let Some(j) = picked
+            .iter()
+            .find(|&&j| collinear(&s.direction, &screens[j].direction))
+        {
+            format!(
+                "not fitted: it moves the figures as {} does (up to {:.1} spreads)",
+                screened[*j].key, s.effect
+            )
+        } else {
+            format!("not fitted: moves figures up to {:.1} spreads, but at most {} fields are fitted (--max-fields, or name them with --fit)", s.effect, a.max_fields.min(n_targets))
+        };
+        notes.push(format!("  {}: {why}\n", p.key));
+    }
+    if !notes.is_empty() {
+        r.push_str("\nthe other declared estimates:\n");
+        for n in notes {
+            r.push_str(&n);
+        }
+    }
+    if a.out_host.is_none() && !host_params.is_empty() {
+        r.push_str(&format!(
+            "  the host's {} declared estimates are held at {}'s values (--out-host FILE fits them too)\n",
+            host_params.len(),
+            host.name
+        ));
+    }
+    r.push_str("\nfigures (error: simulated against measured):\n");
+    let mut rows: Vec<[String; 6]> = vec![[
+        "measurement".into(),
+        "measured".into(),
+        "preset".into(),
+        "fitted".into(),
+        "spread".into(),
+        "fitted off by".into(),
+    ]];
+    for (k, t) in prob.meas.targets.iter().enumerate() {
+        let pct = |s: f64| format!("{:+.1} %", (s / t.value - 1.0) * 100.0);
+        rows.push([
+            t.label.clone(),
+            fmt(t.value),
+            format!("{} ({})", fmt(base_sim[k]), pct(base_sim[k])),
+            format!("{} ({})", fmt(fitted.sim[k]), pct(fitted.sim[k])),
+            format!("{:.0} %", t.spread * 100.0),
+            format!("{:.1} spreads", fitted_z[k].abs()),
+        ]);
+    }
+    r.push_str(&table(&rows));
+    if !predictions.is_empty() {
+        r.push_str("\npredictions (at the fit; range over the parameter sets that fit the measurements within their spread):\n");
+        let mut rows: Vec<[String; 4]> = vec![[
+            "figure".into(),
+            "at the fit".into(),
+            "range".into(),
+            "sets".into(),
+        ]];
+        for p in &predictions {
+            rows.push([
+                p.label.clone(),
+                fmt(p.at_fit),
+                format!("{} .. {}", fmt(p.lo), fmt(p.hi)),
+                p.sets.to_string(),
+            ]);
+        }
+        r.push_str(&table(&rows));
+    }
+
+    // The fitted presets.
+    let from = files_list(&a.files);
+    let name = a.name.clone().unwrap_or_else(|| stem(&out));
+    let mut written = Vec::new();
+    for (scope, text, origin, path) in [
+        ("device", &dev_text, &dev_origin, Some(&out)),
+        ("host", &host_text, &host_origin, a.out_host.as_ref()),
+    ] {
+        let Some(path) = path else { continue };
+        let mut vals: Vec<write::Fitted> = ranges
+            .iter()
+            .zip(&fitted.u)
+            .filter(|(p, _)| p.key.starts_with(&format!("{scope}.")))
+            .map(|(p, &u)| write::Fitted {
+                field: p.est.field.clone(),
+                value: p.written_at(u),
+                from: from.clone(),
+            })
+            .collect();
+        for (k, v) in &fitted.fixed {
+            if let Some(field) = k.strip_prefix(&format!("{scope}.")) {
+                vals.push(write::Fitted {
+                    field: field.to_string(),
+                    value: v.clone(),
+                    from: from.clone(),
+                });
+            }
+        }
+        let pname = if scope == "host" {
+            a.out_host.as_deref().map(stem).unwrap_or_default()
+        } else {
+            name.clone()
+        };
+        let header = format!(
+            "# Fitted by `flashpath calibrate` to {from}: {} value{} marked \"calibrated\" below\n# (and in [estimates]); every other value is {}'s.\n\n",
+            vals.len(),
+            if vals.len() == 1 { "" } else { "s" },
+            origin
+        );
+        let text = write::fitted_preset(text, origin, &pname, &vals, &header)?;
+        // The result must load as it is written.
+        let check = if scope == "device" {
+            flashpath_core::config::preset::load_device(&text, path, &[]).map(|_| ())
+        } else {
+            flashpath_core::config::preset::load_host(&text, path, &[]).map(|_| ())
+        };
+        check.map_err(|e| anyhow!("the fitted {scope} preset does not load: {e}"))?;
+        std::fs::write(path, &text)
+            .with_context(|| format!("{path}: cannot write the fitted preset"))?;
+        written.push(format!(
+            "{path} ({scope} preset '{pname}', {} value{} calibrated)",
+            vals.len(),
+            if vals.len() == 1 { "" } else { "s" }
+        ));
+    }
+    r.push_str(&format!("\nwrote {}\n", written.join(", ")));
+    crate::emit(&r)
+}
+
+fn set_phase(prob: &Problem, s: &str) {
+    *prob.phase.lock().unwrap_or_else(|e| e.into_inner()) = s.to_string();
+}
+
+/// A field named with `--fit`: `device.F`, `host.F`, or `F` (the device's, else the
+/// host's).
+fn find_param(
+    f: &str,
+    params: &[Param],
+    host_params: &[Param],
+    fitting_host: bool,
+    opts: &Options,
+) -> Result<Param> {
+    let keys = [f.to_string(), format!("device.{f}"), format!("host.{f}")];
+    if let Some(p) = keys
+        .iter()
+        .find_map(|k| params.iter().find(|p| &p.key == k))
+    {
+        return Ok(p.clone());
+    }
+    if keys.iter().any(|k| host_params.iter().any(|p| &p.key == k)) && !fitting_host {
+        bail!("--fit {f}: a host field is fitted only with --out-host FILE (where the fitted host preset goes)");
+    }
+    if keys.iter().any(|k| opts.sets.iter().any(|(s, _)| s == k)) {
+        bail!("--fit {f}: it is also given with --set, which holds it");
+    }
+    bail!(
+        "--fit {f}: not a declared estimate of these presets (`flashpath presets --estimates {}` lists them)",
+        opts.device.as_deref().unwrap_or(crate::presets::DEFAULT_DEVICE)
+    )
+}
+
+/// Whether two fields move the figures the same way (|cos| > 0.98).
+fn collinear(a: &[f64], b: &[f64]) -> bool {
+    let dot: f64 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+    let na: f64 = a.iter().map(|x| x * x).sum::<f64>().sqrt();
+    let nb: f64 = b.iter().map(|x| x * x).sum::<f64>().sqrt();
+    na > 0.0 && nb > 0.0 && (dot / (na * nb)).abs() > 0.98
+}
+
+/// The fields to fit: those that move a figure by at least a spread. The first is the
+/// one that moves the figures most; each next one is the one whose effect is least
+/// like those already taken (the largest part of its effect that no combination of
+/// theirs gives), so the fitted fields are the ones the data can tell apart.
+fn pick(screens: &[Screen], max: usize) -> Vec<usize> {
+    let mut left: Vec<usize> = (0..screens.len())
+        .filter(|&i| screens[i].failed.is_none() && screens[i].effect >= 1.0)
+        .collect();
+    let mut out: Vec<usize> = Vec::new();
+    // Orthonormal basis of the taken fields' effects.
+    let mut basis: Vec<Vec<f64>> = Vec::new();
+    let dot = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f64>();
+    let residual = |v: &[f64], basis: &[Vec<f64>]| -> Vec<f64> {
+        let mut r = v.to_vec();
+        for b in basis {
+            let k = dot(&r, b);
+            for (x, y) in r.iter_mut().zip(b) {
+                *x -= k * y;
+            }
+        }
+        r
+    };
+    while out.len() < max && !left.is_empty() {
+        let score = |i: usize| {
+            if basis.is_empty() {
+                screens[i].effect
+            } else {
+                dot(
+                    &residual(&screens[i].direction, &basis),
+                    &residual(&screens[i].direction, &basis),
+                )
+                .sqrt()
+            }
+        };
+        let (k, best) = left
+            .iter()
+            .enumerate()
+            .map(|(k, &i)| (k, score(i)))
+            .fold((0, f64::NEG_INFINITY), |a, b| if b.1 > a.1 { b } else { a });
+        let i = left.remove(k);
+        // What is left of its effect must itself be worth a spread.
+        if !out.is_empty() && best < 1.0 {
+            break;
+        }
+        let r = residual(&screens[i].direction, &basis);
+        let n = dot(&r, &r).sqrt();
+        if n > 0.0 {
+            basis.push(r.iter().map(|x| x / n).collect());
+        }
+        out.push(i);
+    }
+    out
+}
+
+struct Prediction {
+    label: String,
+    at_fit: f64,
+    lo: f64,
+    hi: f64,
+    sets: usize,
+}
+
+/// Runs the prediction jobs at the fit and at the parameter sets that fit within the
+/// spread: the fit moved along each axis of the joint 1-sigma region (χ² up by its
+/// 68 % quantile, checked by simulation, halved once if the linear estimate
+/// overshoots), and each free field at both ends of its range (kept only if the
+/// measurements still fit there).
+fn predict(
+    prob: &Problem,
+    jobs: &[String],
+    ranges: &[&Param],
+    f: &fit::Fit,
+    jac: &[Vec<f64>],
+    free: &[&Param],
+) -> Result<Vec<Prediction>> {
+    let n = ranges.len();
+    let q = fit::chi2_68(n);
+    let cov = fit::covariance(jac);
+    let mut candidates: Vec<fit::Point> = Vec::new();
+    for i in 0..n {
+        let s = cov[i].map_or(1.0, |c| (c * q).sqrt()).min(1.0);
+        for sign in [-1.0, 1.0] {
+            for scale in [1.0, 0.5] {
+                let mut u = f.u.clone();
+                u[i] = (u[i] + sign * s * scale).clamp(0.0, 1.0);
+                candidates.push(fit::point_of(ranges, &u, &f.fixed));
+            }
+        }
+    }
+    for p in free {
+        for end in [0.0, 1.0] {
+            let mut point = fit::point_of(ranges, &f.u, &f.fixed);
+            point.push((p.key.clone(), p.written_at(end)));
+            candidates.push(point);
+        }
+    }
+    set_phase(prob, "the parameter sets that fit");
+    let outs = prob.simulate(&candidates);
+    let mut sets: Vec<fit::Point> = vec![fit::point_of(ranges, &f.u, &f.fixed)];
+    let mut k = 0;
+    while k < candidates.len() {
+        // Axis candidates come in pairs (whole step, half step): the half only if the
+        // whole overshoots.
+        let is_axis = k < 4 * n;
+        let ok = |o: &fit::Outcome| {
+            o.as_ref()
+                .as_ref()
+                .is_ok_and(|s| fit::chi2(&prob.z(s)) <= f.chi2 + q)
+        };
+        if is_axis {
+            if ok(&outs[k]) {
+                sets.push(candidates[k].clone());
+            } else if ok(&outs[k + 1]) {
+                sets.push(candidates[k + 1].clone());
+            }
+            k += 2;
+        } else {
+            if ok(&outs[k]) {
+                sets.push(candidates[k].clone());
+            }
+            k += 1;
+        }
+    }
+    let mut out = Vec::new();
+    for job in jobs {
+        if !std::path::Path::new(job).is_file() {
+            bail!("--predict {job}: no such job file");
+        }
+        let items: Vec<&fit::Point> = sets.iter().collect();
+        set_phase(prob, &format!("predicting {job}"));
+        let runs = crate::measure::parallel(&items, |p| {
+            let mut o = prob.opts.clone();
+            o.sets.extend(p.iter().cloned());
+            crate::measure::run_fio_quiet(&o, std::slice::from_ref(job))
+                .with_context(|| format!("--predict {job}"))
+        })?;
+        let figs: Vec<Vec<(String, f64)>> = runs
+            .iter()
+            .map(|rows| prediction_figures(job, rows))
+            .collect();
+        for (i, (label, at_fit)) in figs[0].iter().enumerate() {
+            let vals: Vec<f64> = figs.iter().filter_map(|f| f.get(i).map(|x| x.1)).collect();
+            out.push(Prediction {
+                label: label.clone(),
+                at_fit: *at_fit,
+                lo: vals.iter().copied().fold(f64::INFINITY, f64::min),
+                hi: vals.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                sets: vals.len(),
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Bandwidth and p99 completion latency of each job name and direction of a run.
+fn prediction_figures(job: &str, rows: &[crate::measure::JobFigures]) -> Vec<(String, f64)> {
+    let mut names: Vec<&str> = Vec::new();
+    for r in rows {
+        if !names.contains(&r.name.as_str()) {
+            names.push(&r.name);
+        }
+    }
+    let mut out = Vec::new();
+    for name in names {
+        let mine: Vec<_> = rows.iter().filter(|r| r.name == name).cloned().collect();
+        for (d, dir) in crate::measure::DIRS.iter().enumerate() {
+            if mine.iter().all(|r| r.dirs[d].ios == 0) {
+                continue;
+            }
+            for m in [format!("{dir}_bw_mib"), format!("{dir}_clat_p99_ms")] {
+                if let Ok(v) = crate::measure::metric(&mine, &m) {
+                    out.push((format!("{}:{name} {m}", stem(job)), v));
+                }
+            }
+        }
+    }
+    out
+}
+
+fn stem(path: &str) -> String {
+    std::path::Path::new(path)
+        .file_stem()
+        .map_or(path.to_string(), |s| s.to_string_lossy().into_owned())
+}
+
+fn files_list(files: &[String]) -> String {
+    let names: Vec<String> = files
+        .iter()
+        .map(|f| {
+            std::path::Path::new(f)
+                .file_name()
+                .map_or(f.clone(), |n| n.to_string_lossy().into_owned())
+        })
+        .collect();
+    if names.len() <= 4 {
+        names.join(", ")
+    } else {
+        format!("{}, ... ({} files)", names[..3].join(", "), names.len())
+    }
+}
+
+/// A figure with 4 significant digits.
+fn fmt(x: f64) -> String {
+    if x == 0.0 || !x.is_finite() {
+        return format!("{x}");
+    }
+    let digits = (3 - x.abs().log10().floor() as i32).clamp(0, 6) as usize;
+    format!("{x:.digits$}")
+}
+
+fn table<const N: usize>(rows: &[[String; N]]) -> String {
+    let w: Vec<usize> = (0..N)
+        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for r in rows {
+        let mut line = String::from(" ");
+        for (i, c) in r.iter().enumerate() {
+            line.push(' ');
+            line.push_str(c);
+            if i + 1 < N {
+                line.push_str(&" ".repeat(w[i] - c.chars().count() + 1));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
