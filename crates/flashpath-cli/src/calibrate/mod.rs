@@ -291,7 +291,7 @@ pub fn command(args: &[String]) -> Result<()> {
     for (i, p) in ranges.iter().enumerate() {
         let u = fitted.u[i];
         let (interval, verdict) = match sigma[i] {
-            Some(s) if s < 0.2 / 2.0 => (
+            Some(s) if s < 0.1 => (
                 format!("{} .. {}", p.written_at(u - s), p.written_at(u + s)),
                 "pin it down".to_string(),
             ),
@@ -299,6 +299,9 @@ pub fn command(args: &[String]) -> Result<()> {
                 format!("{} .. {}", p.written_at(u - s), p.written_at(u + s)),
                 "leave it loose".to_string(),
             ),
+            None if jac[i].iter().all(|d| d.abs() < 1e-9) => {
+                ("-".into(), "do not move with it here".into())
+            }
             None => ("-".into(), "cannot tell it apart from the others".into()),
         };
         rows.push([
@@ -417,11 +420,22 @@ pub fn command(args: &[String]) -> Result<()> {
         let mut vals: Vec<write::Fitted> = ranges
             .iter()
             .zip(&fitted.u)
-            .filter(|(p, _)| p.key.starts_with(&format!("{scope}.")))
-            .map(|(p, &u)| write::Fitted {
+            .enumerate()
+            .filter(|(_, (p, _))| p.key.starts_with(&format!("{scope}.")))
+            .map(|(i, (p, &u))| write::Fitted {
                 field: p.est.field.clone(),
                 value: p.written_at(u),
-                from: from.clone(),
+                from: match sigma[i] {
+                    Some(s) if s < 0.1 => from.clone(),
+                    Some(s) => format!(
+                        "{from}, which leave it loose ({} .. {} at 1 sigma)",
+                        p.written_at(u - s),
+                        p.written_at(u + s)
+                    ),
+                    None => {
+                        format!("{from}, which do not pin it down (any value of its range may fit)")
+                    }
+                },
             })
             .collect();
         for (k, v) in &fitted.fixed {
