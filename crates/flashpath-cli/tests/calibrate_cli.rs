@@ -282,6 +282,17 @@ fn bad_calibrate_input_is_one_line() {
             "unknown option '--bogus'",
         ),
         (
+            vec![
+                "calibrate",
+                t,
+                "--out",
+                "x.toml",
+                "--predict",
+                "/nonexistent.fio",
+            ],
+            "--predict /nonexistent.fio: no such job file",
+        ),
+        (
             vec!["calibrate", "--suite", "big", "--write-jobs", "d"],
             "--suite big",
         ),

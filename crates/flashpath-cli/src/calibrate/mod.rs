@@ -135,6 +135,11 @@ pub fn command(args: &[String]) -> Result<()> {
     let out = a.out.clone().ok_or_else(|| {
         anyhow!("calibrate: --out FILE.toml is needed: where the fitted device preset goes")
     })?;
+    for job in &a.predict {
+        if !std::path::Path::new(job).is_file() {
+            bail!("--predict {job}: no such job file");
+        }
+    }
     let spreads = match a.spread {
         Some(s) => Spreads { bw: s, pct: s },
         None => Spreads::default(),
@@ -643,9 +648,6 @@ fn predict(
     }
     let mut out = Vec::new();
     for job in jobs {
-        if !std::path::Path::new(job).is_file() {
-            bail!("--predict {job}: no such job file");
-        }
         let items: Vec<&fit::Point> = sets.iter().collect();
         set_phase(prob, &format!("predicting {job}"));
         let runs = crate::measure::parallel(&items, |p| {
