@@ -206,10 +206,12 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         name: "validate",
-        synopsis: "[--jobs DIR] [--only TEXT]",
+        synopsis: "[--jobs DIR] [--only TEXT] [--in-sample]",
         summary: "Runs every shipped reproduction (jobs/*/reproductions.toml) and prints \
                   simulated against published figures; exits 1 if any leaves its \
-                  tolerance.",
+                  tolerance. Then, out of sample: for each before/after set, the \
+                  presets' declared estimates are calibrated on the before figures only \
+                  and the after figures predicted (reported, not enforced).",
         options: &[
             (
                 "--jobs DIR",
@@ -218,6 +220,10 @@ pub const COMMANDS: &[Command] = &[
             (
                 "--only TEXT",
                 "only the reproductions whose name contains TEXT",
+            ),
+            (
+                "--in-sample",
+                "skip the out-of-sample calibrations (they take minutes)",
             ),
             ("--help", "this text"),
         ],

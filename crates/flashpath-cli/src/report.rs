@@ -244,6 +244,12 @@ pub fn counters(sys: &SystemStats) -> Vec<(String, Vec<(String, u64)>)> {
             device.push((format!("nand_page_reads_{name}"), n));
         }
     }
+    if d.read_ahead_discarded_pages > 0 {
+        device.push((
+            "read_ahead_discarded_pages".to_string(),
+            d.read_ahead_discarded_pages,
+        ));
+    }
     if d.housekeeping_moves > 0 {
         device.extend([
             ("housekeeping_moves".to_string(), d.housekeeping_moves),
@@ -262,6 +268,12 @@ pub fn counters(sys: &SystemStats) -> Vec<(String, Vec<(String, u64)>)> {
             ("log_cleans".to_string(), a.log_cleans),
             ("au_table_misses".to_string(), a.table_misses),
         ]);
+        if a.small_write_rmw_reads > 0 {
+            device.push((
+                "small_write_rmw_reads".to_string(),
+                a.small_write_rmw_reads,
+            ));
+        }
     }
     if sys.au.is_none() && d.gc_victims > 0 {
         // Page-mapped GC and its pacing (device/gc_policy.rs), when GC ran.

@@ -14,6 +14,8 @@ struct RawManifest {
     reproduction: Vec<RawReproduction>,
     #[serde(default)]
     comparison: Vec<Comparison>,
+    #[serde(default)]
+    out_of_sample: Vec<OutOfSample>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -75,6 +77,24 @@ pub struct Comparison {
     pub known_failure: Option<String>,
 }
 
+/// A set whose "after" figures `validate` predicts from a calibration on its "before"
+/// figures only: the presets' declared estimates are fitted to `calibrate_on`'s
+/// published figures, and `predict`'s figures are then out-of-sample predictions.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutOfSample {
+    pub name: String,
+    pub calibrate_on: Vec<String>,
+    pub predict: Vec<String>,
+    /// The calibration's runs move this much per job (fio's `io_size`, given before
+    /// the job file), to keep `validate` affordable; the report prints how far their
+    /// figures are from the whole runs' at the presets' values. The predictions run
+    /// whole.
+    pub io_size: Option<String>,
+    /// Why the set is split this way.
+    pub why: String,
+}
+
 #[derive(Clone, Debug)]
 pub struct Reproduction {
     pub name: String,
@@ -112,6 +132,7 @@ impl Reproduction {
 pub struct Catalogue {
     pub reproductions: Vec<Reproduction>,
     pub comparisons: Vec<Comparison>,
+    pub out_of_sample: Vec<OutOfSample>,
 }
 
 /// The jobs directory: `--jobs DIR`, else `./jobs`, else the source tree's.
@@ -235,6 +256,17 @@ pub fn load_manifest(path: &Path, text: &str, cat: &mut Catalogue) -> Result<()>
             .map_err(|e| anyhow!("{}:{}: {e}", path.display(), line_of(text, &c.metric)))?;
         cat.comparisons.push(c);
     }
+    for o in raw.out_of_sample {
+        if o.calibrate_on.is_empty() || o.predict.is_empty() {
+            bail!(
+                "{}:{}: out_of_sample '{}': calibrate_on and predict each name at least one reproduction",
+                path.display(),
+                line_of(text, &o.name),
+                o.name
+            );
+        }
+        cat.out_of_sample.push(o);
+    }
     Ok(())
 }
 
@@ -253,6 +285,38 @@ fn check(cat: &Catalogue) -> Result<()> {
         for n in [&c.before, &c.after] {
             if !names.contains(n.as_str()) {
                 bail!("comparison '{}': no reproduction named '{n}'", c.name);
+            }
+        }
+    }
+    for o in &cat.out_of_sample {
+        for n in o.calibrate_on.iter().chain(&o.predict) {
+            let Some(r) = cat.reproductions.iter().find(|r| &r.name == n) else {
+                bail!("out_of_sample '{}': no reproduction named '{n}'", o.name);
+            };
+            if r.figures.is_empty() && r.bounds.is_empty() {
+                bail!(
+                    "out_of_sample '{}': reproduction '{n}' has no published figure to calibrate on or predict",
+                    o.name
+                );
+            }
+        }
+        let first = cat
+            .reproductions
+            .iter()
+            .find(|r| r.name == o.calibrate_on[0])
+            .expect("checked");
+        for n in o.calibrate_on.iter().chain(&o.predict) {
+            let r = cat
+                .reproductions
+                .iter()
+                .find(|r| &r.name == n)
+                .expect("checked");
+            if (r.device.as_str(), r.host.as_str()) != (first.device.as_str(), first.host.as_str())
+            {
+                bail!(
+                    "out_of_sample '{}': '{n}' runs on {} with {}, '{}' on {} with {}: one calibration is of one device and host",
+                    o.name, r.device, r.host, first.name, first.device, first.host
+                );
             }
         }
     }

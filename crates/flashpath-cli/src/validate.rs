@@ -7,14 +7,19 @@ use crate::repro::{self, Catalogue};
 use anyhow::{anyhow, bail, Result};
 use std::collections::BTreeMap;
 
-const USAGE: &str = "usage: flashpath validate [--jobs DIR] [--only TEXT]";
+const USAGE: &str = "usage: flashpath validate [--jobs DIR] [--only TEXT] [--in-sample]";
 
 pub fn command(args: &[String]) -> Result<()> {
     let mut dir = None;
     let mut only = None;
+    let mut out_of_sample = true;
     let mut i = 0;
     while i < args.len() {
         match args[i].as_str() {
+            "--in-sample" => {
+                out_of_sample = false;
+                i += 1;
+            }
             "--jobs" | "--only" => {
                 let v = args
                     .get(i + 1)
@@ -33,7 +38,7 @@ pub fn command(args: &[String]) -> Result<()> {
     // The table is written whole once the reproductions have run: a full disk or a
     // closed pipe is then one line naming what failed ("writing the output: ...").
     let mut table = Vec::new();
-    let failed = validate(&cat, only.as_deref(), &mut table)?;
+    let failed = validate(&cat, only.as_deref(), out_of_sample, &mut table)?;
     crate::emit(&String::from_utf8_lossy(&table))?;
     if failed > 0 {
         bail!("validate: {failed} check(s) outside their tolerance");
@@ -46,6 +51,7 @@ pub fn command(args: &[String]) -> Result<()> {
 pub fn validate(
     cat: &Catalogue,
     only: Option<&str>,
+    out_of_sample: bool,
     out: &mut impl std::io::Write,
 ) -> Result<usize> {
     let comparisons: Vec<_> = cat
@@ -172,9 +178,172 @@ pub fn validate(
             verdict
         )?;
     }
+    let oos = if out_of_sample {
+        out_of_sample_section(cat, only, &wanted, &results, out)?
+    } else {
+        None
+    };
     writeln!(out)?;
     writeln!(out, "{}", summary(&figures, &ranges, predictions, &abs_err))?;
+    if let Some(line) = oos {
+        writeln!(out, "{line}")?;
+    }
     Ok(figures.unexpected + ranges.unexpected)
+}
+
+/// The sets whose "after" figures are predicted from a calibration on their "before"
+/// figures only (`[[out_of_sample]]` in the manifests): each set's calibration, its
+/// predictions beside the published figures and the in-sample simulation of the same
+/// figures; returns the summary line. Reported, not enforced: these are what flashpath
+/// predicts, and a miss does not fail the run.
+fn out_of_sample_section(
+    cat: &Catalogue,
+    only: Option<&str>,
+    wanted: &[&repro::Reproduction],
+    results: &BTreeMap<String, Vec<JobFigures>>,
+    out: &mut impl std::io::Write,
+) -> Result<Option<String>> {
+    let sets: Vec<_> = cat
+        .out_of_sample
+        .iter()
+        .filter(|o| {
+            only.is_none_or(|t| {
+                o.name.contains(t)
+                    || o.calibrate_on
+                        .iter()
+                        .chain(&o.predict)
+                        .any(|n| n.contains(t))
+            })
+        })
+        .collect();
+    if sets.is_empty() {
+        return Ok(None);
+    }
+    writeln!(out)?;
+    writeln!(
+        out,
+        "out of sample: each set's declared estimates calibrated on its before figures only, its after figures predicted"
+    )?;
+    let reports = crate::measure::parallel_shown(
+        "validate: out of sample",
+        &sets,
+        |o| o.name.clone(),
+        |o| Ok(crate::calibrate::out_of_sample::run(cat, o)),
+    )?;
+    let (mut errs, mut same_in_sample, mut within) = (Vec::new(), Vec::new(), 0);
+    for (o, rep) in sets.iter().zip(reports) {
+        writeln!(out)?;
+        let rep = match rep {
+            Ok(r) => r,
+            Err(e) => {
+                writeln!(out, "set {}: not calibrated: {e:#}", o.name)?;
+                continue;
+            }
+        };
+        writeln!(
+            out,
+            "set {}: calibrated on {} figures of {}; chi2 {:.2} -> {:.2}{}",
+            rep.name,
+            rep.figures,
+            o.calibrate_on.join(", "),
+            rep.chi2.0,
+            rep.chi2.1,
+            match &rep.shortened {
+                Some((how, d)) => format!(
+                    " (calibration runs shortened to {how}: their figures are within {:.1} % of the whole runs' at the presets' values)",
+                    d * 100.0
+                ),
+                None => String::new(),
+            }
+        )?;
+        for (k, was, now, verdict) in &rep.fitted {
+            writeln!(out, "  {k}: {was} -> {now} ({verdict})")?;
+        }
+        writeln!(out, "  why this split: {}", o.why)?;
+        writeln!(
+            out,
+            "{:34} {:20} {:>10} {:>10} {:>9} {:>6}  {:>18}",
+            "  predicted reproduction",
+            "metric",
+            "predicted",
+            "published",
+            "error",
+            "tol.",
+            "in-sample error"
+        )?;
+        for r in &rep.rows {
+            use crate::calibrate::out_of_sample::Published;
+            let (err, ok) = r.error();
+            let ins = wanted
+                .iter()
+                .any(|w| w.name == r.reproduction)
+                .then(|| measure::metric(&results[&r.reproduction], &r.metric).ok())
+                .flatten()
+                .map(|v| {
+                    crate::calibrate::out_of_sample::Row {
+                        predicted: v,
+                        reproduction: String::new(),
+                        metric: String::new(),
+                        published: r.published,
+                    }
+                    .error()
+                    .0
+                });
+            if ok {
+                within += 1;
+            }
+            errs.push(err.abs());
+            if let Some(i) = ins {
+                same_in_sample.push(i.abs());
+            }
+            let (published, tol) = match r.published {
+                Published::Figure {
+                    value,
+                    tolerance_pct,
+                } => (format!("{value:.2}"), format!("{tolerance_pct}%")),
+                Published::Range { min, max } => (format!("[{min}, {max}]"), "range".into()),
+            };
+            writeln!(
+                out,
+                "  {:32} {:20} {:>10.2} {:>10} {:>+8.1}% {:>6}  {:>17}",
+                r.reproduction,
+                r.metric,
+                r.predicted,
+                published,
+                err,
+                tol,
+                ins.map_or("-".into(), |i| format!("{i:+.1}%"))
+            )?;
+        }
+    }
+    // Comparisons whose before run has no published figure: nothing to calibrate on.
+    let none: Vec<&str> = cat
+        .comparisons
+        .iter()
+        .filter(|c| {
+            cat.reproductions
+                .iter()
+                .find(|r| r.name == c.before)
+                .is_some_and(|r| r.figures.is_empty() && r.bounds.is_empty())
+        })
+        .map(|c| c.name.as_str())
+        .collect();
+    if !none.is_empty() && only.is_none() {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "no out-of-sample row (their before runs have no published figure to calibrate on): {}",
+            none.join("; ")
+        )?;
+    }
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
+    Ok(Some(format!(
+        "validate: out of sample: {} after figures predicted from before-only calibrations of {} sets, {within} within tolerance, mean |error| {:.1} % (the same figures in sample: {:.1} %)",
+        errs.len(),
+        sets.len(),
+        mean(&errs),
+        mean(&same_in_sample)
+    )))
 }
 
 /// How the checks of one kind came out.

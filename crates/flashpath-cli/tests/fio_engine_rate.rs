@@ -366,8 +366,10 @@ fn flow_sleep_with_libaio_drains_the_queue_before_each_sleep() {
         let ratio = r[1].0 / r[0].0;
         assert!((ratio - 8.0).abs() < 0.5, "{who}: {r:?}");
         // The write job runs ahead of its share after one issue and then drains its
-        // queue before it sleeps: its issues find 0 or 1 I/O in flight.
-        assert!(r[0].1[0] + r[0].1[1] > 95.0, "{who}: {r:?}");
+        // queue before it sleeps: its issues find 0 or 1 I/O in flight. (Real fio on a
+        // loaded machine lets a few find 2: 93 % in a run beside a build.)
+        let floor = if who == "fio" { 90.0 } else { 95.0 };
+        assert!(r[0].1[0] + r[0].1[1] > floor, "{who}: {r:?}");
         // The read job may issue 8 ahead: most of its issues find fewer than 16.
         assert!(r[1].1[..4].iter().sum::<f64>() > 50.0, "{who}: {r:?}");
     };

@@ -81,6 +81,44 @@ fn write_align_is_a_with_writes() {
     assert!(o.stderr.is_empty(), "{}", text(&o.stderr));
 }
 
+/// `-A` with 4 KiB writes on the 2011 eMMC (issue 30): its small-write log maps 8 KiB
+/// pages, so a write that straddles a page boundary ("on") reads two old pages where
+/// "pre" and "post" read one: the lines show where the writes fall (diff of a read at
+/// least, where the two pages share a die), not one time for all.
+#[test]
+fn write_align_on_the_2011_emmc_shows_the_page_boundary() {
+    let o = fb(&[
+        "--device",
+        "emmc441-2011-au-8g",
+        "-A",
+        "-c",
+        "2",
+        "-b",
+        "4096",
+        "/dev/mmcblk0",
+    ]);
+    let out = ok(&o);
+    let us = |v: &str| -> f64 {
+        if let Some(x) = v.strip_suffix("ms") {
+            x.parse::<f64>().unwrap() * 1000.0
+        } else if let Some(x) = v.strip_suffix("µs") {
+            x.parse().unwrap()
+        } else {
+            0.0
+        }
+    };
+    let diffs: Vec<f64> = out
+        .lines()
+        .map(|l| {
+            check_align_line(l, "write align ");
+            us(l.rsplit("diff ").next().unwrap())
+        })
+        .collect();
+    // The tR of the 2011 MLC is 50 us: some boundaries cost a serial old-page read.
+    assert!(diffs.iter().any(|&d| d > 50.0), "{out}");
+    assert!(diffs.iter().all(|&d| d >= 0.0), "{out}");
+}
+
 #[test]
 fn same_arguments_same_bytes() {
     let args = [

@@ -104,3 +104,86 @@ fn validate_ends_with_a_summary_line() {
         "{last}"
     );
 }
+
+/// An `[[out_of_sample]]` set: the estimates are calibrated on the before run's figure
+/// alone (published 25 % above what the shipped preset gives), and the after run (hsq
+/// on, its figure likewise 25 % above) is predicted with the calibrated values: the
+/// calibration carries over, so the prediction's error is smaller than the in-sample
+/// one. It is reported, not enforced; `--in-sample` leaves it out.
+#[test]
+fn out_of_sample_sets_are_calibrated_on_before_and_predict_after() {
+    let probe = format!(
+        "{}{}",
+        reproduction("oos-legacy", "mmc-legacy", "predict = [\"read_iops\"]"),
+        reproduction("oos-hsq", "mmc-hsq-v6", "predict = [\"read_iops\"]")
+    );
+    let d = jobs("oos-probe", &probe);
+    let o = flashpath(&["validate", "--jobs", d.to_str().unwrap()]);
+    let out = stdout(&o);
+    let iops = |name: &str| -> f64 {
+        out.lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(2))
+            .and_then(|x| x.parse().ok())
+            .unwrap_or_else(|| panic!("{name}: {out}"))
+    };
+    let (before, after) = (iops("oos-legacy "), iops("oos-hsq "));
+    let figure = |v: f64| {
+        format!("  [[reproduction.figure]]\n  metric = \"read_iops\"\n  published = {}\n  tolerance_pct = 5\n  known_failure = \"test\"\n", v * 1.25)
+    };
+    let manifest = format!(
+        "{}{}[[out_of_sample]]\nname = \"oos\"\ncalibrate_on = [\"oos-legacy\"]\npredict = [\"oos-hsq\"]\nwhy = \"test\"\n",
+        reproduction("oos-legacy", "mmc-legacy", &figure(before)),
+        reproduction("oos-hsq", "mmc-hsq-v6", &figure(after)),
+    );
+    let d = jobs("oos", &manifest);
+    let o = flashpath(&["validate", "--jobs", d.to_str().unwrap()]);
+    let out = stdout(&o);
+    assert!(
+        o.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        out.contains("set oos: calibrated on 1 figures of oos-legacy; chi2 "),
+        "{out}"
+    );
+    let row = out
+        .lines()
+        .find(|l| {
+            l.trim_start().starts_with("oos-hsq") && l.contains("read_iops") && l.starts_with("  ")
+        })
+        .unwrap_or_else(|| panic!("no out-of-sample row:\n{out}"));
+    let pct: Vec<f64> = row
+        .split_whitespace()
+        .filter_map(|w| w.strip_suffix('%'))
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    // predicted error, tolerance, in-sample error
+    let (err, in_sample) = (pct[0], pct[2]);
+    assert!((in_sample + 20.0).abs() < 1.0, "{row}");
+    assert!(
+        err.abs() < in_sample.abs() / 2.0,
+        "the calibration carries over: {row}"
+    );
+    let last = last_line(&out);
+    assert!(
+        last.starts_with("validate: out of sample: 1 after figures predicted from before-only calibrations of 1 sets"),
+        "{last}"
+    );
+    let o = flashpath(&["validate", "--jobs", d.to_str().unwrap(), "--in-sample"]);
+    assert!(!stdout(&o).contains("out of sample"), "{}", stdout(&o));
+
+    // A set that names a reproduction the manifests do not have.
+    let bad = format!(
+        "{}[[out_of_sample]]\nname = \"x\"\ncalibrate_on = [\"oos-legacy\"]\npredict = [\"nope\"]\nwhy = \"t\"\n",
+        reproduction("oos-legacy", "mmc-legacy", &figure(before))
+    );
+    let d = jobs("oos-bad", &bad);
+    let o = flashpath(&["validate", "--jobs", d.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("out_of_sample 'x': no reproduction named 'nope'"),
+        "{err}"
+    );
+}

@@ -66,10 +66,10 @@ impl Problem {
             let phase = self.phase.lock().unwrap_or_else(|e| e.into_inner()).clone();
             let n = self.runs.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
             crate::run::progress::show_text(&format!("calibrate: {phase} (simulation {n})"));
-            let mut o = self.opts.clone();
+            let w = &self.meas.workloads[w];
+            let mut o = w.system.clone().unwrap_or_else(|| self.opts.clone());
             o.sets.extend(todo[p].iter().cloned());
-            Ok(measure::run_fio_quiet(&o, &self.meas.workloads[w].fio_args)
-                .map_err(|e| format!("{e:#}")))
+            Ok(measure::run_fio_quiet(&o, &w.fio_args).map_err(|e| format!("{e:#}")))
         })
         .expect("no item fails");
         {
@@ -215,6 +215,185 @@ pub fn screen(prob: &Problem, params: &[Param], base_z: &[f64]) -> Vec<Screen> {
             }
         })
         .collect()
+}
+
+/// A whole calibration: screening, the choice of fields, the fit and the
+/// sensitivities at it.
+pub struct Auto {
+    /// The fields screened, and what each does across its range.
+    pub screened: Vec<Param>,
+    pub screens: Vec<Screen>,
+    /// Indices into `screened` of the fields fitted.
+    pub picked: Vec<usize>,
+    /// The fitted range fields (in the order of `fit.u`) and choices fields.
+    pub ranges: Vec<Param>,
+    pub choices: Vec<Param>,
+    pub base_sim: Vec<f64>,
+    pub base_z: Vec<f64>,
+    pub fit: Fit,
+    /// d z / d u of each fitted range field, and its 1-sigma half-width in `u`
+    /// (`None`: the data do not tell it apart).
+    pub jac: Vec<Vec<f64>>,
+    pub sigma: Vec<Option<f64>>,
+    /// Fitted range fields the data do not pin (no finite 1-sigma at the fit) that were
+    /// put back to the preset's value: the figures have no say on them, so the fit's
+    /// wandering is not a calibration.
+    pub kept: Vec<bool>,
+}
+
+/// Screens `params` (or only `chosen`, all of which are then fitted), picks at most
+/// `max_fields` to fit, fits them and measures their sensitivities at the fit.
+pub fn auto(
+    prob: &Problem,
+    params: &[Param],
+    chosen: Option<Vec<Param>>,
+    max_fields: usize,
+    max_evals: usize,
+) -> Result<Auto> {
+    let n_targets = prob.meas.targets.len();
+    set_phase(prob, "the preset's own values");
+    let base_sim = match prob.simulate_one(&Vec::new()).as_ref() {
+        Ok(s) => s.clone(),
+        Err(e) => return Err(anyhow!("the measurements' jobs do not run: {e}")),
+    };
+    let base_z = prob.z(&base_sim);
+    let given = chosen.is_some();
+    let screened: Vec<Param> =
+        chosen.unwrap_or_else(|| params.iter().filter(|p| p.is_range()).cloned().collect());
+    set_phase(
+        prob,
+        &format!(
+            "screening {} declared estimates at both ends of their ranges",
+            screened.len()
+        ),
+    );
+    let screens = screen(prob, &screened, &base_z);
+    let picked: Vec<usize> = if given {
+        (0..screened.len()).collect()
+    } else {
+        pick(&screens, max_fields.min(n_targets))
+    };
+    if picked.is_empty() {
+        return Err(anyhow!(
+            "no declared estimate moves any figure by its spread: the measurements pin nothing down (see --spread, or name fields with --fit)"
+        ));
+    }
+    let ranges: Vec<Param> = picked
+        .iter()
+        .map(|&i| screened[i].clone())
+        .filter(Param::is_range)
+        .collect();
+    let choices: Vec<Param> = picked
+        .iter()
+        .map(|&i| screened[i].clone())
+        .filter(|p| !p.is_range())
+        .collect();
+    let (r, c): (Vec<&Param>, Vec<&Param>) = (ranges.iter().collect(), choices.iter().collect());
+    let mut fitted = fit(prob, &r, &c, max_evals)?;
+    set_phase(prob, "sensitivities at the fit");
+    let jac = jacobian(prob, &r, &fitted);
+    let sigma: Vec<Option<f64>> = covariance(&jac).iter().map(|c| c.map(f64::sqrt)).collect();
+    // Fields the figures do not pin go back to the preset's values, if the figures fit
+    // as well there (χ² up by less than 1).
+    let mut kept = vec![false; r.len()];
+    if sigma.iter().any(Option::is_none) {
+        let mut u = fitted.u.clone();
+        for (i, s) in sigma.iter().enumerate() {
+            if s.is_none() {
+                u[i] = r[i].u_of_preset();
+            }
+        }
+        if let Ok(sim) = prob.simulate_one(&point_of(&r, &u, &fitted.fixed)).as_ref() {
+            let c = chi2(&prob.z(sim));
+            if c <= fitted.chi2 + 1.0 {
+                for (i, s) in sigma.iter().enumerate() {
+                    kept[i] = s.is_none();
+                }
+                fitted.u = u;
+                fitted.sim = sim.clone();
+                fitted.chi2 = c;
+            }
+        }
+    }
+    Ok(Auto {
+        screened,
+        screens,
+        picked,
+        ranges,
+        choices,
+        base_sim,
+        base_z,
+        fit: fitted,
+        jac,
+        sigma,
+        kept,
+    })
+}
+
+pub fn set_phase(prob: &Problem, s: &str) {
+    *prob.phase.lock().unwrap_or_else(|e| e.into_inner()) = s.to_string();
+}
+
+/// Whether two fields move the figures the same way (|cos| > 0.98).
+pub fn collinear(a: &[f64], b: &[f64]) -> bool {
+    let dot: f64 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+    let na: f64 = a.iter().map(|x| x * x).sum::<f64>().sqrt();
+    let nb: f64 = b.iter().map(|x| x * x).sum::<f64>().sqrt();
+    na > 0.0 && nb > 0.0 && (dot / (na * nb)).abs() > 0.98
+}
+
+/// The fields to fit: those that move a figure by at least a spread. The first is the
+/// one that moves the figures most; each next one is the one whose effect is least
+/// like those already taken (the largest part of its effect that no combination of
+/// theirs gives), so the fitted fields are the ones the data can tell apart.
+pub fn pick(screens: &[Screen], max: usize) -> Vec<usize> {
+    let mut left: Vec<usize> = (0..screens.len())
+        .filter(|&i| screens[i].failed.is_none() && screens[i].effect >= 1.0)
+        .collect();
+    let mut out: Vec<usize> = Vec::new();
+    // Orthonormal basis of the taken fields' effects.
+    let mut basis: Vec<Vec<f64>> = Vec::new();
+    let dot = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f64>();
+    let residual = |v: &[f64], basis: &[Vec<f64>]| -> Vec<f64> {
+        let mut r = v.to_vec();
+        for b in basis {
+            let k = dot(&r, b);
+            for (x, y) in r.iter_mut().zip(b) {
+                *x -= k * y;
+            }
+        }
+        r
+    };
+    while out.len() < max && !left.is_empty() {
+        let score = |i: usize| {
+            if basis.is_empty() {
+                screens[i].effect
+            } else {
+                dot(
+                    &residual(&screens[i].direction, &basis),
+                    &residual(&screens[i].direction, &basis),
+                )
+                .sqrt()
+            }
+        };
+        let (k, best) = left
+            .iter()
+            .enumerate()
+            .map(|(k, &i)| (k, score(i)))
+            .fold((0, f64::NEG_INFINITY), |a, b| if b.1 > a.1 { b } else { a });
+        let i = left.remove(k);
+        // What is left of its effect must itself be worth a spread.
+        if !out.is_empty() && best < 1.0 {
+            break;
+        }
+        let r = residual(&screens[i].direction, &basis);
+        let n = dot(&r, &r).sqrt();
+        if n > 0.0 {
+            basis.push(r.iter().map(|x| x / n).collect());
+        }
+        out.push(i);
+    }
+    out
 }
 
 /// The result of a fit.

@@ -28,10 +28,18 @@ use std::path::Path;
 pub const DEFAULT_BW_SPREAD_PCT: f64 = 5.0;
 pub const DEFAULT_PCT_SPREAD_PCT: f64 = 15.0;
 
-/// A workload flashpath runs: fio arguments (a job file is one argument).
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// A workload flashpath runs: fio arguments (a job file is one argument), on the
+/// calibration's system or on one of its own (a reproduction's driver and overrides).
+#[derive(Clone, Debug)]
 pub struct Workload {
     pub fio_args: Vec<String>,
+    pub system: Option<crate::run::Options>,
+}
+
+impl PartialEq for Workload {
+    fn eq(&self, o: &Workload) -> bool {
+        self.fio_args == o.fio_args && self.system.is_none() && o.system.is_none()
+    }
 }
 
 /// One figure to fit.
@@ -154,7 +162,10 @@ impl Measurements {
         spreads: Spreads,
     ) -> Result<()> {
         let args = fio_args_of(path, v)?;
-        let w = self.workload(Workload { fio_args: args });
+        let w = self.workload(Workload {
+            fio_args: args,
+            system: None,
+        });
         let rows = measure::figures_of(v).with_context(|| path.to_string())?;
         let mut names: Vec<&str> = Vec::new();
         for r in &rows {
@@ -276,7 +287,10 @@ impl Measurements {
                 None if m.metric.contains("_clat_p") => spreads.pct,
                 None => spreads.bw,
             };
-            let w = self.workload(Workload { fio_args: args });
+            let w = self.workload(Workload {
+                fio_args: args,
+                system: None,
+            });
             let name = m.name.unwrap_or_else(|| format!("#{}", i + 1));
             self.targets.push(Target {
                 workload: w,

@@ -21,13 +21,14 @@
 
 mod fit;
 mod measurements;
+pub mod out_of_sample;
 mod params;
 pub mod suite;
 mod write;
 
 use crate::run::{self, Options};
 use anyhow::{anyhow, bail, Context, Result};
-use fit::{Problem, Screen};
+use fit::Problem;
 use measurements::{Measurements, Spreads, Wanted};
 use params::Param;
 
@@ -192,59 +193,26 @@ pub fn command(args: &[String]) -> Result<()> {
 
     let prob = Problem::new(opts.clone(), meas);
     let n_targets = prob.meas.targets.len();
-    set_phase(&prob, "the preset's own values");
-    let base = prob.simulate_one(&Vec::new());
-    let base_sim = match base.as_ref() {
-        Ok(s) => s.clone(),
-        Err(e) => bail!(
-            "calibrate: the measurements' jobs do not run on {} (driver {}): {e}",
+    let auto = fit::auto(&prob, &params, chosen, a.max_fields, a.max_evals).map_err(|e| {
+        anyhow!(
+            "calibrate: {e:#} (device {}, driver {})",
             device.name,
             driver.name()
-        ),
-    };
-    let base_z = prob.z(&base_sim);
-
-    // 1. Screening.
-    let screened: Vec<Param> = chosen
-        .clone()
-        .unwrap_or_else(|| params.iter().filter(|p| p.is_range()).cloned().collect());
-    set_phase(
-        &prob,
-        &format!(
-            "screening {} declared estimates at both ends of their ranges",
-            screened.len()
-        ),
-    );
-    let screens = fit::screen(&prob, &screened, &base_z);
-
-    // 2. Which fields to fit.
-    let picked: Vec<usize> = match &chosen {
-        Some(c) => (0..c.len()).collect(),
-        None => pick(&screens, a.max_fields.min(n_targets)),
-    };
-    if picked.is_empty() {
-        run::progress::end_steps();
-        bail!(
-            "calibrate: no declared estimate moves any figure by its spread: the measurements pin nothing down (see --spread, or name fields with --fit)"
-        );
-    }
-    let ranges: Vec<&Param> = picked
-        .iter()
-        .map(|&i| &screened[i])
-        .filter(|p| p.is_range())
-        .collect();
-    let choices: Vec<&Param> = picked
-        .iter()
-        .map(|&i| &screened[i])
-        .filter(|p| !p.is_range())
-        .collect();
-    let fitted = fit::fit(&prob, &ranges, &choices, a.max_evals)?;
-
-    // 3. Identifiability at the fit.
-    set_phase(&prob, "sensitivities at the fit");
-    let jac = fit::jacobian(&prob, &ranges, &fitted);
-    let cov = fit::covariance(&jac);
-    let sigma: Vec<Option<f64>> = cov.iter().map(|c| c.map(f64::sqrt)).collect();
+        )
+    })?;
+    let fit::Auto {
+        screened,
+        screens,
+        picked,
+        base_sim,
+        base_z,
+        fit: fitted,
+        jac,
+        sigma,
+        ..
+    } = &auto;
+    let ranges: Vec<&Param> = auto.ranges.iter().collect();
+    let choices: Vec<&Param> = auto.choices.iter().collect();
 
     // 4. Predictions.
     let free: Vec<&Param> = screened
@@ -304,6 +272,10 @@ pub fn command(args: &[String]) -> Result<()> {
                 format!("{} .. {}", p.written_at(u - s), p.written_at(u + s)),
                 "leave it loose".to_string(),
             ),
+            None if auto.kept[i] => (
+                "-".into(),
+                "do not pin it: the preset's value kept".into(),
+            ),
             None if jac[i].iter().all(|d| d.abs() < 1e-9) => {
                 ("-".into(), "do not move with it here".into())
             }
@@ -349,7 +321,7 @@ pub fn command(args: &[String]) -> Result<()> {
             )
         } else if let Some(j) = picked
             .iter()
-            .find(|&&j| collinear(&s.direction, &screens[j].direction))
+            .find(|&&j| fit::collinear(&s.direction, &screens[j].direction))
         {
             format!(
                 "not fitted: it moves the figures as {} does (up to {:.1} spreads)",
@@ -426,7 +398,7 @@ pub fn command(args: &[String]) -> Result<()> {
             .iter()
             .zip(&fitted.u)
             .enumerate()
-            .filter(|(_, (p, _))| p.key.starts_with(&format!("{scope}.")))
+            .filter(|(i, (p, _))| p.key.starts_with(&format!("{scope}.")) && !auto.kept[*i])
             .map(|(i, (p, &u))| write::Fitted {
                 field: p.est.field.clone(),
                 value: p.written_at(u),
@@ -483,10 +455,6 @@ pub fn command(args: &[String]) -> Result<()> {
     crate::emit(&r)
 }
 
-fn set_phase(prob: &Problem, s: &str) {
-    *prob.phase.lock().unwrap_or_else(|e| e.into_inner()) = s.to_string();
-}
-
 /// A field named with `--fit`: `device.F`, `host.F`, or `F` (the device's, else the
 /// host's).
 fn find_param(
@@ -513,68 +481,6 @@ fn find_param(
         "--fit {f}: not a declared estimate of these presets (`flashpath presets --estimates {}` lists them)",
         opts.device.as_deref().unwrap_or(crate::presets::DEFAULT_DEVICE)
     )
-}
-
-/// Whether two fields move the figures the same way (|cos| > 0.98).
-fn collinear(a: &[f64], b: &[f64]) -> bool {
-    let dot: f64 = a.iter().zip(b).map(|(x, y)| x * y).sum();
-    let na: f64 = a.iter().map(|x| x * x).sum::<f64>().sqrt();
-    let nb: f64 = b.iter().map(|x| x * x).sum::<f64>().sqrt();
-    na > 0.0 && nb > 0.0 && (dot / (na * nb)).abs() > 0.98
-}
-
-/// The fields to fit: those that move a figure by at least a spread. The first is the
-/// one that moves the figures most; each next one is the one whose effect is least
-/// like those already taken (the largest part of its effect that no combination of
-/// theirs gives), so the fitted fields are the ones the data can tell apart.
-fn pick(screens: &[Screen], max: usize) -> Vec<usize> {
-    let mut left: Vec<usize> = (0..screens.len())
-        .filter(|&i| screens[i].failed.is_none() && screens[i].effect >= 1.0)
-        .collect();
-    let mut out: Vec<usize> = Vec::new();
-    // Orthonormal basis of the taken fields' effects.
-    let mut basis: Vec<Vec<f64>> = Vec::new();
-    let dot = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f64>();
-    let residual = |v: &[f64], basis: &[Vec<f64>]| -> Vec<f64> {
-        let mut r = v.to_vec();
-        for b in basis {
-            let k = dot(&r, b);
-            for (x, y) in r.iter_mut().zip(b) {
-                *x -= k * y;
-            }
-        }
-        r
-    };
-    while out.len() < max && !left.is_empty() {
-        let score = |i: usize| {
-            if basis.is_empty() {
-                screens[i].effect
-            } else {
-                dot(
-                    &residual(&screens[i].direction, &basis),
-                    &residual(&screens[i].direction, &basis),
-                )
-                .sqrt()
-            }
-        };
-        let (k, best) = left
-            .iter()
-            .enumerate()
-            .map(|(k, &i)| (k, score(i)))
-            .fold((0, f64::NEG_INFINITY), |a, b| if b.1 > a.1 { b } else { a });
-        let i = left.remove(k);
-        // What is left of its effect must itself be worth a spread.
-        if !out.is_empty() && best < 1.0 {
-            break;
-        }
-        let r = residual(&screens[i].direction, &basis);
-        let n = dot(&r, &r).sqrt();
-        if n > 0.0 {
-            basis.push(r.iter().map(|x| x / n).collect());
-        }
-        out.push(i);
-    }
-    out
 }
 
 struct Prediction {
@@ -619,7 +525,7 @@ fn predict(
             candidates.push(point);
         }
     }
-    set_phase(prob, "the parameter sets that fit");
+    fit::set_phase(prob, "the parameter sets that fit");
     let outs = prob.simulate(&candidates);
     let mut sets: Vec<fit::Point> = vec![fit::point_of(ranges, &f.u, &f.fixed)];
     let mut k = 0;
@@ -649,7 +555,7 @@ fn predict(
     let mut out = Vec::new();
     for job in jobs {
         let items: Vec<&fit::Point> = sets.iter().collect();
-        set_phase(prob, &format!("predicting {job}"));
+        fit::set_phase(prob, &format!("predicting {job}"));
         let runs = crate::measure::parallel(&items, |p| {
             let mut o = prob.opts.clone();
             o.sets.extend(p.iter().cloned());

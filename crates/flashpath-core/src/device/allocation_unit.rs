@@ -105,6 +105,11 @@ pub struct RawAllocationUnit {
     pub small_write_unit: Option<String>,
     /// The small-write log's capacity, a whole number of AUs.
     pub small_write_buffer: Option<String>,
+    /// The unit the small-write log maps: "512B" (sectors: a write never needs old
+    /// data), "4KiB" or "page". A write that covers a mapped unit only in part must
+    /// merge the rest of it: the old page holding it is read first (read-modify-write).
+    /// Optional: absent = "512B".
+    pub small_write_map: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -118,6 +123,8 @@ pub enum AuOrder {
 pub struct SmallWrite {
     pub unit_bytes: u64,
     pub buffer_bytes: u64,
+    /// Sectors of the unit the log maps (`small_write_map`).
+    pub map_sectors: u64,
 }
 
 /// An allocation-unit device, validated (geometry and timing as the page-mapped one).
@@ -285,6 +292,12 @@ pub fn validate(
         ));
     }
     match (&a.small_write_unit, &a.small_write_buffer) {
+        (None, None) if a.small_write_map.is_some() => {
+            return Err(ConfigError::new(
+                "allocation_unit.small_write_map",
+                "is the small-write log's mapping unit: it needs small_write_unit and small_write_buffer",
+            ))
+        }
         (None, None) => {}
         (Some(u), Some(b)) => {
             let unit_bytes = bytes_field("allocation_unit.small_write_unit", u)?;
@@ -301,9 +314,21 @@ pub fn validate(
                     format!("{b} is not a whole number of AUs ({au_bytes} bytes)"),
                 ));
             }
+            let map_sectors = match a.small_write_map.as_deref() {
+                None | Some("512B") => 1,
+                Some("4KiB") => SECTORS_PER_LPN,
+                Some("page") => cfg.nand.page_bytes / 512,
+                Some(other) => {
+                    return Err(ConfigError::new(
+                        "allocation_unit.small_write_map",
+                        format!("'{other}' is not \"512B\", \"4KiB\" or \"page\""),
+                    ))
+                }
+            };
             cfg.small_write = Some(SmallWrite {
                 unit_bytes,
                 buffer_bytes,
+                map_sectors,
             });
         }
         (Some(_), None) => {
@@ -410,6 +435,8 @@ pub struct AuStats {
     pub log_cleans: u64,
     /// AU table entries read from NAND.
     pub table_misses: u64,
+    /// Old pages read to merge a small write that covers a mapped unit in part.
+    pub small_write_rmw_reads: u64,
 }
 
 pub struct AuDevice {
@@ -642,7 +669,7 @@ impl AuDevice {
             }
             DevOp::Write => {
                 self.cur_write = cmd.tag;
-                let t = self.write(t, first, last, cmd.fua);
+                let t = self.write(t, cmd.lba, end, cmd.fua);
                 if self.content.is_some() {
                     self.port.end_write(cmd.tag);
                 }
@@ -831,11 +858,15 @@ impl AuDevice {
 
     /// A write of slots `first..last` whose data is in the controller at `t`; returns
     /// when it is done.
-    fn write(&mut self, t: SimTime, first: u64, last: u64, fua: bool) -> SimTime {
+    /// A write of sectors `lba..end`.
+    fn write(&mut self, t: SimTime, lba: u64, end: u64, fua: bool) -> SimTime {
+        let first = lba / SECTORS_PER_LPN;
+        let last = end.div_ceil(SECTORS_PER_LPN);
         self.write_seq += 1;
         self.stats.host_write_slots += last - first;
         if let Some(sw) = self.c.small_write {
             if (last - first) * LPN_BYTES < sw.unit_bytes {
+                let t = self.merge_reads(t, lba, end, sw.map_sectors);
                 return self.log_write(t, first, last);
             }
         }
@@ -1214,6 +1245,48 @@ impl AuDevice {
         self.stats.host_slots_programmed += n as u64;
         self.stats.padding_slots += (units * self.spu - n) as u64;
         self.program_units(t, pau, off / self.spu, off / self.spu + units)
+    }
+
+    /// A small write of sectors `lba..end` into a log mapping units of `ms` sectors: a
+    /// unit the write covers only in part keeps the rest of its data, so the old page
+    /// holding that rest is read into the controller first (read-modify-write), one
+    /// read per old page; a unit with no data yet needs none. A write inside one unit
+    /// reads its page once; one straddling two units reads two pages (in parallel if
+    /// they are on two dies). Returns when the merged data is in the controller.
+    fn merge_reads(&mut self, t: SimTime, lba: u64, end: u64, ms: u64) -> SimTime {
+        if ms == 1 {
+            return t;
+        }
+        let mut pages: Vec<u32> = Vec::new();
+        let head = lba / ms * ms;
+        let tail = end.div_ceil(ms) * ms;
+        // The unit's sectors outside the write, at each end.
+        for (from, to) in [(head, lba), (end, tail)] {
+            if from >= to {
+                continue;
+            }
+            for slot in from / SECTORS_PER_LPN..to.div_ceil(SECTORS_PER_LPN) {
+                let (lau, _) = self.au_of(slot);
+                let in_log = self.log.as_ref().is_some_and(|l| l.map.contains_key(&slot));
+                if self.erased[lau as usize] && !in_log {
+                    continue;
+                }
+                let Loc::Nand(p) = self.locate(slot) else {
+                    continue;
+                };
+                let page = p / self.spp;
+                if !pages.contains(&page) {
+                    pages.push(page);
+                }
+            }
+        }
+        let mut ready = t;
+        for page in pages {
+            let p = page * self.spp;
+            ready = ready.max(self.read_old_page(t, p / self.spa, p % self.spa));
+            self.au.small_write_rmw_reads += 1;
+        }
+        ready
     }
 
     /// Merges every AU with data in the log, then erases the log.

@@ -147,6 +147,13 @@ pub struct RawController {
     /// earlier command, with no program, erase or map read on the die since) is served
     /// from the register without an array read (tR). Firmware-specific.
     pub reuse_page_register: Option<bool>,
+    /// How far an SD card reads ahead of an open multiple-block read (CMD18) while the
+    /// host's clock is stopped between requests (the SD specification allows it; the
+    /// card's buffer bounds it), e.g. "64KiB": a continuation finds that much of its
+    /// data already read, and a CMD12 that ends the stream leaves the dies busy with
+    /// the read-ahead already started. Optional: absent = the whole next request is
+    /// read ahead and an ended read-ahead costs nothing.
+    pub read_ahead: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -164,6 +171,14 @@ pub struct RawMapCache {
     /// written back to NAND (dirty segments are also written back when evicted). A count
     /// of segments, at least 1; the cache's size in segments means "only on eviction".
     pub dirty_limit: Option<u32>,
+    /// Array read time of a map page (tR of the blocks the map lives in), e.g. "30us"
+    /// where firmware keeps the map in SLC-mode blocks of a TLC die (one sense level
+    /// against the TLC page's two or three). Optional: absent = nand.t_read (the map
+    /// in blocks like the data's).
+    pub t_read: Option<String>,
+    /// Program time of a map page (likewise), e.g. "250us". Optional: absent =
+    /// nand.t_prog.
+    pub t_prog: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -356,11 +371,16 @@ pub struct NandDeviceConfig {
     /// earlier command (no tR); false: every command reads the array (a read of several
     /// planes of one row within a command still shares one tR).
     pub reuse_page_register: bool,
+    /// `controller.read_ahead` (None: unbounded, and free when a stream ends).
+    pub read_ahead_bytes: Option<u64>,
     pub map_entries_per_segment: u32,
     pub map_entry_bytes: u64,
     pub map_cache_bytes: u64,
     pub map_lookup_ns: u64,
     pub map_dirty_limit: u32,
+    /// Array read and program time of map pages (`map_cache.t_read`, `.t_prog`).
+    pub map_t_read_ns: u64,
+    pub map_t_prog_ns: u64,
     pub write_buffer_bytes: u64,
     pub buffer_copy_bytes_per_s: u64,
     /// Overwrites of data still waiting in the buffer replace it in place.
@@ -465,11 +485,14 @@ impl DeviceConfig {
             fw_per_command_ns: 10_000,
             fw_per_4kib_ns: 1_000,
             reuse_page_register: true,
+            read_ahead_bytes: None,
             map_entries_per_segment: 1024,
             map_entry_bytes: 4,
             map_cache_bytes: 16 * 4096,
             map_lookup_ns: 1_000,
             map_dirty_limit: 16,
+            map_t_read_ns: 50_000,
+            map_t_prog_ns: 500_000,
             write_buffer_bytes: 256 * 1024,
             buffer_copy_bytes_per_s: 1_000_000_000,
             write_buffer_coalesce: true,
@@ -757,6 +780,19 @@ pub fn validate(raw: &RawDeviceConfig) -> Result<DeviceConfig, ConfigError> {
         }
     }
     let reuse_page_register = *req(&c.reuse_page_register, "controller.reuse_page_register")?;
+    let read_ahead_bytes = match &c.read_ahead {
+        None => None,
+        Some(v) => {
+            let b = bytes_field("controller.read_ahead", v)?;
+            if b % 4096 != 0 || b > 64 << 20 {
+                return Err(ConfigError::new(
+                    "controller.read_ahead",
+                    format!("{v} must be a multiple of 4KiB, at most 64MiB (a card's buffer)"),
+                ));
+            }
+            Some(b)
+        }
+    };
 
     let m = req(&raw.map_cache, "map_cache")?;
     let map_entries_per_segment = positive(
@@ -807,6 +843,23 @@ pub fn validate(raw: &RawDeviceConfig) -> Result<DeviceConfig, ConfigError> {
         "map_cache.dirty_limit",
         *req(&m.dirty_limit, "map_cache.dirty_limit")?,
     )?;
+    let map_t_read_ns = match &m.t_read {
+        Some(v) => time_in("map_cache.t_read", v, 1_000, 10 * NS_PER_MS)?,
+        None => t_read_ns,
+    };
+    let map_t_prog_ns = match &m.t_prog {
+        Some(v) => time_in("map_cache.t_prog", v, 1_000, 20 * NS_PER_MS)?,
+        None => t_prog_ns,
+    };
+    if map_t_prog_ns <= map_t_read_ns {
+        return Err(ConfigError::new(
+            "map_cache.t_prog",
+            format!(
+                "{} ns must exceed the map pages' read time ({map_t_read_ns} ns)",
+                map_t_prog_ns
+            ),
+        ));
+    }
 
     let w = req(&raw.write_buffer, "write_buffer")?;
     let wb_size = req(&w.size, "write_buffer.size")?;
@@ -920,11 +973,14 @@ pub fn validate(raw: &RawDeviceConfig) -> Result<DeviceConfig, ConfigError> {
         fw_per_command_ns,
         fw_per_4kib_ns,
         reuse_page_register,
+        read_ahead_bytes,
         map_entries_per_segment,
         map_entry_bytes,
         map_cache_bytes,
         map_lookup_ns,
         map_dirty_limit,
+        map_t_read_ns,
+        map_t_prog_ns,
         write_buffer_bytes,
         buffer_copy_bytes_per_s,
         write_buffer_coalesce,

@@ -212,6 +212,9 @@ pub struct DeviceStats {
     pub read_retry_steps: u64,
     /// Page reads served from a die's page register (no tR).
     pub page_register_hits: u64,
+    /// Pages an SD card read ahead of an open stream that a stop (CMD12) then ended:
+    /// array reads done for nothing (`controller.read_ahead`).
+    pub read_ahead_discarded_pages: u64,
     /// Array reads (tR) for host data.
     pub nand_page_reads: u64,
     /// Array reads of map pages (map-cache misses and map loads for updates).

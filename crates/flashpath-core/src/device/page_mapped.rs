@@ -35,8 +35,10 @@
 //! - NAND times by page type and read retry (`super::nand_timing`): a row's tR and
 //!   tPROG are its page type's (its index in the block); an array read of host data or
 //!   of a GC victim first books the failed retry steps its page needs (tR and transfer
-//!   each), from its block's P/E cycles and data age. Map pages use the mean tR/tPROG
-//!   and do not retry.
+//!   each), from its block's P/E cycles and data age. Map pages use the map's own
+//!   tR/tPROG (`map_cache.t_read`/`t_prog`: the SLC-mode times where firmware keeps
+//!   the map in SLC-mode blocks of a TLC die, else the mean tR/tPROG) and do not retry
+//!   (SLC-mode pages have short retry tables and rarely need them).
 //! - Host data is programmed one row per die at a time; the drain goes to the next die
 //!   in round-robin order and waits for it if it is busy, skipping only a die that has
 //!   no block to write into until its GC frees one. With `cache_program` (ONFI PROGRAM
@@ -166,6 +168,8 @@ pub struct PageMappedDevice {
     buffer_data_ready: SimTime,
     /// When the last read's data was all ready (an SD stream continues reading from there).
     stream_read_ready: SimTime,
+    /// The LPN after the last read's end: where an SD stream's read-ahead goes on.
+    stream_next_lpn: Lpn,
     /// A write arrived since the last SD stop (CMD12 commits only after writes).
     open_write: bool,
     /// Die holding each map segment's current copy in NAND.
@@ -317,6 +321,7 @@ impl PageMappedDevice {
             programming_writes: Vec::new(),
             buffer_data_ready: 0,
             stream_read_ready: 0,
+            stream_next_lpn: 0,
             open_write: false,
             seg_die: (0..segments).map(|s| (s % dies) as u16).collect(),
             map_batch_bytes: 0,
@@ -636,7 +641,9 @@ impl PageMappedDevice {
                 self.flush_cmd(now, DevCommand::flush(tag), out)
             }
             Input::Stop { tag } => {
-                // CMD12 after a read: the firmware ends the read-ahead.
+                // CMD12 after a read: the firmware ends the read-ahead; the array reads
+                // it had started by now still run to their end.
+                self.read_ahead_until(now);
                 let (_, t) = self.ctrl.book(now, self.c.fw_per_command_ns);
                 out.emit(
                     t,
@@ -809,7 +816,7 @@ impl PageMappedDevice {
     fn map_load(&mut self, segment: u32, t: SimTime) -> SimTime {
         let die = self.seg_die[segment as usize] as u32;
         let ch = self.channel_of(die);
-        let (_, tr_end) = self.book_die(die, "map read", t, self.c.t_read_ns);
+        let (_, tr_end) = self.book_die(die, "map read", t, self.c.map_t_read_ns);
         self.page_reg[(die * self.c.planes_per_die) as usize] = NONE;
         let xfer = self.c.channel_ns(self.c.map_segment_bytes());
         let (_, end) = self.book_ch(ch, "map out", tr_end, xfer);
@@ -831,7 +838,7 @@ impl PageMappedDevice {
             let start = t.max(self.dies[die as usize].free_at());
             let xfer = self.c.channel_ns(self.map_batch_bytes);
             let (_, xend) = self.book_ch(ch, "map in", start, xfer);
-            self.book_die(die, "map program", start, xend - start + self.c.t_prog_ns);
+            self.book_die(die, "map program", start, xend - start + self.c.map_t_prog_ns);
             self.invalidate_registers(die);
             self.stats.map_page_programs += 1;
             self.map_batch_bytes = 0;
@@ -852,7 +859,8 @@ impl PageMappedDevice {
 
     /// SD stream continuation (data only, no command decode). A read continues from
     /// when the previous part of the stream was ready (read-ahead while the host was
-    /// away); its data is announced no earlier than now.
+    /// away: the first `controller.read_ahead` bytes of it, or all of it when that is
+    /// not bounded); its data is announced no earlier than now.
     fn stream_continue(&mut self, now: SimTime, cmd: DevCommand, out: &mut Outbox<Input, Output>) {
         let end = cmd.lba + cmd.sectors as u64;
         if end > self.capacity_sectors || cmd.sectors == 0 {
@@ -863,10 +871,58 @@ impl PageMappedDevice {
         match cmd.op {
             DevOp::Read => {
                 let from = self.stream_read_ready.min(now);
-                self.read_from(now, from, fw, false, cmd, out)
+                let early_until = match self.c.read_ahead_bytes {
+                    Some(b) => first.saturating_add((b / LPN_BYTES) as Lpn),
+                    None => Lpn::MAX,
+                };
+                self.read_from(now, from, early_until, fw, false, cmd, out)
             }
             DevOp::Write => self.write_with(now, fw, cmd, out),
             _ => panic!("only reads and writes stream"),
+        }
+    }
+
+    /// A bounded read-ahead ended by a stop at `now`: the card had gone on reading the
+    /// stream's next `controller.read_ahead` bytes from when its last data was ready;
+    /// each page read that had started by `now` holds its die and channel to its end
+    /// (a later command waits for it), the rest never start. The data is discarded.
+    /// Unbounded read-ahead (no `read_ahead`) is not booked: it stays the free credit
+    /// of a continuation.
+    fn read_ahead_until(&mut self, now: SimTime) {
+        let Some(bytes) = self.c.read_ahead_bytes else {
+            return;
+        };
+        let first = self.stream_next_lpn;
+        let lpns = (self.capacity_sectors / SECTORS_PER_LPN) as Lpn;
+        let end = first.saturating_add((bytes / LPN_BYTES) as Lpn).min(lpns);
+        let avail = self.stream_read_ready;
+        let mut last_tr = (NONE, NONE);
+        let mut lpn = first;
+        while lpn < end {
+            let e = self.ftl.get(lpn);
+            if e == UNMAPPED || e & BUF_FLAG != 0 {
+                lpn += 1;
+                continue;
+            }
+            let page = e / self.slots_per_page;
+            let mut units = 1;
+            while lpn + units < end {
+                let n = self.ftl.get(lpn + units);
+                if n == UNMAPPED || n & BUF_FLAG != 0 || n / self.slots_per_page != page {
+                    break;
+                }
+                units += 1;
+            }
+            let die = self.ftl.die_of(e);
+            let same_row = last_tr == (die, self.ftl.row_of(e));
+            if !same_row && avail.max(self.dies[die as usize].free_at()) >= now {
+                // Its array read had not started when the stop came (the card reads
+                // in stream order); a page of a row already read comes with it.
+                break;
+            }
+            self.read_page(e, units, avail, &mut last_tr);
+            self.stats.read_ahead_discarded_pages += 1;
+            lpn += units;
         }
     }
 
@@ -889,17 +945,20 @@ impl PageMappedDevice {
         if let Some(h) = &mut self.hpb {
             h.note_read(first, end, !hpb_valid);
         }
-        self.read_from(now, now, fw, hpb_valid, cmd, out)
+        self.read_from(now, now, Lpn::MAX, fw, hpb_valid, cmd, out)
     }
 
     /// A read whose firmware work (`fw`) may start at `from` (now, or earlier for a
-    /// read-ahead stream continuation); `ReadReady` is emitted no earlier than `now`.
+    /// read-ahead stream continuation, whose array reads of LPNs from `early_until` on
+    /// start no earlier than `now`); `ReadReady` is emitted no earlier than `now`.
     /// `hpb_first`: an HPB READ whose entry is current, so its first block needs no
     /// map lookup.
+    #[allow(clippy::too_many_arguments)]
     fn read_from(
         &mut self,
         now: SimTime,
         from: SimTime,
+        early_until: Lpn,
         fw: u64,
         hpb_first: bool,
         cmd: DevCommand,
@@ -966,7 +1025,7 @@ impl PageMappedDevice {
                 g_page = page;
                 g_ppa = e;
                 g_units = 1;
-                g_avail = t_map;
+                g_avail = if lpn >= early_until { t_map.max(now) } else { t_map };
             }
         }
         if g_page != NONE {
@@ -976,6 +1035,7 @@ impl PageMappedDevice {
         }
         let first_ready = first_ready.unwrap_or(t0).max(now);
         self.stream_read_ready = last_ready;
+        self.stream_next_lpn = end;
         if self.content.is_some() {
             self.content_read(&cmd, hpb_first);
         }
@@ -1674,6 +1734,98 @@ mod tests {
         let t2 = t + FW + FW4K + LOOKUP;
         assert_read_ready(&out, 8, t2);
         assert_eq!((d.stats().map_misses, d.stats().map_hits), (1, 1));
+    }
+
+    /// A map page is read at the map's own tR (`map_cache.t_read`: SLC-mode blocks of
+    /// a TLC die), not the data's: the miss above with a 20 us map read.
+    #[test]
+    fn a_map_miss_costs_the_map_pages_read_time() {
+        let mut cfg = DeviceConfig::small_test_device();
+        cfg.nand_mut().unwrap().map_t_read_ns = 20_000;
+        let mut d = PageMappedDevice::new(cfg.nand().unwrap(), cfg.capacity_bytes);
+        let mut out = Outbox::new();
+        d.handle(1_000, cmd(7, DevOp::Read, 0, 8), &mut out);
+        assert_read_ready(&out, 7, 1_000 + FW + FW4K + 20_000 + X4K + LOOKUP);
+        assert_eq!(d.stats().nand_map_reads, 1);
+    }
+
+    /// The test device with `read_ahead`, LPNs 0..128 written and programmed; the time
+    /// after the last program.
+    fn written(read_ahead: Option<u64>) -> (PageMappedDevice, SimTime) {
+        let mut cfg = DeviceConfig::small_test_device();
+        cfg.nand_mut().unwrap().read_ahead_bytes = read_ahead;
+        let mut d = PageMappedDevice::new(cfg.nand().unwrap(), cfg.capacity_bytes);
+        let mut out = Outbox::new();
+        d.handle(0, cmd(1, DevOp::Write, 0, 128 * 8), &mut out);
+        // The write stream ends (CMD12 commits the buffer): the stream that follows
+        // is a read.
+        d.handle(1, Input::Stop { tag: 1 }, &mut out);
+        let mut timers: Vec<(SimTime, Input)> = out.timers().to_vec();
+        out.clear();
+        let mut last = 0;
+        while !timers.is_empty() {
+            timers.sort_by_key(|&(t, _)| t);
+            let (t, input) = timers.remove(0);
+            last = t;
+            d.handle(t, input, &mut out);
+            timers.extend_from_slice(out.timers());
+            out.clear();
+        }
+        (d, last + 1_000_000)
+    }
+
+    /// `last_ready` of the one ReadReady in `out`.
+    fn ready(out: &Outbox<Input, Output>) -> SimTime {
+        match out.emits() {
+            [(_, Output::ReadReady { last_ready, .. })] => *last_ready,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// A CMD12 that ends an open read finds the card's bounded read-ahead started: the
+    /// next command's read on the same die waits for it, and the pages count as
+    /// discarded. Unbounded (no `read_ahead`), the stop costs nothing.
+    #[test]
+    fn a_stop_after_a_read_leaves_the_started_read_ahead_on_the_dies() {
+        let run = |read_ahead: Option<u64>| {
+            let (mut d, t) = written(read_ahead);
+            let mut out = Outbox::new();
+            d.handle(t, cmd(2, DevOp::Read, 0, 8 * 8), &mut out);
+            let t1 = ready(&out);
+            out.clear();
+            // The host comes back 5 us after the data and stops the stream; a random
+            // read (LPN 100) follows at once.
+            d.handle(t1 + 5_000, Input::Stop { tag: 2 }, &mut out);
+            out.clear();
+            d.handle(t1 + 5_000, cmd(3, DevOp::Read, 100 * 8, 8), &mut out);
+            (ready(&out) - t1, d.stats().read_ahead_discarded_pages)
+        };
+        let (free, none) = run(None);
+        let (paid, pages) = run(Some(64 * 1024));
+        assert_eq!(none, 0);
+        assert!(pages >= 1, "{pages}");
+        assert!(paid > free, "the random read waits for the read-ahead: {paid} vs {free}");
+        // At most one array read of a row and its transfer (8 slots) ahead of it on its
+        // die.
+        assert!(paid - free <= TR + 8 * X4K, "{paid} vs {free}");
+    }
+
+    /// A stream continuation finds only `read_ahead` bytes already read: the rest of it
+    /// is read from when it arrives. Unbounded, all of it was read ahead.
+    #[test]
+    fn a_continuation_finds_only_the_read_ahead_already_read() {
+        let run = |read_ahead: Option<u64>| {
+            let (mut d, t) = written(read_ahead);
+            let mut out = Outbox::new();
+            d.handle(t, cmd(2, DevOp::Read, 0, 8 * 8), &mut out);
+            let t1 = ready(&out);
+            out.clear();
+            let now = t1 + 2_000_000;
+            d.handle(now, Input::Continue(DevCommand { tag: 3, op: DevOp::Read, lba: 8 * 8, sectors: 32 * 8, fua: false, hpb: 0 }), &mut out);
+            ready(&out) as i64 - now as i64
+        };
+        assert!(run(None) < 0, "all read ahead before the host came back");
+        assert!(run(Some(64 * 1024)) > 0, "the part past 64 KiB is read after");
     }
 
     /// Three rows written at once on the 2-die test device: rows go to die 0, die 1,
