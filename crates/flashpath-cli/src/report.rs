@@ -269,10 +269,7 @@ pub fn counters(sys: &SystemStats) -> Vec<(String, Vec<(String, u64)>)> {
             ("au_table_misses".to_string(), a.table_misses),
         ]);
         if a.small_write_rmw_reads > 0 {
-            device.push((
-                "small_write_rmw_reads".to_string(),
-                a.small_write_rmw_reads,
-            ));
+            device.push(("small_write_rmw_reads".to_string(), a.small_write_rmw_reads));
         }
     }
     if sys.au.is_none() && d.gc_victims > 0 {

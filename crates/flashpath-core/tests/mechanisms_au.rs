@@ -272,7 +272,10 @@ fn sub_page_writes_read_the_old_page_and_depend_on_where_they_fall() {
     assert!(flat_inside < inside);
     // Without reads, where the write falls changes nothing but its slots (two 4 KiB
     // slots for the straddling one, one more slot's transfer).
-    assert!(flat_straddle - flat_inside < straddle - inside, "{flat_straddle} {flat_inside} {straddle} {inside}");
+    assert!(
+        flat_straddle - flat_inside < straddle - inside,
+        "{flat_straddle} {flat_inside} {straddle} {inside}"
+    );
     // A never-written AU has nothing to merge.
     let fresh = {
         let (host, device) = system(HOST, EMMC_2011);
@@ -280,7 +283,10 @@ fn sub_page_writes_read_the_old_page_and_depend_on_where_they_fall() {
             host,
             device,
             driver: DriverKind::MmcLegacy,
-            jobs: vec![JobConfig::scripted("probe", vec![write(base + (4 << 10), 4 << 10)].into())],
+            jobs: vec![JobConfig::scripted(
+                "probe",
+                vec![write(base + (4 << 10), 4 << 10)].into(),
+            )],
             precondition: Precondition::Off,
         })
         .unwrap()

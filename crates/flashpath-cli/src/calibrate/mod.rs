@@ -226,7 +226,7 @@ pub fn command(args: &[String]) -> Result<()> {
     let predictions = if a.predict.is_empty() {
         Vec::new()
     } else {
-        predict(&prob, &a.predict, &ranges, &fitted, &jac, &free)?
+        predict(&prob, &a.predict, &ranges, fitted, jac, &free)?
     };
     run::progress::end_steps();
 
@@ -247,7 +247,7 @@ pub fn command(args: &[String]) -> Result<()> {
         ranges.len() + choices.len(),
         if ranges.len() + choices.len() == 1 { "" } else { "s" },
         fitted.evaluations,
-        fit::chi2(&base_z),
+        fit::chi2(base_z),
         fitted.chi2
     ));
     r.push_str(
@@ -272,10 +272,7 @@ pub fn command(args: &[String]) -> Result<()> {
                 format!("{} .. {}", p.written_at(u - s), p.written_at(u + s)),
                 "leave it loose".to_string(),
             ),
-            None if auto.kept[i] => (
-                "-".into(),
-                "do not pin it: the preset's value kept".into(),
-            ),
+            None if auto.kept[i] => ("-".into(), "do not pin it: the preset's value kept".into()),
             None if jac[i].iter().all(|d| d.abs() < 1e-9) => {
                 ("-".into(), "do not move with it here".into())
             }

@@ -838,7 +838,12 @@ impl PageMappedDevice {
             let start = t.max(self.dies[die as usize].free_at());
             let xfer = self.c.channel_ns(self.map_batch_bytes);
             let (_, xend) = self.book_ch(ch, "map in", start, xfer);
-            self.book_die(die, "map program", start, xend - start + self.c.map_t_prog_ns);
+            self.book_die(
+                die,
+                "map program",
+                start,
+                xend - start + self.c.map_t_prog_ns,
+            );
             self.invalidate_registers(die);
             self.stats.map_page_programs += 1;
             self.map_batch_bytes = 0;
@@ -1025,7 +1030,11 @@ impl PageMappedDevice {
                 g_page = page;
                 g_ppa = e;
                 g_units = 1;
-                g_avail = if lpn >= early_until { t_map.max(now) } else { t_map };
+                g_avail = if lpn >= early_until {
+                    t_map.max(now)
+                } else {
+                    t_map
+                };
             }
         }
         if g_page != NONE {
@@ -1804,7 +1813,10 @@ mod tests {
         let (paid, pages) = run(Some(64 * 1024));
         assert_eq!(none, 0);
         assert!(pages >= 1, "{pages}");
-        assert!(paid > free, "the random read waits for the read-ahead: {paid} vs {free}");
+        assert!(
+            paid > free,
+            "the random read waits for the read-ahead: {paid} vs {free}"
+        );
         // At most one array read of a row and its transfer (8 slots) ahead of it on its
         // die.
         assert!(paid - free <= TR + 8 * X4K, "{paid} vs {free}");
@@ -1821,11 +1833,25 @@ mod tests {
             let t1 = ready(&out);
             out.clear();
             let now = t1 + 2_000_000;
-            d.handle(now, Input::Continue(DevCommand { tag: 3, op: DevOp::Read, lba: 8 * 8, sectors: 32 * 8, fua: false, hpb: 0 }), &mut out);
+            d.handle(
+                now,
+                Input::Continue(DevCommand {
+                    tag: 3,
+                    op: DevOp::Read,
+                    lba: 8 * 8,
+                    sectors: 32 * 8,
+                    fua: false,
+                    hpb: 0,
+                }),
+                &mut out,
+            );
             ready(&out) as i64 - now as i64
         };
         assert!(run(None) < 0, "all read ahead before the host came back");
-        assert!(run(Some(64 * 1024)) > 0, "the part past 64 KiB is read after");
+        assert!(
+            run(Some(64 * 1024)) > 0,
+            "the part past 64 KiB is read after"
+        );
     }
 
     /// Three rows written at once on the 2-die test device: rows go to die 0, die 1,
