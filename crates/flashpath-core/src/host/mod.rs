@@ -412,6 +412,17 @@ impl Kernel {
         self >= Kernel::new(4, 3)
     }
 
+    /// Linux 4.10 ("mm: don't cap request size based on read-ahead setting"): the
+    /// on-demand readahead's window may grow to the device's `io_pages` (max_sectors)
+    /// for a request larger than ra_pages, its "readit" merge is capped at that max
+    /// (size = max, async = max/2 past it), and force_page_cache_readahead reads up to
+    /// max(io_pages, ra_pages). Before, max = min(ra_pages, 512 pages)
+    /// (max_sane_readahead), the merge adds the next window uncapped, and the forced
+    /// readahead stops at 512 pages.
+    pub fn readahead_io_pages(self) -> bool {
+        self >= Kernel::new(4, 10)
+    }
+
     /// Whether `driver`'s disk uses blk-mq (else the single-queue block layer, a
     /// request_fn drained by the driver: mmcqd for MMC). MMC moved to blk-mq in 4.16
     /// ("mmc: block: Add blk-mq support"); SCSI (UFS) defaulted to scsi-mq in 4.19 and

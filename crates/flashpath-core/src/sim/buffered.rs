@@ -45,6 +45,11 @@
 //!   at start+size-async gets PG_readahead. With 4 KiB sequential reads and
 //!   read_ahead_kb 128: windows of 4, 8, 16, 32, 32... pages (16, 32, 64, 128 KiB).
 //!
+//! **Kernels before 4.10** (`Kernel::readahead_io_pages`; 3.19 mm/readahead.c): max is
+//! min(ra_pages, 512) with no io_pages term, the readit merge adds the next window
+//! uncapped (so a first 128 KiB read with read_ahead_kb 128 reads 256 KiB: two windows),
+//! and force_page_cache_readahead stops at 512 pages.
+//!
 //! **Writes** (generic_perform_write): page by page; a partial page that is not uptodate is
 //! read first (block_write_begin reads the 4 KiB block); the data is copied in and the page
 //! marked dirty. After the write, balance_dirty_pages: with dirtyable memory = `memory.cache`,
@@ -117,6 +122,9 @@ pub const READAHEAD_KEPT: usize = 4096;
 
 /// force_page_cache_readahead reads in chunks of 2 MiB (mm/readahead.c).
 const FORCE_RA_CHUNK_PAGES: u64 = (2 << 20) / PAGE;
+/// MAX_READAHEAD before 4.10: max_sane_readahead's cap (512 pages, 2 MiB), which
+/// bounded both the on-demand window and force_page_cache_readahead.
+const OLD_MAX_READAHEAD_PAGES: u64 = 512;
 
 /// What an `Io` that is not a fio I/O does when it ends.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -771,10 +779,16 @@ impl Sim {
         if !ra.random {
             return self.readahead(t, idx, req, false);
         }
-        // force_page_cache_readahead (5.4): at most max(io_pages, ra_pages) pages, read in
-        // 2 MiB chunks with no lookahead mark; the readahead state is left alone.
+        // force_page_cache_readahead: at most max(io_pages, ra_pages) pages (4.10 on; 512
+        // before), read in 2 MiB chunks with no lookahead mark; the readahead state is
+        // left alone.
         let io_pages = self.cfg.host.block.max_request_bytes / PAGE;
-        let mut left = req.min(io_pages.max(ra.ra_pages));
+        let cap = if self.cfg.host.kernel.readahead_io_pages() {
+            io_pages.max(ra.ra_pages)
+        } else {
+            OLD_MAX_READAHEAD_PAGES
+        };
+        let mut left = req.min(cap);
         let mut at = idx;
         let eof = self.eof_page(t, idx);
         while left > 0 {
@@ -789,8 +803,14 @@ impl Sim {
     fn readahead(&mut self, t: u32, idx: u64, req: u64, hit_marker: bool) {
         let ra_pages = self.buf.threads[t as usize].ra.ra_pages;
         let io_pages = self.cfg.host.block.max_request_bytes / PAGE;
-        let mut max = ra_pages;
-        if req > max && io_pages > max {
+        let new_rules = self.cfg.host.kernel.readahead_io_pages();
+        let mut max = if new_rules {
+            ra_pages
+        } else {
+            // max_sane_readahead (3.19 mm/readahead.c).
+            ra_pages.min(OLD_MAX_READAHEAD_PAGES)
+        };
+        if new_rules && req > max && io_pages > max {
             max = req.min(io_pages);
         }
         let mut ra = self.buf.threads[t as usize].ra;
@@ -840,7 +860,11 @@ impl Sim {
         // readit: a read that would hit its own mark at once merges the next window.
         if idx == ra.start && ra.size == ra.async_size {
             let add = next_ra_size(ra.size, max);
-            if ra.size + add <= max {
+            if !new_rules {
+                // Before 4.10 the merge is not capped: the window may reach 2 × max.
+                ra.async_size = add;
+                ra.size += add;
+            } else if ra.size + add <= max {
                 ra.async_size = add;
                 ra.size += add;
             } else {
