@@ -199,14 +199,13 @@ fn readahead_windows_ramp_up_per_the_kernel_rules() {
     );
 }
 
-/// Before 4.10 (the TX1's 3.19) the readit merge is not capped at max: the first
-/// 128 KiB read with read_ahead_kb 128 reads two windows (256 KiB, its mark at page 32),
-/// and from then on the window is one request ahead, as on 5.4.
+/// Before 4.19 (the TX1's 3.19, the phone's 4.4) the readit merge is not capped at max:
+/// the first 128 KiB read with read_ahead_kb 128 reads two windows (256 KiB, its mark at
+/// page 32), and from then on the window is one request ahead, as on 5.4.
 #[test]
 fn before_4_10_the_first_window_merges_uncapped() {
     let host = format!("{}{MEMORY}", bare(SHIPPED_HOST));
     assert!(host.contains("kernel = \"5.4\""));
-    let old = host.replace("kernel = \"5.4\"", "kernel = \"3.19\"");
     let run_on = |host: &str| {
         let system = common::system(host, DEVICE);
         common::traced(
@@ -217,9 +216,12 @@ fn before_4_10_the_first_window_merges_uncapped() {
         )
         .1
     };
-    let w = run_on(&old).system.cache.readahead_bytes.clone();
-    assert_eq!(w[0], 256 * KIB, "{w:?}");
-    assert!(w[1..].iter().all(|&b| b == 128 * KIB), "{w:?}");
+    for kernel in ["3.19", "4.4", "4.18"] {
+        let old = host.replace("kernel = \"5.4\"", &format!("kernel = \"{kernel}\""));
+        let w = run_on(&old).system.cache.readahead_bytes.clone();
+        assert_eq!(w[0], 256 * KIB, "{kernel}: {w:?}");
+        assert!(w[1..].iter().all(|&b| b == 128 * KIB), "{kernel}: {w:?}");
+    }
     let w = run_on(&host).system.cache.readahead_bytes.clone();
     assert!(w.iter().all(|&b| b == 128 * KIB), "{w:?}");
 }

@@ -412,15 +412,29 @@ impl Kernel {
         self >= Kernel::new(4, 3)
     }
 
-    /// Linux 4.10 ("mm: don't cap request size based on read-ahead setting"): the
-    /// on-demand readahead's window may grow to the device's `io_pages` (max_sectors)
-    /// for a request larger than ra_pages, its "readit" merge is capped at that max
-    /// (size = max, async = max/2 past it), and force_page_cache_readahead reads up to
-    /// max(io_pages, ra_pages). Before, max = min(ra_pages, 512 pages)
-    /// (max_sane_readahead), the merge adds the next window uncapped, and the forced
-    /// readahead stops at 512 pages.
+    /// mm/readahead.c across versions (read in 3.19.8, 4.1.19, 4.4.121, 4.9.0, 4.9.229,
+    /// 4.10.17, 4.11-4.18.0, 4.19.1, 4.19.95, 4.20.0 trees):
+    /// - before 4.4, `max_sane_readahead` caps the on-demand window and the forced
+    ///   readahead at 512 pages (present in 4.1, gone in 4.4; the commit between them
+    ///   was not read);
+    /// - from 4.10 (Axboe, "mm: don't cap request size based on read-ahead setting") a
+    ///   request larger than ra_pages may grow the window to the device's `io_pages`,
+    ///   and the forced readahead reads up to max(io_pages, ra_pages) (4.4-4.9:
+    ///   ra_pages);
+    /// - from 4.19 the "readit" merge is capped at the window's max (size = max, async =
+    ///   max/2 past it); before, it adds the next window uncapped.
+    pub fn readahead_capped_at_512(self) -> bool {
+        self < Kernel::new(4, 4)
+    }
+
+    /// See [`Kernel::readahead_capped_at_512`].
     pub fn readahead_io_pages(self) -> bool {
         self >= Kernel::new(4, 10)
+    }
+
+    /// See [`Kernel::readahead_capped_at_512`].
+    pub fn readahead_merge_capped(self) -> bool {
+        self >= Kernel::new(4, 19)
     }
 
     /// Whether `driver`'s disk uses blk-mq (else the single-queue block layer, a

@@ -45,10 +45,11 @@
 //!   at start+size-async gets PG_readahead. With 4 KiB sequential reads and
 //!   read_ahead_kb 128: windows of 4, 8, 16, 32, 32... pages (16, 32, 64, 128 KiB).
 //!
-//! **Kernels before 4.10** (`Kernel::readahead_io_pages`; 3.19 mm/readahead.c): max is
-//! min(ra_pages, 512) with no io_pages term, the readit merge adds the next window
-//! uncapped (so a first 128 KiB read with read_ahead_kb 128 reads 256 KiB: two windows),
-//! and force_page_cache_readahead stops at 512 pages.
+//! **Older kernels** (`Kernel::readahead_*`, from the mm/readahead.c of each version):
+//! before 4.19 the readit merge adds the next window uncapped (so a first 128 KiB read
+//! with read_ahead_kb 128 reads 256 KiB: two windows); before 4.10 max has no io_pages
+//! term and force_page_cache_readahead stops at ra_pages; before 4.4 both are also
+//! capped at 512 pages (max_sane_readahead).
 //!
 //! **Writes** (generic_perform_write): page by page; a partial page that is not uptodate is
 //! read first (block_write_begin reads the 4 KiB block); the data is copied in and the page
@@ -122,7 +123,7 @@ pub const READAHEAD_KEPT: usize = 4096;
 
 /// force_page_cache_readahead reads in chunks of 2 MiB (mm/readahead.c).
 const FORCE_RA_CHUNK_PAGES: u64 = (2 << 20) / PAGE;
-/// MAX_READAHEAD before 4.10: max_sane_readahead's cap (512 pages, 2 MiB), which
+/// MAX_READAHEAD before 4.4: max_sane_readahead's cap (512 pages, 2 MiB), which
 /// bounded both the on-demand window and force_page_cache_readahead.
 const OLD_MAX_READAHEAD_PAGES: u64 = 512;
 
@@ -779,14 +780,17 @@ impl Sim {
         if !ra.random {
             return self.readahead(t, idx, req, false);
         }
-        // force_page_cache_readahead: at most max(io_pages, ra_pages) pages (4.10 on; 512
-        // before), read in 2 MiB chunks with no lookahead mark; the readahead state is
-        // left alone.
+        // force_page_cache_readahead: at most max(io_pages, ra_pages) pages from 4.10,
+        // ra_pages from 4.4, 512 before; read in 2 MiB chunks with no lookahead mark; the
+        // readahead state is left alone.
         let io_pages = self.cfg.host.block.max_request_bytes / PAGE;
-        let cap = if self.cfg.host.kernel.readahead_io_pages() {
+        let kernel = self.cfg.host.kernel;
+        let cap = if kernel.readahead_io_pages() {
             io_pages.max(ra.ra_pages)
-        } else {
+        } else if kernel.readahead_capped_at_512() {
             OLD_MAX_READAHEAD_PAGES
+        } else {
+            ra.ra_pages
         };
         let mut left = req.min(cap);
         let mut at = idx;
@@ -803,14 +807,14 @@ impl Sim {
     fn readahead(&mut self, t: u32, idx: u64, req: u64, hit_marker: bool) {
         let ra_pages = self.buf.threads[t as usize].ra.ra_pages;
         let io_pages = self.cfg.host.block.max_request_bytes / PAGE;
-        let new_rules = self.cfg.host.kernel.readahead_io_pages();
-        let mut max = if new_rules {
-            ra_pages
-        } else {
-            // max_sane_readahead (3.19 mm/readahead.c).
+        let kernel = self.cfg.host.kernel;
+        let mut max = if kernel.readahead_capped_at_512() {
+            // max_sane_readahead (3.19, 4.1).
             ra_pages.min(OLD_MAX_READAHEAD_PAGES)
+        } else {
+            ra_pages
         };
-        if new_rules && req > max && io_pages > max {
+        if kernel.readahead_io_pages() && req > max && io_pages > max {
             max = req.min(io_pages);
         }
         let mut ra = self.buf.threads[t as usize].ra;
@@ -860,8 +864,8 @@ impl Sim {
         // readit: a read that would hit its own mark at once merges the next window.
         if idx == ra.start && ra.size == ra.async_size {
             let add = next_ra_size(ra.size, max);
-            if !new_rules {
-                // Before 4.10 the merge is not capped: the window may reach 2 × max.
+            if !kernel.readahead_merge_capped() {
+                // Before 4.19 the merge is not capped: the window may reach 2 × max.
                 ra.async_size = add;
                 ra.size += add;
             } else if ra.size + add <= max {
