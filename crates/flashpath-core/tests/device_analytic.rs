@@ -18,6 +18,7 @@ fn preset() -> DeviceConfig {
     n.fw_per_4kib_ns = 500;
     n.map_lookup_ns = 1_000;
     n.t_read_ns = 60_000;
+    n.map_t_read_ns = 60_000;
     n.channel_bytes_per_s = 400_000_000;
     n.buffer_copy_bytes_per_s = 800_000_000;
     n.map_entries_per_segment = 1024;
