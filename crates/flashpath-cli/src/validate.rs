@@ -273,22 +273,13 @@ fn out_of_sample_section(
         )?;
         for r in &rep.rows {
             use crate::calibrate::out_of_sample::Published;
-            let (err, ok) = r.error();
+            let (err, ok) = r.published.error(r.predicted);
             let ins = wanted
                 .iter()
                 .any(|w| w.name == r.reproduction)
                 .then(|| measure::metric(&results[&r.reproduction], &r.metric).ok())
                 .flatten()
-                .map(|v| {
-                    crate::calibrate::out_of_sample::Row {
-                        predicted: v,
-                        reproduction: String::new(),
-                        metric: String::new(),
-                        published: r.published,
-                    }
-                    .error()
-                    .0
-                });
+                .map(|v| r.published.error(v).0);
             if ok {
                 within += 1;
             }

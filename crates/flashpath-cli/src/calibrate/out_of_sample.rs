@@ -26,28 +26,27 @@ pub enum Published {
     Range { min: f64, max: f64 },
 }
 
-impl Row {
-    /// The error against the figure, or against the nearer end of the range (0 inside),
-    /// in percent; and whether it is within the tolerance or the range.
-    pub fn error(&self) -> (f64, bool) {
-        match self.published {
+impl Published {
+    /// The error of `predicted` against the figure, or against the nearer end of the
+    /// range (0 inside), in percent; and whether it is within the tolerance or range.
+    pub fn error(self, predicted: f64) -> (f64, bool) {
+        match self {
             Published::Figure {
                 value,
                 tolerance_pct,
             } => {
-                let e = (self.predicted / value - 1.0) * 100.0;
+                let e = (predicted / value - 1.0) * 100.0;
                 (e, e.abs() <= tolerance_pct)
             }
             Published::Range { min, max } => {
-                let p = self.predicted;
-                let e = if p < min {
-                    (p / min - 1.0) * 100.0
-                } else if p > max {
-                    (p / max - 1.0) * 100.0
+                let e = if predicted < min {
+                    (predicted / min - 1.0) * 100.0
+                } else if predicted > max {
+                    (predicted / max - 1.0) * 100.0
                 } else {
                     0.0
                 };
-                (e, (min..=max).contains(&p))
+                (e, (min..=max).contains(&predicted))
             }
         }
     }
@@ -178,26 +177,26 @@ pub fn run(cat: &Catalogue, o: &OutOfSample) -> Result<Report> {
     })?;
     let mut rows = Vec::new();
     for (r, res) in after.iter().zip(&runs) {
-        for f in &r.figures {
+        let figures = r.figures.iter().map(|f| {
+            let p = Published::Figure {
+                value: f.published,
+                tolerance_pct: f.tolerance_pct,
+            };
+            (&f.metric, p)
+        });
+        let bounds = r.bounds.iter().map(|b| {
+            let p = Published::Range {
+                min: b.min,
+                max: b.max,
+            };
+            (&b.metric, p)
+        });
+        for (metric, published) in figures.chain(bounds) {
             rows.push(Row {
                 reproduction: r.name.clone(),
-                metric: f.metric.clone(),
-                predicted: measure::metric(res, &f.metric)?,
-                published: Published::Figure {
-                    value: f.published,
-                    tolerance_pct: f.tolerance_pct,
-                },
-            });
-        }
-        for b in &r.bounds {
-            rows.push(Row {
-                reproduction: r.name.clone(),
-                metric: b.metric.clone(),
-                predicted: measure::metric(res, &b.metric)?,
-                published: Published::Range {
-                    min: b.min,
-                    max: b.max,
-                },
+                metric: metric.clone(),
+                predicted: measure::metric(res, metric)?,
+                published,
             });
         }
     }

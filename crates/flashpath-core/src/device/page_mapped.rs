@@ -1783,6 +1783,17 @@ mod tests {
         (d, last + 1_000_000)
     }
 
+    /// The device of [`written`] after a read stream's first part (LPNs 0..8): the
+    /// device, an empty outbox and when that part's data was all ready.
+    fn streamed(read_ahead: Option<u64>) -> (PageMappedDevice, Outbox<Input, Output>, SimTime) {
+        let (mut d, t) = written(read_ahead);
+        let mut out = Outbox::new();
+        d.handle(t, cmd(2, DevOp::Read, 0, 8 * 8), &mut out);
+        let t1 = ready(&out);
+        out.clear();
+        (d, out, t1)
+    }
+
     /// `last_ready` of the one ReadReady in `out`.
     fn ready(out: &Outbox<Input, Output>) -> SimTime {
         match out.emits() {
@@ -1797,11 +1808,7 @@ mod tests {
     #[test]
     fn a_stop_after_a_read_leaves_the_started_read_ahead_on_the_dies() {
         let run = |read_ahead: Option<u64>| {
-            let (mut d, t) = written(read_ahead);
-            let mut out = Outbox::new();
-            d.handle(t, cmd(2, DevOp::Read, 0, 8 * 8), &mut out);
-            let t1 = ready(&out);
-            out.clear();
+            let (mut d, mut out, t1) = streamed(read_ahead);
             // The host comes back 5 us after the data and stops the stream; a random
             // read (LPN 100) follows at once.
             d.handle(t1 + 5_000, Input::Stop { tag: 2 }, &mut out);
@@ -1827,11 +1834,7 @@ mod tests {
     #[test]
     fn a_continuation_finds_only_the_read_ahead_already_read() {
         let run = |read_ahead: Option<u64>| {
-            let (mut d, t) = written(read_ahead);
-            let mut out = Outbox::new();
-            d.handle(t, cmd(2, DevOp::Read, 0, 8 * 8), &mut out);
-            let t1 = ready(&out);
-            out.clear();
+            let (mut d, mut out, t1) = streamed(read_ahead);
             let now = t1 + 2_000_000;
             d.handle(
                 now,
