@@ -237,7 +237,8 @@ pub const COMMANDS: &[Command] = &[
         summary: "Fits the device preset's declared estimates (`presets --estimates`) to \
                   measurements of a real board: fio JSON output files (each job's options \
                   are in them, so the same jobs are simulated) or a TOML of published \
-                  figures ([[measurement]] with job or fio, metric, value, spread_pct). \
+                  figures ([[measurement]] with a workload (job, fio, iozone or flashbench), \
+                  metric, value, spread_pct). \
                   Writes the fitted preset (fitted values marked calibrated) and prints \
                   the fit: each figure before and after, which fields the data pin down \
                   and which they leave free, and prediction ranges. Same inputs, same \

@@ -43,14 +43,7 @@ fn measurements(dir: &Path) -> Vec<String> {
         "--scale",
         "0.25",
     ]));
-    let mut truth = ok(&flashpath(&["presets", DEVICE]));
-    for (from, to, _) in TRUTH {
-        assert!(truth.contains(from), "{from}");
-        truth = truth.replace(from, to);
-    }
-    let truth = truth.replace(&format!("name = \"{DEVICE}\""), "name = \"truth\"");
-    let truth_path = dir.join("truth.toml");
-    std::fs::write(&truth_path, truth).unwrap();
+    let truth_path = truth_preset(dir, &TRUTH);
     let mut names: Vec<_> = std::fs::read_dir(&jobs)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -67,7 +60,7 @@ fn measurements(dir: &Path) -> Vec<String> {
         .collect();
     std::thread::scope(|s| {
         for (j, o) in names.iter().zip(&out) {
-            let t = truth_path.to_str().unwrap();
+            let t = truth_path.as_str();
             s.spawn(move || {
                 ok(&flashpath(&[
                     "fio",
@@ -245,6 +238,105 @@ fn same_inputs_same_preset_and_a_prediction_range() {
     assert!(lo <= at && at <= hi && lo > 0.0, "{l}");
 }
 
+/// The truth preset (the shipped one with `fields` of TRUTH moved) written into `dir`:
+/// its path.
+fn truth_preset(dir: &Path, fields: &[(&str, &str, &str)]) -> String {
+    let mut truth = ok(&flashpath(&["presets", DEVICE]));
+    for (from, to, _) in fields {
+        assert!(truth.contains(from), "{from}");
+        truth = truth.replace(from, to);
+    }
+    let truth = truth.replace(&format!("name = \"{DEVICE}\""), "name = \"truth\"");
+    let p = dir.join("truth.toml");
+    std::fs::write(&p, truth).unwrap();
+    p.to_string_lossy().into_owned()
+}
+
+/// iozone and flashbench command lines as measurements: their figures are read off
+/// what the tools print on the truth (as a user copies them from the real tools'
+/// output), and calibrate fits the truth's read and program times back from them.
+#[test]
+fn iozone_and_flashbench_lines_are_measurements() {
+    let dir = scratch("calibrate-tools");
+    let truth = truth_preset(&dir, &TRUTH[..2]);
+    let iozone = "-i 0 -i 2 -t 1 -s 16m -r 4k -I";
+    let align = "-a --blocksize=4096 --count=2 /dev/mmcblk0";
+    let open_au = "-O --erasesize=4194304 --blocksize=262144 --open-au-nr=3 /dev/mmcblk0";
+    let run = |tool: &str, line: &str| {
+        let mut a = vec![tool, "--device", &truth];
+        a.extend(line.split_whitespace());
+        ok(&flashpath(&a))
+    };
+    // iozone: "Children see throughput for 1 random readers \t=   17019.14 kB/sec".
+    let io = run("iozone", iozone);
+    let random_read: f64 = io
+        .lines()
+        .find(|l| l.contains("Children see throughput for 1 random readers"))
+        .and_then(|l| l.split('=').nth(1))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("{io}"));
+    // flashbench -a: "align 4194304\tpre 224µs\t..."; -O: "4MiB    68M/s ".
+    let al = run("flashbench", align);
+    let pre = al
+        .lines()
+        .find(|l| l.starts_with("align 4194304\t"))
+        .and_then(|l| l.split('\t').nth(1))
+        .and_then(|f| f.strip_prefix("pre "))
+        .unwrap_or_else(|| panic!("{al}"));
+    let pre_us: f64 = if let Some(us) = pre.strip_suffix("µs") {
+        us.parse().unwrap()
+    } else {
+        pre.strip_suffix("ms").unwrap().parse::<f64>().unwrap() * 1000.0
+    };
+    let oa = run("flashbench", open_au);
+    let rate = |len: &str| -> f64 {
+        let l = oa
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(len))
+            .unwrap_or_else(|| panic!("{oa}"));
+        let r = l.split_whitespace().nth(1).unwrap();
+        r.strip_suffix("M/s").unwrap().parse().unwrap()
+    };
+    let m = format!(
+        "[[measurement]]\nname = \"iozone\"\niozone = \"{iozone}\"\nmetric = \"random_read_kbs\"\nvalue = {random_read}\n\n\
+         [[measurement]]\nname = \"align\"\nflashbench = \"{align}\"\nmetric = \"align_pre_us@4194304\"\nvalue = {pre_us}\n\n\
+         [[measurement]]\nname = \"open-au\"\nflashbench = \"{open_au}\"\nmetric = \"open_au_mbs@4MiB\"\nvalue = {}\n\n\
+         [[measurement]]\nname = \"open-au-small\"\nflashbench = {:?}\nmetric = \"open_au_mbs@256KiB\"\nvalue = {}\n",
+        rate("4MiB"),
+        open_au.split_whitespace().collect::<Vec<_>>(),
+        rate("256KiB"),
+    );
+    let mfile = dir.join("tools.toml");
+    std::fs::write(&mfile, m).unwrap();
+    let out = dir.join("fitted.toml");
+    let report = ok(&flashpath(&[
+        "calibrate",
+        "--device",
+        DEVICE,
+        "--fit",
+        "nand.t_read,nand.t_prog",
+        "--out",
+        out.to_str().unwrap(),
+        mfile.to_str().unwrap(),
+    ]));
+    for (_, to, key) in &TRUTH[..2] {
+        let (fitted, _, _, verdict) =
+            fitted_row(&report, key).unwrap_or_else(|| panic!("{key} not fitted:\n{report}"));
+        assert_eq!(verdict, "pin it down", "{key}:\n{report}");
+        let ns = |s: &str| units::parse_ns(s).unwrap() as f64;
+        let truth = ns(to.split('"').nth(1).unwrap());
+        assert!(
+            (ns(fitted) / truth - 1.0).abs() < 0.03,
+            "{key}: fitted {fitted}, truth {truth} ns:\n{report}"
+        );
+    }
+    assert!(
+        report.contains("tools.toml:open-au open_au_mbs@4194304"),
+        "{report}"
+    );
+}
+
 #[test]
 fn bad_calibrate_input_is_one_line() {
     let dir = scratch("calibrate-bad");
@@ -312,6 +404,45 @@ fn bad_calibrate_input_is_one_line() {
         assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
         assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
         assert!(err.contains(want), "{args:?}: {err}");
+    }
+    // The TOML's workloads: one per measurement, a metric its tool reports.
+    for (body, want) in [
+        (
+            "fio = [\"--name=a\"]\niozone = \"-i 0 -t 1\"\nmetric = \"read_bw_mib\"",
+            "tools.toml:2: measurement 1: give the workload as one of",
+        ),
+        (
+            "iozone = \"-i 0 -t 1 -s 1m\"\nmetric = \"random_read_kbs\"",
+            "iozone metric 'random_read_kbs': this iozone command line reports initial_write_kbs",
+        ),
+        (
+            "iozone = \"-i 1 -l 1 -u 2 -s 1m\"\nmetric = \"read_kbs\"",
+            "say which with processes = N",
+        ),
+        (
+            "flashbench = \"-a -O /dev/x\"\nmetric = \"align_on_us@8192\"",
+            "the command line runs -a and -O: give one test per measurement",
+        ),
+        (
+            "flashbench = \"-O /dev/x\"\nmetric = \"open_au_mbs@4M\"",
+            "this flashbench command line reports open_au_mbs@LEN",
+        ),
+        (
+            "fio = [\"--name=a\"]\nprocesses = 2\nmetric = \"read_bw_mib\"",
+            "processes = N is for an iozone command line",
+        ),
+    ] {
+        let f = dir.join("tools.toml");
+        std::fs::write(
+            &f,
+            format!("# a board\n[[measurement]]\n{body}\nvalue = 1\n"),
+        )
+        .unwrap();
+        let o = flashpath(&["calibrate", f.to_str().unwrap(), "--out", "x.toml"]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{body}: {err}");
+        assert_eq!(err.lines().count(), 1, "{body}: {err}");
+        assert!(err.contains(want), "{body}: {err}");
     }
     // A field that is not a declared estimate.
     std::fs::write(

@@ -10,7 +10,7 @@
 //! fields costs tens of simulations, not hundreds. Simulations of one evaluation (one
 //! per workload) run in parallel on all cores.
 
-use super::measurements::{Measurements, Target};
+use super::measurements::{Measurements, Target, Tool, Workload};
 use super::params::Param;
 use crate::measure::{self, JobFigures};
 use crate::run::Options;
@@ -69,7 +69,7 @@ impl Problem {
             let w = &self.meas.workloads[w];
             let mut o = w.system.clone().unwrap_or_else(|| self.opts.clone());
             o.sets.extend(todo[p].iter().cloned());
-            Ok(measure::run_fio_quiet(&o, &w.fio_args).map_err(|e| format!("{e:#}")))
+            Ok(run_workload(&o, w).map_err(|e| format!("{e:#}")))
         })
         .expect("no item fails");
         {
@@ -108,8 +108,48 @@ impl Problem {
     }
 }
 
-/// A target's figure from a run's job rows.
-pub fn figure(rows: &[JobFigures], t: &Target) -> std::result::Result<f64, String> {
+/// What a workload's run gave: fio's job rows, or another tool's named figures.
+#[derive(Clone, Debug)]
+pub enum Ran {
+    Fio(Vec<JobFigures>),
+    Named(Vec<(String, f64)>),
+}
+
+/// Runs one workload quietly on the system `o` chooses.
+pub fn run_workload(o: &Options, w: &Workload) -> Result<Ran> {
+    Ok(match w.tool {
+        Tool::Fio => Ran::Fio(measure::run_fio_quiet(o, &w.args)?),
+        Tool::Iozone { processes } => {
+            Ran::Named(crate::iozone::figures::figures(o, &w.args, processes)?)
+        }
+        Tool::Flashbench => Ran::Named(crate::flashbench::figures::figures(o, &w.args)?),
+    })
+}
+
+/// A target's figure from its workload's run.
+pub fn figure(ran: &Ran, t: &Target) -> std::result::Result<f64, String> {
+    let rows = match ran {
+        Ran::Fio(rows) => rows,
+        Ran::Named(figs) => {
+            return figs
+                .iter()
+                .find(|(n, _)| *n == t.metric)
+                .map(|(_, v)| *v)
+                .ok_or_else(|| {
+                    let names: Vec<&str> = figs.iter().map(|(n, _)| n.as_str()).collect();
+                    format!(
+                        "{}: the simulated run has no figure '{}' (it has {})",
+                        t.label,
+                        t.metric,
+                        if names.is_empty() {
+                            "none".to_string()
+                        } else {
+                            names.join(", ")
+                        }
+                    )
+                })
+        }
+    };
     let mine: Vec<JobFigures> = match &t.job {
         Some(name) => rows.iter().filter(|r| &r.name == name).cloned().collect(),
         None => rows.to_vec(),

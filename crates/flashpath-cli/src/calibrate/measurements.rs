@@ -12,9 +12,11 @@
 //!   direction: the bandwidth, and the 99th percentile of completion latency where
 //!   one entry carries it (`--metrics` chooses).
 //! - **A measurements TOML** for published tables, one `[[measurement]]` per figure:
-//!   the workload (`job = "FILE.fio"`, relative to the TOML, or `fio = ["--name=a",
-//!   ...]`), `metric` (as `validate`'s), `value`, and optionally `spread_pct` and
-//!   `source`.
+//!   the workload (`job = "FILE.fio"`, relative to the TOML, `fio = ["--name=a", ...]`,
+//!   `iozone = "-i 0 -t 1 ..."` with `processes = N` where it runs several counts, or
+//!   `flashbench = "-O ... /dev/mmcblk0"`, one test), `metric` (as `validate`'s for
+//!   fio; `iozone::figures` and `flashbench::figures` name theirs), `value`, and
+//!   optionally `spread_pct` and `source`.
 
 use crate::measure::{self, JobFigures, DIRS};
 use anyhow::{anyhow, bail, Context, Result};
@@ -28,17 +30,39 @@ use std::path::Path;
 pub const DEFAULT_BW_SPREAD_PCT: f64 = 5.0;
 pub const DEFAULT_PCT_SPREAD_PCT: f64 = 15.0;
 
-/// A workload flashpath runs: fio arguments (a job file is one argument), on the
-/// calibration's system or on one of its own (a reproduction's driver and overrides).
+/// Which of flashpath's front ends runs a workload.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Tool {
+    /// fio arguments (a job file is one argument).
+    Fio,
+    /// An iozone command line, run at this many processes.
+    Iozone { processes: u64 },
+    /// A flashbench command line (one test).
+    Flashbench,
+}
+
+/// A workload flashpath runs: a tool's arguments, on the calibration's system or on one
+/// of its own (a reproduction's driver and overrides).
 #[derive(Clone, Debug)]
 pub struct Workload {
-    pub fio_args: Vec<String>,
+    pub tool: Tool,
+    pub args: Vec<String>,
     pub system: Option<crate::run::Options>,
+}
+
+impl Workload {
+    pub fn fio(args: Vec<String>) -> Workload {
+        Workload {
+            tool: Tool::Fio,
+            args,
+            system: None,
+        }
+    }
 }
 
 impl PartialEq for Workload {
     fn eq(&self, o: &Workload) -> bool {
-        self.fio_args == o.fio_args && self.system.is_none() && o.system.is_none()
+        self.tool == o.tool && self.args == o.args && self.system.is_none() && o.system.is_none()
     }
 }
 
@@ -162,10 +186,7 @@ impl Measurements {
         spreads: Spreads,
     ) -> Result<()> {
         let args = fio_args_of(path, v)?;
-        let w = self.workload(Workload {
-            fio_args: args,
-            system: None,
-        });
+        let w = self.workload(Workload::fio(args));
         let rows = measure::figures_of(v).with_context(|| path.to_string())?;
         let mut names: Vec<&str> = Vec::new();
         for r in &rows {
@@ -228,14 +249,30 @@ impl Measurements {
         struct Raw {
             measurement: Vec<RawMeasurement>,
         }
+        /// A command line: one string (split at white space) or a list of arguments.
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Line {
+            Text(String),
+            Args(Vec<String>),
+        }
+        impl Line {
+            fn args(self) -> Vec<String> {
+                match self {
+                    Line::Text(t) => t.split_whitespace().map(str::to_string).collect(),
+                    Line::Args(a) => a,
+                }
+            }
+        }
         #[derive(Deserialize)]
         #[serde(deny_unknown_fields)]
         struct RawMeasurement {
             name: Option<String>,
             job: Option<String>,
             fio: Option<Vec<String>>,
-            iozone: Option<String>,
-            flashbench: Option<String>,
+            iozone: Option<Line>,
+            flashbench: Option<Line>,
+            processes: Option<u64>,
             metric: String,
             value: f64,
             spread_pct: Option<f64>,
@@ -255,48 +292,79 @@ impl Measurements {
             bail!("{path}: no [[measurement]]: nothing to fit");
         }
         let base = Path::new(path).parent().unwrap_or(Path::new("."));
+        // Where each [[measurement]] starts, for the errors.
+        let starts: Vec<usize> = text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| l.trim_start().starts_with("[[measurement]]"))
+            .map(|(i, _)| i + 1)
+            .collect();
         for (i, m) in raw.measurement.into_iter().enumerate() {
-            let at = format!("{path}: measurement {}", i + 1);
-            if m.iozone.is_some() || m.flashbench.is_some() {
+            let at = match starts.get(i) {
+                Some(line) => format!("{path}:{line}: measurement {}", i + 1),
+                None => format!("{path}: measurement {}", i + 1),
+            };
+            let given = [
+                m.job.is_some(),
+                m.fio.is_some(),
+                m.iozone.is_some(),
+                m.flashbench.is_some(),
+            ];
+            if given.iter().filter(|&&g| g).count() != 1 {
                 bail!(
-                    "{at}: iozone and flashbench workloads are not calibrated against yet (their \
-                     reports have no metric names here); give the workload as a fio job (job = \
-                     \"FILE.fio\" or fio = [ARGS])"
+                    "{at}: give the workload as one of job = \"FILE.fio\", fio = [ARGS], iozone = \"ARGS\" or flashbench = \"ARGS\""
                 );
             }
-            let args = match (m.job, m.fio) {
-                (Some(j), None) => {
-                    let p = base.join(&j);
-                    if !p.is_file() {
-                        bail!("{at}: job '{}' does not exist", p.display());
-                    }
-                    vec![p.to_string_lossy().into_owned()]
-                }
-                (None, Some(a)) if !a.is_empty() => a,
-                _ => bail!(
-                    "{at}: give the workload as job = \"FILE.fio\" or fio = [ARGS] (one of them)"
-                ),
-            };
-            measure::check_metric(&m.metric).map_err(|e| anyhow!("{at}: {e}"))?;
+            if m.processes.is_some() && m.iozone.is_none() {
+                bail!("{at}: processes = N is for an iozone command line");
+            }
             if !(m.value.is_finite() && m.value > 0.0) {
                 bail!("{at}: value must be a positive number (got {})", m.value);
+            }
+            let (tool, args, metric) = if let Some(j) = m.job {
+                let p = base.join(&j);
+                if !p.is_file() {
+                    bail!("{at}: job '{}' does not exist", p.display());
+                }
+                (Tool::Fio, vec![p.to_string_lossy().into_owned()], m.metric)
+            } else if let Some(a) = m.fio {
+                if a.is_empty() {
+                    bail!("{at}: fio = [] has no arguments");
+                }
+                (Tool::Fio, a, m.metric)
+            } else if let Some(l) = m.iozone {
+                let a = l.args();
+                let (_, processes) = crate::iozone::figures::check(&a, &m.metric, m.processes)
+                    .map_err(|e| anyhow!("{at}: iozone {e:#}"))?;
+                (Tool::Iozone { processes }, a, m.metric)
+            } else if let Some(l) = m.flashbench {
+                let a = l.args();
+                let metric = crate::flashbench::figures::check(&a, &m.metric)
+                    .map_err(|e| anyhow!("{at}: {e:#}"))?;
+                (Tool::Flashbench, a, metric)
+            } else {
+                unreachable!("one workload was given")
+            };
+            if tool == Tool::Fio {
+                measure::check_metric(&metric).map_err(|e| anyhow!("{at}: {e}"))?;
             }
             let spread = match m.spread_pct {
                 Some(s) if s.is_finite() && s > 0.0 && s < 1000.0 => s / 100.0,
                 Some(s) => bail!("{at}: spread_pct must be above 0 and below 1000 (got {s})"),
-                None if m.metric.contains("_clat_p") => spreads.pct,
+                None if metric.contains("_clat_p") => spreads.pct,
                 None => spreads.bw,
             };
             let w = self.workload(Workload {
-                fio_args: args,
+                tool,
+                args,
                 system: None,
             });
             let name = m.name.unwrap_or_else(|| format!("#{}", i + 1));
             self.targets.push(Target {
                 workload: w,
                 job: None,
-                label: format!("{}:{name} {}", short(path), m.metric),
-                metric: m.metric,
+                label: format!("{}:{name} {metric}", short(path)),
+                metric,
                 value: m.value,
                 spread,
             });

@@ -81,8 +81,8 @@ fn targets(reps: &[&Reproduction], prefix: &[String]) -> Measurements {
         let mut args = prefix.to_vec();
         args.push(r.job.display().to_string());
         m.workloads.push(Workload {
-            fio_args: args,
             system: Some(r.options()),
+            ..Workload::fio(args)
         });
         let w = m.workloads.len() - 1;
         for f in &r.figures {

@@ -17,6 +17,7 @@
 pub mod args;
 pub mod bench;
 mod cfmt;
+pub mod figures;
 mod lfsr;
 #[cfg(test)]
 mod oracle;
@@ -120,6 +121,7 @@ fn bench_run(a: args::Args, opts: &run::Options) -> Result<()> {
         precondition: opts.precondition.unwrap_or(Precondition::Sequential),
         traced: outputs.wanted(),
         trace: None,
+        progress: true,
     };
     let o = bench::run(&a, &mut target).map_err(|e| anyhow!("flashbench: {e}"))?;
     if let Some(trace) = &target.trace {

@@ -37,6 +37,8 @@ pub struct SimTarget {
     /// Record the run's event trace (for `--trace`/`--blktrace`).
     pub traced: bool,
     pub trace: Option<Trace>,
+    /// Show the progress display (off where another command shows its own: calibrate).
+    pub progress: bool,
 }
 
 impl SimTarget {
@@ -117,9 +119,14 @@ impl Target for SimTarget {
             precondition: self.precondition,
         };
         let what = format!("{} system calls", owner.len());
-        run::progress::show_step("flashbench", 1, 1, &what);
-        let run = run::simulate_traced(cfg, true, self.traced).map_err(|e| format!("{e:#}"));
-        run::progress::end_steps();
+        if self.progress {
+            run::progress::show_step("flashbench", 1, 1, &what);
+        }
+        let run =
+            run::simulate_traced(cfg, self.progress, self.traced).map_err(|e| format!("{e:#}"));
+        if self.progress {
+            run::progress::end_steps();
+        }
         let (result, trace) = run?;
         self.trace = trace;
         let lat = &result

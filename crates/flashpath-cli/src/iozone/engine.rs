@@ -69,6 +69,8 @@ pub struct System {
     pub device: DeviceConfig,
     pub driver: DriverKind,
     pub precondition: Precondition,
+    /// Show the progress display (off where another command shows its own: calibrate).
+    pub progress: bool,
 }
 
 /// Files start on filesystem-block boundaries.
@@ -233,7 +235,7 @@ impl Runner<'_> {
             jobs,
             precondition: self.sys.precondition,
         };
-        run::simulate_traced(cfg, true, traced)
+        run::simulate_traced(cfg, self.sys.progress, traced)
     }
 
     fn phase_run(&self, res: &RunResult, k: usize) -> PhaseRun {
@@ -308,7 +310,9 @@ pub fn run(
     let mut probed_start: Vec<Option<u64>> = Vec::new();
     for k in 0..r.phases.len() {
         let what = format!("{:?}, {count} process(es)", r.phases[k].test);
-        run::progress::show_step("iozone", k + 1, r.phases.len(), &what);
+        if sys.progress {
+            run::progress::show_step("iozone", k + 1, r.phases.len(), &what);
+        }
         let stop = stop_of(r.phases[k].test);
         // The child's time includes the fsync of -e. After taking its time, a child
         // without -c fsyncs its file again before it exits, which the parent waits for.

@@ -11,6 +11,7 @@
 
 pub mod args;
 mod engine;
+pub mod figures;
 mod order;
 pub mod report;
 
@@ -35,6 +36,7 @@ pub fn command(argv: &[String]) -> Result<()> {
         device,
         driver,
         precondition: opts.precondition.unwrap_or(Precondition::Auto),
+        progress: true,
     };
     let mut outputs = Some(run::TraceOutputs::open(&opts)?);
     let wanted = outputs.as_ref().is_some_and(|o| o.wanted());
