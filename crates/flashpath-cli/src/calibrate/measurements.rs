@@ -292,13 +292,17 @@ impl Measurements {
             bail!("{path}: no [[measurement]]: nothing to fit");
         }
         let base = Path::new(path).parent().unwrap_or(Path::new("."));
-        // Where each [[measurement]] starts, for the errors.
-        let starts: Vec<usize> = text
+        // Where each [[measurement]] starts, for the errors (when the headers are
+        // written in the plain form, one per table).
+        let mut starts: Vec<usize> = text
             .lines()
             .enumerate()
             .filter(|(_, l)| l.trim_start().starts_with("[[measurement]]"))
             .map(|(i, _)| i + 1)
             .collect();
+        if starts.len() != raw.measurement.len() {
+            starts.clear();
+        }
         for (i, m) in raw.measurement.into_iter().enumerate() {
             let at = match starts.get(i) {
                 Some(line) => format!("{path}:{line}: measurement {}", i + 1),
