@@ -626,6 +626,7 @@ mod tests {
             counters: Vec::new(),
             runtime_ms: 0.0,
             occupancy: None,
+            lat_ms: Vec::new(),
         }
     }
 

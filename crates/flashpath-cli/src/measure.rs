@@ -27,6 +27,18 @@ pub struct DirFigures {
     pub clat_p95_ns: Option<f64>,
     pub clat_p99_ns: Option<f64>,
     pub clat_p999_ns: Option<f64>,
+    /// Every completion-latency percentile fio reported (its `percentile_list`):
+    /// (percentile, ns), in its order.
+    pub clat_pcts: Vec<(f64, f64)>,
+    /// `clat_ns.min`, `.max`, `.stddev`.
+    pub clat_min_ns: f64,
+    pub clat_max_ns: f64,
+    pub clat_stdev_ns: f64,
+    /// The bandwidth samples' range, KiB/s (`bw_min`, `bw_max`; fio's `bw (KiB/s): min=,
+    /// max=`), and their count (0: no samples).
+    pub bw_min_kib: f64,
+    pub bw_max_kib: f64,
+    pub bw_samples: u64,
 }
 
 /// One job row of the report.
@@ -47,6 +59,9 @@ pub struct JobFigures {
     pub runtime_ms: f64,
     /// Busy times of the row's measured window (`flashpath.occupancy`), if reported.
     pub occupancy: Option<Occupancy>,
+    /// fio's `lat (msec)` line: the share of I/Os (percent) in each millisecond bucket,
+    /// by fio's bucket name (`2`, `4`, ..., `2000`, `>=2000`; JSON `latency_ms`).
+    pub lat_ms: Vec<(String, f64)>,
 }
 
 /// Busy times over a job row's measured window, ns (`jobs[i].flashpath.occupancy`).
@@ -162,6 +177,20 @@ pub fn figures_of(v: &serde_json::Value) -> Result<Vec<JobFigures>> {
                     clat_p95_ns: pct("95.000000"),
                     clat_p99_ns: pct("99.000000"),
                     clat_p999_ns: pct("99.900000"),
+                    clat_pcts: x["clat_ns"]["percentile"]
+                        .as_object()
+                        .map(|o| {
+                            o.iter()
+                                .filter_map(|(k, v)| Some((k.parse().ok()?, v.as_f64()?)))
+                                .collect()
+                        })
+                        .unwrap_or_default(),
+                    clat_min_ns: x["clat_ns"]["min"].as_f64().unwrap_or(0.0),
+                    clat_max_ns: x["clat_ns"]["max"].as_f64().unwrap_or(0.0),
+                    clat_stdev_ns: x["clat_ns"]["stddev"].as_f64().unwrap_or(0.0),
+                    bw_min_kib: x["bw_min"].as_f64().unwrap_or(0.0),
+                    bw_max_kib: x["bw_max"].as_f64().unwrap_or(0.0),
+                    bw_samples: x["bw_samples"].as_u64().unwrap_or(0),
                 }
             };
             let means = |fp: &serde_json::Value| -> Vec<(String, f64)> {
@@ -192,6 +221,14 @@ pub fn figures_of(v: &serde_json::Value) -> Result<Vec<JobFigures>> {
                 counters: counters.clone(),
                 runtime_ms: j["job_runtime"].as_f64().unwrap_or(0.0),
                 occupancy,
+                lat_ms: j["latency_ms"]
+                    .as_object()
+                    .map(|o| {
+                        o.iter()
+                            .filter_map(|(k, v)| Some((k.clone(), v.as_f64()?)))
+                            .collect()
+                    })
+                    .unwrap_or_default(),
             })
         })
         .collect()
@@ -259,6 +296,62 @@ pub fn metric(rows: &[JobFigures], name: &str) -> Result<f64> {
             0.0
         });
     }
+    // The white paper's single-stream speeds from the spans, MiB/s: "theoretical",
+    // size / (pre + hw + post), and "theoretical max (hw = 0)", size / (pre + post).
+    if name == "theoretical_mib" || name == "theoretical_max_mib" {
+        let [r] = rows else {
+            return Err(anyhow!(
+                "metric '{name}' needs one job row (use group_reporting), the run has {}",
+                rows.len()
+            ));
+        };
+        let span = |s: &str| {
+            r.span(s)
+                .ok_or_else(|| anyhow!("metric '{name}': the report has no spans"))
+        };
+        let size = r
+            .io_size()
+            .ok_or_else(|| anyhow!("metric '{name}': the job did no I/O"))?;
+        let (pre, hw, post) = (span("pre")?, span("hw")?, span("post")?);
+        let ns = if name == "theoretical_mib" {
+            pre + hw + post
+        } else {
+            pre + post
+        };
+        // Spans of no time (a run without spans' content): no speed to speak of.
+        return Ok(if ns > 0.0 {
+            size / (ns / 1e9) / 1048576.0
+        } else {
+            0.0
+        });
+    }
+    // fio's `lat (msec)` line: `lat_msec_20_pct` is its "20=" bucket (10 < lat <= 20
+    // ms), `lat_msec_ge2000_pct` its ">=2000".
+    if let Some(bucket) = name
+        .strip_prefix("lat_msec_")
+        .and_then(|b| b.strip_suffix("_pct"))
+    {
+        let [r] = rows else {
+            return Err(anyhow!(
+                "metric '{name}' needs one job row (use group_reporting), the run has {}",
+                rows.len()
+            ));
+        };
+        let key = match bucket.strip_prefix("ge") {
+            Some(n) => format!(">={n}"),
+            None => bucket.to_string(),
+        };
+        return r
+            .lat_ms
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| *v)
+            .ok_or_else(|| {
+                anyhow!(
+                    "metric '{name}': fio has no `lat (msec)` bucket '{key}' (2, 4, 10, 20, 50, 100, 250, 500, 750, 1000, 2000, >=2000 as ge2000)"
+                )
+            });
+    }
     let (dir, what) = name
         .split_once('_')
         .ok_or_else(|| anyhow!("unknown metric '{name}' ({METRICS})"))?;
@@ -299,7 +392,37 @@ pub fn metric(rows: &[JobFigures], name: &str) -> Result<f64> {
         "clat_p95_ms" => need(one_row()?.clat_p95_ns)? / 1e6,
         "clat_p99_ms" => need(one_row()?.clat_p99_ns)? / 1e6,
         "clat_p99.9_ms" => need(one_row()?.clat_p999_ns)? / 1e6,
-        _ => return Err(anyhow!("unknown metric '{name}' ({METRICS})")),
+        "clat_min_ms" => one_row()?.clat_min_ns / 1e6,
+        "clat_max_ms" => one_row()?.clat_max_ns / 1e6,
+        "clat_stdev_ms" => one_row()?.clat_stdev_ns / 1e6,
+        "bw_min_kib" | "bw_max_kib" => {
+            let r = one_row()?;
+            if r.bw_samples == 0 {
+                return Err(anyhow!(
+                    "metric '{name}': the job took no bandwidth samples"
+                ));
+            }
+            if what == "bw_min_kib" {
+                r.bw_min_kib
+            } else {
+                r.bw_max_kib
+            }
+        }
+        _ => {
+            // Any percentile fio reported: `clat_p10_ms`, `clat_p99.5_ms`.
+            if let Some(p) = percentile_of(what) {
+                let r = one_row()?;
+                return r
+                    .clat_pcts
+                    .iter()
+                    .find(|(q, _)| (q - p).abs() < 1e-6)
+                    .map(|(_, ns)| ns / 1e6)
+                    .ok_or_else(|| {
+                        anyhow!("metric '{name}': fio reported no {p}th percentile (its percentile_list)")
+                    });
+            }
+            return Err(anyhow!("unknown metric '{name}' ({METRICS})"));
+        }
     })
 }
 
@@ -345,6 +468,16 @@ pub fn parallel<T: Sync, R: Send>(
         .collect()
 }
 
+/// The percentile of a `clat_pX_ms` metric (X in (0, 100]).
+fn percentile_of(what: &str) -> Option<f64> {
+    let p: f64 = what
+        .strip_prefix("clat_p")?
+        .strip_suffix("_ms")?
+        .parse()
+        .ok()?;
+    (p > 0.0 && p <= 100.0).then_some(p)
+}
+
 /// Checks a metric name without a run.
 pub fn check_metric(name: &str) -> Result<()> {
     if name
@@ -362,6 +495,11 @@ pub fn check_metric(name: &str) -> Result<()> {
         .into_iter()
         .flat_map(|(g, c)| c.into_iter().map(move |(k, _)| (format!("{g}.{k}"), 0.0)))
         .collect();
+    // Any percentile is a name (whether fio reports it depends on the job's
+    // percentile_list); so is any of fio's `lat (msec)` buckets.
+    let asked = name
+        .split_once('_')
+        .and_then(|(_, what)| percentile_of(what));
     let probe = [JobFigures {
         name: String::new(),
         dirs: std::array::from_fn(|_| DirFigures {
@@ -371,6 +509,8 @@ pub fn check_metric(name: &str) -> Result<()> {
             clat_p95_ns: Some(0.0),
             clat_p99_ns: Some(0.0),
             clat_p999_ns: Some(0.0),
+            clat_pcts: asked.map(|p| (p, 0.0)).into_iter().collect(),
+            bw_samples: 1,
             ..DirFigures::default()
         }),
         spans: SPANS.iter().map(|s| (s.to_string(), 0.0)).collect(),
@@ -378,14 +518,25 @@ pub fn check_metric(name: &str) -> Result<()> {
         counters,
         runtime_ms: 0.0,
         occupancy: None,
+        lat_ms: LAT_MS_BUCKETS
+            .iter()
+            .map(|b| (b.to_string(), 0.0))
+            .collect(),
     }];
     metric(&probe, name).map(|_| ())
 }
 
+/// fio's `lat (msec)` buckets (stat.c's msec names; JSON `latency_ms`).
+const LAT_MS_BUCKETS: [&str; 12] = [
+    "2", "4", "10", "20", "50", "100", "250", "500", "750", "1000", "2000", ">=2000",
+];
+
 pub const METRICS: &str = "DIR_bw_mib, DIR_bw_mb, DIR_iops, DIR_clat_mean_ms, DIR_clat_mean_us, \
-DIR_clat_p50_ms, DIR_clat_p90_ms, DIR_clat_p95_ms, DIR_clat_p99_ms, DIR_clat_p99.9_ms (fio's \
-clat percentiles) with DIR read, write or trim; SPAN_us with SPAN pre, hw, post, q2g, \
-g2i, i2d, d2c or q2c, and DIR_SPAN_us for one direction's; software_share_pct; the run's \
+DIR_clat_pX_ms (any percentile fio reports: p50, p99.9, ...), DIR_clat_min_ms, DIR_clat_max_ms, \
+DIR_clat_stdev_ms, DIR_bw_min_kib and DIR_bw_max_kib (the bandwidth samples' range) with DIR \
+read, write or trim; lat_msec_N_pct (fio's `lat (msec)` bucket N: 2, 4, 10, ..., 2000, ge2000); SPAN_us with SPAN pre, hw, post, q2g, \
+g2i, i2d, d2c or q2c, and DIR_SPAN_us for one direction's; software_share_pct; \
+theoretical_mib and theoretical_max_mib (size / (pre + hw + post) and size / (pre + post)); the run's \
 counters device.NAME and hpb.NAME (as in the JSON root flashpath); runtime_ms@PREFIX (summed runtimes \
 of the jobs whose name starts with PREFIX)";
 
@@ -419,6 +570,7 @@ mod tests {
                 counters: Vec::new(),
                 runtime_ms: 0.0,
                 occupancy: None,
+                lat_ms: Vec::new(),
             },
             JobFigures {
                 name: "b".into(),
@@ -432,6 +584,7 @@ mod tests {
                 counters: Vec::new(),
                 runtime_ms: 0.0,
                 occupancy: None,
+                lat_ms: Vec::new(),
             },
         ]
     }
@@ -466,6 +619,49 @@ mod tests {
         assert_eq!(metric(&r, "trim_iops").unwrap(), 128.0);
         assert_eq!(metric(&r, "trim_clat_mean_us").unwrap(), 500.0);
         assert!(metric(&r, "discard_bw_mib").is_err());
+        // Table 2's direct-write row: 128 KiB, pre 141, hw 1360, post 53 us: "81"
+        // and "644" MiB/s.
+        let mut w = r[0].clone();
+        w.dirs[0].io_bytes = w.dirs[0].ios * 131072;
+        w.spans.push(("post".into(), 53_000.0));
+        let th = metric(std::slice::from_ref(&w), "theoretical_mib").unwrap();
+        let max = metric(std::slice::from_ref(&w), "theoretical_max_mib").unwrap();
+        assert!((th - 80.43).abs() < 0.01, "{th}");
+        assert!((max - 644.33).abs() < 0.01, "{max}");
+        assert!(
+            metric(&r[..1], "theoretical_mib").is_err(),
+            "post is not reported"
+        );
+        assert!(metric(&r, "theoretical_max_mib").is_err(), "needs one row");
+        // Any reported percentile, the extremes, the samples' range, fio's buckets.
+        let mut x = r[0].clone();
+        x.dirs[0].clat_pcts = vec![(1.0, 11_338_000.0), (99.5, 12_518_000.0)];
+        x.dirs[0].clat_min_ns = 11_253_000.0;
+        x.dirs[0].clat_max_ns = 34_579_000.0;
+        x.dirs[0].clat_stdev_ns = 742_160.0;
+        x.dirs[0].bw_min_kib = 81920.0;
+        x.dirs[0].bw_max_kib = 88064.0;
+        x.dirs[0].bw_samples = 12;
+        x.lat_ms = vec![("20".into(), 99.9), (">=2000".into(), 0.1)];
+        let one = std::slice::from_ref(&x);
+        assert_eq!(metric(one, "read_clat_p1_ms").unwrap(), 11.338);
+        assert_eq!(metric(one, "read_clat_p99.5_ms").unwrap(), 12.518);
+        let e = metric(one, "read_clat_p10_ms").unwrap_err().to_string();
+        assert!(e.contains("no 10th percentile"), "{e}");
+        assert_eq!(metric(one, "read_clat_min_ms").unwrap(), 11.253);
+        assert_eq!(metric(one, "read_clat_max_ms").unwrap(), 34.579);
+        assert_eq!(metric(one, "read_clat_stdev_ms").unwrap(), 0.74216);
+        assert_eq!(metric(one, "read_bw_min_kib").unwrap(), 81920.0);
+        assert_eq!(metric(one, "read_bw_max_kib").unwrap(), 88064.0);
+        assert!(metric(&r[..1], "read_bw_min_kib").is_err(), "no samples");
+        assert_eq!(metric(one, "lat_msec_20_pct").unwrap(), 99.9);
+        assert_eq!(metric(one, "lat_msec_ge2000_pct").unwrap(), 0.1);
+        assert!(metric(one, "lat_msec_30_pct").is_err());
+        assert!(check_metric("write_clat_p99.5_ms").is_ok());
+        assert!(check_metric("write_clat_p0_ms").is_err());
+        assert!(check_metric("lat_msec_50_pct").is_ok());
+        assert!(check_metric("lat_msec_5_pct").is_err());
+        assert!(check_metric("write_bw_max_kib").is_ok());
         // Size and bandwidth of a row count its trims.
         assert_eq!(r[1].io_size(), Some(4096.0));
         assert_eq!(r[1].bw_bytes(), 2097152.0 + 524288.0);
