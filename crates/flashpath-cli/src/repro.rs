@@ -16,6 +16,17 @@ struct RawManifest {
     comparison: Vec<Comparison>,
     #[serde(default)]
     out_of_sample: Vec<OutOfSample>,
+    #[serde(default)]
+    not_checked: Vec<NotChecked>,
+}
+
+/// A published figure (or sentence with a number) the manifest's source gives that no
+/// check stands for, and why: `validate` lists them.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NotChecked {
+    pub figure: String,
+    pub because: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -133,6 +144,8 @@ pub struct Catalogue {
     pub reproductions: Vec<Reproduction>,
     pub comparisons: Vec<Comparison>,
     pub out_of_sample: Vec<OutOfSample>,
+    /// (the manifest's set, e.g. `rtsx`; the figure).
+    pub not_checked: Vec<(String, NotChecked)>,
 }
 
 /// The jobs directory: `--jobs DIR`, else `./jobs`, else the source tree's.
@@ -266,6 +279,19 @@ pub fn load_manifest(path: &Path, text: &str, cat: &mut Catalogue) -> Result<()>
             );
         }
         cat.out_of_sample.push(o);
+    }
+    let set = base
+        .file_name()
+        .map_or(String::new(), |n| n.to_string_lossy().into_owned());
+    for n in raw.not_checked {
+        if n.figure.trim().is_empty() || n.because.trim().is_empty() {
+            bail!(
+                "{}:{}: not_checked: figure and because must both say something",
+                path.display(),
+                line_of(text, "[[not_checked]]")
+            );
+        }
+        cat.not_checked.push((set.clone(), n));
     }
     Ok(())
 }

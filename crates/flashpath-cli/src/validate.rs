@@ -178,6 +178,17 @@ pub fn validate(
             verdict
         )?;
     }
+    if only.is_none() && !cat.not_checked.is_empty() {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "not checked: {} published figures or sentences, because:",
+            cat.not_checked.len()
+        )?;
+        for (set, n) in &cat.not_checked {
+            writeln!(out, "  {set}: {}: {}", n.figure, n.because)?;
+        }
+    }
     let oos = if out_of_sample {
         out_of_sample_section(cat, only, &wanted, &results, out)?
     } else {

@@ -187,3 +187,42 @@ fn out_of_sample_sets_are_calibrated_on_before_and_predict_after() {
         "{err}"
     );
 }
+
+/// A manifest's `[[not_checked]]` figures are listed with their reasons (not with
+/// `--only`, which selects reproductions), and one without a reason is refused.
+#[test]
+fn figures_not_checked_are_listed_with_their_reason() {
+    let body = format!(
+        "{}\n[[not_checked]]\nfigure = \"the board's clock\"\nbecause = \"a preset input\"\n",
+        reproduction("nc-legacy", "mmc-legacy", "predict = [\"read_iops\"]")
+    );
+    let d = jobs("not-checked", &body);
+    let o = flashpath(&["validate", "--jobs", d.to_str().unwrap(), "--in-sample"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = stdout(&o);
+    assert!(
+        out.contains("not checked: 1 published figures or sentences, because:\n  set: the board's clock: a preset input\n"),
+        "{out}"
+    );
+    let o = flashpath(&[
+        "validate",
+        "--jobs",
+        d.to_str().unwrap(),
+        "--in-sample",
+        "--only",
+        "nc-",
+    ]);
+    assert!(!stdout(&o).contains("not checked"), "{}", stdout(&o));
+    let d = jobs(
+        "not-checked-bad",
+        &body.replace("because = \"a preset input\"", "because = \" \""),
+    );
+    let o = flashpath(&["validate", "--jobs", d.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("reproductions.toml:")
+            && err.contains("not_checked: figure and because must both say something"),
+        "{err}"
+    );
+}
