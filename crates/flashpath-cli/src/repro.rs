@@ -61,6 +61,10 @@ pub struct Figure {
     /// A known, explained miss: the check is reported as such and does not fail the run,
     /// but passing it fails the run until the marker is removed (strict "expected failure").
     pub known_failure: Option<String>,
+    /// No preset value was fitted to this figure: the check is a prediction (out of
+    /// sample), not an in-sample agreement. `validate` says so beside it.
+    #[serde(default)]
+    pub prediction: bool,
 }
 
 /// A published range rather than a figure: the metric must lie in [min, max] (the white
@@ -73,6 +77,9 @@ pub struct Bound {
     pub max: f64,
     /// As for figures.
     pub known_failure: Option<String>,
+    /// As for figures.
+    #[serde(default)]
+    pub prediction: bool,
 }
 
 #[derive(Clone, Debug, Deserialize)]

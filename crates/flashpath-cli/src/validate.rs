@@ -116,7 +116,9 @@ pub fn validate(
             let err = (v / f.published - 1.0) * 100.0;
             let ok = err.abs() <= f.tolerance_pct;
             let (bad, verdict) = verdict(ok, f.known_failure.as_deref());
+            let verdict = predicted(f.prediction, verdict);
             figures.add(ok, bad);
+            figures.predicted += f.prediction as usize;
             abs_err.push((err.abs(), ok));
             writeln!(
                 out,
@@ -129,7 +131,9 @@ pub fn validate(
                 .map_err(|e| anyhow!("reproduction '{}': {e}", r.name))?;
             let ok = (b.min..=b.max).contains(&v);
             let (bad, verdict) = verdict(ok, b.known_failure.as_deref());
+            let verdict = predicted(b.prediction, verdict);
             figures.add(ok, bad);
+            figures.predicted += b.prediction as usize;
             writeln!(
                 out,
                 "{:34} {:20} {:>10.2} {:>21} {:>6}  {}",
@@ -357,6 +361,8 @@ struct Tally {
     known: usize,
     /// Outside and not declared, or declared but now within: these fail the run.
     unexpected: usize,
+    /// Of all of them, those no preset value was fitted to (`prediction = true`).
+    predicted: usize,
 }
 
 impl Tally {
@@ -382,9 +388,17 @@ fn summary(figures: &Tally, ranges: &Tally, predictions: usize, abs_err: &[(f64,
     let all: Vec<f64> = abs_err.iter().map(|e| e.0).collect();
     let within: Vec<f64> = abs_err.iter().filter(|e| e.1).map(|e| e.0).collect();
     let mut s = format!(
-        "validate: {} published figures: {} within tolerance, {} declared known failures, \
+        "validate: {} published figures{}: {} within tolerance, {} declared known failures, \
          {} unexpected",
         figures.total(),
+        if figures.predicted > 0 {
+            format!(
+                " ({} of them predictions: no preset value was fitted to them)",
+                figures.predicted
+            )
+        } else {
+            String::new()
+        },
         figures.within,
         figures.known,
         figures.unexpected
@@ -408,6 +422,16 @@ fn summary(figures: &Tally, ranges: &Tally, predictions: usize, abs_err: &[(f64,
         ranges.unexpected
     );
     s
+}
+
+/// A check's verdict, marked when the check is a prediction (no preset value fitted to
+/// its figure).
+fn predicted(prediction: bool, verdict: String) -> String {
+    if prediction {
+        format!("predicted, {verdict}")
+    } else {
+        verdict
+    }
 }
 
 /// Whether a check fails the run, and what to print: a known failure that still fails

@@ -192,9 +192,14 @@ fn out_of_sample_sets_are_calibrated_on_before_and_predict_after() {
 /// `--only`, which selects reproductions), and one without a reason is refused.
 #[test]
 fn figures_not_checked_are_listed_with_their_reason() {
+    // A range no preset was fitted to: a prediction, said so beside it and in the count.
     let body = format!(
         "{}\n[[not_checked]]\nfigure = \"the board's clock\"\nbecause = \"a preset input\"\n",
-        reproduction("nc-legacy", "mmc-legacy", "predict = [\"read_iops\"]")
+        reproduction(
+            "nc-legacy",
+            "mmc-legacy",
+            "[[reproduction.bound]]\nmetric = \"read_iops\"\nmin = 1.0\nmax = 1e9\nprediction = true"
+        )
     );
     let d = jobs("not-checked", &body);
     let o = flashpath(&["validate", "--jobs", d.to_str().unwrap(), "--in-sample"]);
@@ -202,6 +207,17 @@ fn figures_not_checked_are_listed_with_their_reason() {
     let out = stdout(&o);
     assert!(
         out.contains("not checked: 1 published figures or sentences, because:\n  set: the board's clock: a preset input\n"),
+        "{out}"
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("nc-legacy") && l.ends_with("predicted, ok")),
+        "{out}"
+    );
+    assert!(
+        last_line(&out).starts_with(
+            "validate: 1 published figures (1 of them predictions: no preset value was fitted to them): 1 within tolerance"
+        ),
         "{out}"
     );
     let o = flashpath(&[
