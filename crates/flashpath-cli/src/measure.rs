@@ -234,6 +234,26 @@ pub fn figures_of(v: &serde_json::Value) -> Result<Vec<JobFigures>> {
         .collect()
 }
 
+/// The one job row a per-row metric needs.
+fn one_job_row<'a>(rows: &'a [JobFigures], name: &str) -> Result<&'a JobFigures> {
+    match rows {
+        [r] => Ok(r),
+        _ => Err(anyhow!(
+            "metric '{name}' needs one job row (use group_reporting), the run has {}",
+            rows.len()
+        )),
+    }
+}
+
+/// A row's mean pre, hw and post spans, ns.
+fn pre_hw_post(r: &JobFigures, name: &str) -> Result<(f64, f64, f64)> {
+    let span = |s: &str| {
+        r.span(s)
+            .ok_or_else(|| anyhow!("metric '{name}': the report has no spans"))
+    };
+    Ok((span("pre")?, span("hw")?, span("post")?))
+}
+
 /// A named figure of a run (`write_bw_mib`, `read_clat_p95_ms`, ...), over all job rows:
 /// bandwidth and IOPS add up, mean latency is weighted by I/Os, percentiles need one row.
 pub fn metric(rows: &[JobFigures], name: &str) -> Result<f64> {
@@ -260,12 +280,7 @@ pub fn metric(rows: &[JobFigures], name: &str) -> Result<f64> {
             _ => (None, span),
         };
         if SPANS.contains(&span) {
-            let [r] = rows else {
-                return Err(anyhow!(
-                    "metric '{name}' needs one job row (use group_reporting), the run has {}",
-                    rows.len()
-                ));
-            };
+            let r = one_job_row(rows, name)?;
             let mean = match d {
                 Some(d) => r.dir_span(d, span),
                 None => r.span(span),
@@ -278,17 +293,8 @@ pub fn metric(rows: &[JobFigures], name: &str) -> Result<f64> {
     }
     // The paper's software share: (pre + post) / (pre + hw + post) of the mean spans.
     if name == "software_share_pct" {
-        let [r] = rows else {
-            return Err(anyhow!(
-                "metric '{name}' needs one job row (use group_reporting), the run has {}",
-                rows.len()
-            ));
-        };
-        let span = |s: &str| {
-            r.span(s)
-                .ok_or_else(|| anyhow!("metric '{name}': the report has no spans"))
-        };
-        let (pre, hw, post) = (span("pre")?, span("hw")?, span("post")?);
+        let r = one_job_row(rows, name)?;
+        let (pre, hw, post) = pre_hw_post(r, name)?;
         let total = pre + hw + post;
         return Ok(if total > 0.0 {
             (pre + post) / total * 100.0
@@ -299,20 +305,11 @@ pub fn metric(rows: &[JobFigures], name: &str) -> Result<f64> {
     // The white paper's single-stream speeds from the spans, MiB/s: "theoretical",
     // size / (pre + hw + post), and "theoretical max (hw = 0)", size / (pre + post).
     if name == "theoretical_mib" || name == "theoretical_max_mib" {
-        let [r] = rows else {
-            return Err(anyhow!(
-                "metric '{name}' needs one job row (use group_reporting), the run has {}",
-                rows.len()
-            ));
-        };
-        let span = |s: &str| {
-            r.span(s)
-                .ok_or_else(|| anyhow!("metric '{name}': the report has no spans"))
-        };
+        let r = one_job_row(rows, name)?;
         let size = r
             .io_size()
             .ok_or_else(|| anyhow!("metric '{name}': the job did no I/O"))?;
-        let (pre, hw, post) = (span("pre")?, span("hw")?, span("post")?);
+        let (pre, hw, post) = pre_hw_post(r, name)?;
         let ns = if name == "theoretical_mib" {
             pre + hw + post
         } else {
@@ -331,12 +328,7 @@ pub fn metric(rows: &[JobFigures], name: &str) -> Result<f64> {
         .strip_prefix("lat_msec_")
         .and_then(|b| b.strip_suffix("_pct"))
     {
-        let [r] = rows else {
-            return Err(anyhow!(
-                "metric '{name}' needs one job row (use group_reporting), the run has {}",
-                rows.len()
-            ));
-        };
+        let r = one_job_row(rows, name)?;
         let key = match bucket.strip_prefix("ge") {
             Some(n) => format!(">={n}"),
             None => bucket.to_string(),
@@ -361,15 +353,7 @@ pub fn metric(rows: &[JobFigures], name: &str) -> Result<f64> {
         .ok_or_else(|| anyhow!("unknown metric '{name}' ({METRICS})"))?;
     let sum = |f: &dyn Fn(&DirFigures) -> f64| rows.iter().map(|r| f(&r.dirs[d])).sum::<f64>();
     let ios = sum(&|x| x.ios as f64);
-    let one_row = || -> Result<&DirFigures> {
-        match rows {
-            [r] => Ok(&r.dirs[d]),
-            _ => Err(anyhow!(
-                "metric '{name}' needs one job row (use group_reporting), the run has {}",
-                rows.len()
-            )),
-        }
-    };
+    let one_row = || -> Result<&DirFigures> { Ok(&one_job_row(rows, name)?.dirs[d]) };
     let need =
         |v: Option<f64>| v.ok_or_else(|| anyhow!("metric '{name}': percentile not reported"));
     Ok(match what {
