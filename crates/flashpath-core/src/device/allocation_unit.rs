@@ -1257,9 +1257,14 @@ impl AuDevice {
         if ms == 1 {
             return t;
         }
-        let mut pages: Vec<u32> = Vec::new();
         let head = lba / ms * ms;
         let tail = end.div_ceil(ms) * ms;
+        if head == lba && tail == end {
+            return t;
+        }
+        // The old pages to read, in the order met: a map unit lies in one page, so the
+        // head and the tail give two at most (the Vec is for a geometry where not).
+        let mut pages: ([u32; 2], usize, Vec<u32>) = ([0; 2], 0, Vec::new());
         // The unit's sectors outside the write, at each end.
         for (from, to) in [(head, lba), (end, tail)] {
             if from >= to {
@@ -1267,21 +1272,31 @@ impl AuDevice {
             }
             for slot in from / SECTORS_PER_LPN..to.div_ceil(SECTORS_PER_LPN) {
                 let (lau, _) = self.au_of(slot);
-                let in_log = self.log.as_ref().is_some_and(|l| l.map.contains_key(&slot));
-                if self.erased[lau as usize] && !in_log {
+                // A never-written AU has no old data, unless the log holds some.
+                if self.erased[lau as usize]
+                    && !self.log.as_ref().is_some_and(|l| l.map.contains_key(&slot))
+                {
                     continue;
                 }
                 let Loc::Nand(p) = self.locate(slot) else {
                     continue;
                 };
                 let page = p / self.spp;
-                if !pages.contains(&page) {
-                    pages.push(page);
+                let (inline, n, more) = &mut pages;
+                if inline[..*n].contains(&page) || more.contains(&page) {
+                    continue;
+                }
+                if *n < inline.len() {
+                    inline[*n] = page;
+                    *n += 1;
+                } else {
+                    more.push(page);
                 }
             }
         }
         let mut ready = t;
-        for page in pages {
+        let (inline, n, more) = pages;
+        for page in inline[..n].iter().chain(&more).copied() {
             let p = page * self.spp;
             ready = ready.max(self.read_old_page(t, p / self.spa, p % self.spa));
             self.au.small_write_rmw_reads += 1;
