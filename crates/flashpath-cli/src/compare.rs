@@ -350,7 +350,7 @@ fn render_json(
                                 "bw_bytes": x.bw_bytes,
                                 "iops": x.iops,
                                 "clat_mean_ns": x.clat_mean_ns,
-                                "clat_p99_ns": x.clat_p99_ns,
+                                "clat_p99_ns": x.clat_pct_ns(99.0),
                             }),
                         );
                     }

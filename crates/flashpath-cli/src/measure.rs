@@ -21,14 +21,8 @@ pub struct DirFigures {
     /// Mean submission and total latency (`slat_ns.mean`, `lat_ns.mean`).
     pub slat_mean_ns: f64,
     pub lat_mean_ns: f64,
-    /// Completion-latency percentiles as fio's JSON gives them (`clat_ns.percentile`).
-    pub clat_p50_ns: Option<f64>,
-    pub clat_p90_ns: Option<f64>,
-    pub clat_p95_ns: Option<f64>,
-    pub clat_p99_ns: Option<f64>,
-    pub clat_p999_ns: Option<f64>,
-    /// Every completion-latency percentile fio reported (its `percentile_list`):
-    /// (percentile, ns), in its order.
+    /// Every completion-latency percentile fio's JSON gives (`clat_ns.percentile`, its
+    /// `percentile_list`): (percentile, ns), in its order.
     pub clat_pcts: Vec<(f64, f64)>,
     /// `clat_ns.min`, `.max`, `.stddev`.
     pub clat_min_ns: f64,
@@ -74,6 +68,16 @@ pub struct Occupancy {
 
 fn find_span(set: &[(String, f64)], name: &str) -> Option<f64> {
     set.iter().find(|(n, _)| n == name).map(|(_, v)| *v)
+}
+
+impl DirFigures {
+    /// The completion-latency percentile `p` fio reported (its `percentile_list`), ns.
+    pub fn clat_pct_ns(&self, p: f64) -> Option<f64> {
+        self.clat_pcts
+            .iter()
+            .find(|(q, _)| (q - p).abs() < 1e-6)
+            .map(|(_, ns)| *ns)
+    }
 }
 
 impl JobFigures {
@@ -163,7 +167,6 @@ pub fn figures_of(v: &serde_json::Value) -> Result<Vec<JobFigures>> {
         .map(|j| {
             let dir = |d: &str| {
                 let x = &j[d];
-                let pct = |p: &str| x["clat_ns"]["percentile"][p].as_f64();
                 DirFigures {
                     ios: x["total_ios"].as_u64().unwrap_or(0),
                     io_bytes: x["io_bytes"].as_u64().unwrap_or(0),
@@ -172,11 +175,6 @@ pub fn figures_of(v: &serde_json::Value) -> Result<Vec<JobFigures>> {
                     clat_mean_ns: x["clat_ns"]["mean"].as_f64().unwrap_or(0.0),
                     slat_mean_ns: x["slat_ns"]["mean"].as_f64().unwrap_or(0.0),
                     lat_mean_ns: x["lat_ns"]["mean"].as_f64().unwrap_or(0.0),
-                    clat_p50_ns: pct("50.000000"),
-                    clat_p90_ns: pct("90.000000"),
-                    clat_p95_ns: pct("95.000000"),
-                    clat_p99_ns: pct("99.000000"),
-                    clat_p999_ns: pct("99.900000"),
                     clat_pcts: x["clat_ns"]["percentile"]
                         .as_object()
                         .map(|o| {
@@ -354,8 +352,6 @@ pub fn metric(rows: &[JobFigures], name: &str) -> Result<f64> {
     let sum = |f: &dyn Fn(&DirFigures) -> f64| rows.iter().map(|r| f(&r.dirs[d])).sum::<f64>();
     let ios = sum(&|x| x.ios as f64);
     let one_row = || -> Result<&DirFigures> { Ok(&one_job_row(rows, name)?.dirs[d]) };
-    let need =
-        |v: Option<f64>| v.ok_or_else(|| anyhow!("metric '{name}': percentile not reported"));
     Ok(match what {
         "bw_mib" => sum(&|x| x.bw_bytes) / 1048576.0,
         "bw_mb" => sum(&|x| x.bw_bytes) / 1e6,
@@ -371,11 +367,6 @@ pub fn metric(rows: &[JobFigures], name: &str) -> Result<f64> {
                 ns / 1e3
             }
         }
-        "clat_p50_ms" => need(one_row()?.clat_p50_ns)? / 1e6,
-        "clat_p90_ms" => need(one_row()?.clat_p90_ns)? / 1e6,
-        "clat_p95_ms" => need(one_row()?.clat_p95_ns)? / 1e6,
-        "clat_p99_ms" => need(one_row()?.clat_p99_ns)? / 1e6,
-        "clat_p99.9_ms" => need(one_row()?.clat_p999_ns)? / 1e6,
         "clat_min_ms" => one_row()?.clat_min_ns / 1e6,
         "clat_max_ms" => one_row()?.clat_max_ns / 1e6,
         "clat_stdev_ms" => one_row()?.clat_stdev_ns / 1e6,
@@ -396,14 +387,11 @@ pub fn metric(rows: &[JobFigures], name: &str) -> Result<f64> {
             // Any percentile fio reported: `clat_p10_ms`, `clat_p99.5_ms`.
             if let Some(p) = percentile_of(what) {
                 let r = one_row()?;
-                return r
-                    .clat_pcts
-                    .iter()
-                    .find(|(q, _)| (q - p).abs() < 1e-6)
-                    .map(|(_, ns)| ns / 1e6)
-                    .ok_or_else(|| {
-                        anyhow!("metric '{name}': fio reported no {p}th percentile (its percentile_list)")
-                    });
+                return r.clat_pct_ns(p).map(|ns| ns / 1e6).ok_or_else(|| {
+                    anyhow!(
+                        "metric '{name}': fio reported no {p}th percentile (its percentile_list)"
+                    )
+                });
             }
             return Err(anyhow!("unknown metric '{name}' ({METRICS})"));
         }
@@ -488,11 +476,6 @@ pub fn check_metric(name: &str) -> Result<()> {
         name: String::new(),
         dirs: std::array::from_fn(|_| DirFigures {
             ios: 1,
-            clat_p50_ns: Some(0.0),
-            clat_p90_ns: Some(0.0),
-            clat_p95_ns: Some(0.0),
-            clat_p99_ns: Some(0.0),
-            clat_p999_ns: Some(0.0),
             clat_pcts: asked.map(|p| (p, 0.0)).into_iter().collect(),
             bw_samples: 1,
             ..DirFigures::default()
@@ -538,11 +521,13 @@ mod tests {
             bw_bytes: bw,
             iops: ios as f64,
             clat_mean_ns: mean,
-            clat_p50_ns: Some(1e6),
-            clat_p90_ns: Some(1.5e6),
-            clat_p95_ns: Some(2e6),
-            clat_p99_ns: Some(3e6),
-            clat_p999_ns: Some(4e6),
+            clat_pcts: vec![
+                (50.0, 1e6),
+                (90.0, 1.5e6),
+                (95.0, 2e6),
+                (99.0, 3e6),
+                (99.9, 4e6),
+            ],
             ..DirFigures::default()
         };
         vec![

@@ -119,7 +119,7 @@ pub fn validate(
             let verdict = predicted(f.prediction, verdict);
             figures.add(ok, bad);
             figures.predicted += f.prediction as usize;
-            abs_err.push((err.abs(), ok));
+            abs_err.push((err.abs(), ok, f.prediction));
             writeln!(
                 out,
                 "{:34} {:20} {:>10.2} {:>10.2} {:>+8.1}% {:>5}%  {}",
@@ -381,12 +381,37 @@ impl Tally {
 
 /// The report's last line: the checks against published figures (single values and
 /// ranges), the before/after comparisons, the predictions, and the mean absolute error
-/// of the single published values (`abs_err`: |error| in % and whether it was within
-/// tolerance), over those within tolerance and over all.
-fn summary(figures: &Tally, ranges: &Tally, predictions: usize, abs_err: &[(f64, bool)]) -> String {
-    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
-    let all: Vec<f64> = abs_err.iter().map(|e| e.0).collect();
-    let within: Vec<f64> = abs_err.iter().filter(|e| e.1).map(|e| e.0).collect();
+/// of the single published values (`abs_err`: |error| in %, whether it was within
+/// tolerance, whether it is a prediction), over those within tolerance and over all;
+/// in-sample values and predictions apart when there are predictions.
+fn summary(
+    figures: &Tally,
+    ranges: &Tally,
+    predictions: usize,
+    abs_err: &[(f64, bool, bool)],
+) -> String {
+    // " (mean |error| A % over the N LABELsingle values within tolerance, B % over all M)"
+    let means = |label: &str, predicted: Option<bool>| -> String {
+        let pick: Vec<(f64, bool)> = abs_err
+            .iter()
+            .filter(|e| predicted.is_none_or(|p| e.2 == p))
+            .map(|e| (e.0, e.1))
+            .collect();
+        let within: Vec<f64> = pick.iter().filter(|e| e.1).map(|e| e.0).collect();
+        if within.is_empty() {
+            return String::new();
+        }
+        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+        let all: Vec<f64> = pick.iter().map(|e| e.0).collect();
+        format!(
+            "mean |error| {:.1} % over the {} {label}single values within tolerance, {:.1} % \
+             over all {}",
+            mean(&within),
+            within.len(),
+            mean(&all),
+            all.len()
+        )
+    };
     let mut s = format!(
         "validate: {} published figures{}: {} within tolerance, {} declared known failures, \
          {} unexpected",
@@ -403,15 +428,17 @@ fn summary(figures: &Tally, ranges: &Tally, predictions: usize, abs_err: &[(f64,
         figures.known,
         figures.unexpected
     );
-    if !within.is_empty() {
-        s += &format!(
-            " (mean |error| {:.1} % over the {} single values within tolerance, {:.1} % over \
-             all {})",
-            mean(&within),
-            within.len(),
-            mean(&all),
-            all.len()
-        );
+    let parts: Vec<String> = if abs_err.iter().any(|e| e.2) {
+        vec![
+            means("in-sample ", Some(false)),
+            means("predicted ", Some(true)),
+        ]
+    } else {
+        vec![means("", None)]
+    };
+    let parts: Vec<String> = parts.into_iter().filter(|p| !p.is_empty()).collect();
+    if !parts.is_empty() {
+        s += &format!(" ({})", parts.join("; "));
     }
     s += &format!(
         "; {} before/after comparisons: {} in range, {} declared known failures, {} \

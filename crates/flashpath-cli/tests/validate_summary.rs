@@ -198,7 +198,8 @@ fn figures_not_checked_are_listed_with_their_reason() {
         reproduction(
             "nc-legacy",
             "mmc-legacy",
-            "[[reproduction.bound]]\nmetric = \"read_iops\"\nmin = 1.0\nmax = 1e9\nprediction = true"
+            "[[reproduction.bound]]\nmetric = \"read_iops\"\nmin = 1.0\nmax = 1e9\nprediction = true\n\
+             [[reproduction.figure]]\nmetric = \"read_iops\"\npublished = 1000.0\ntolerance_pct = 1e9\nprediction = true"
         )
     );
     let d = jobs("not-checked", &body);
@@ -216,8 +217,15 @@ fn figures_not_checked_are_listed_with_their_reason() {
     );
     assert!(
         last_line(&out).starts_with(
-            "validate: 1 published figures (1 of them predictions: no preset value was fitted to them): 1 within tolerance"
+            "validate: 2 published figures (2 of them predictions: no preset value was fitted to them): 2 within tolerance"
         ),
+        "{out}"
+    );
+    // Their mean error stands apart from the in-sample one (here there is none).
+    assert!(
+        last_line(&out).contains("(mean |error| ")
+            && last_line(&out).contains(" % over the 1 predicted single values within tolerance, ")
+            && !last_line(&out).contains("in-sample"),
         "{out}"
     );
     let o = flashpath(&[

@@ -1262,8 +1262,9 @@ impl AuDevice {
         if head == lba && tail == end {
             return t;
         }
-        // The old pages to read, in the order met: a map unit lies in one page, so the
-        // head and the tail give two at most (the Vec is for a geometry where not).
+        // The old pages to read, in the order met, without repeats: one or two (the
+        // head's and the tail's) kept inline; the Vec takes more, where the unit's other
+        // slots were logged apart and lie in several pages.
         let mut pages: ([u32; 2], usize, Vec<u32>) = ([0; 2], 0, Vec::new());
         // The unit's sectors outside the write, at each end.
         for (from, to) in [(head, lba), (end, tail)] {
