@@ -147,15 +147,33 @@ fn verify_failures_under_continue_on_error_are_counted_as_fios() {
         let mut outs = Vec::new();
         for fp in [false, true] {
             let a = args(&base, extra);
-            let (code, text, err) = run(fp, &dir, &a);
-            let mut j = a.clone();
-            j.push("--output-format=json".into());
-            let (_, json, _) = run(fp, &dir, &j);
-            let failures = err
-                .lines()
-                .filter(|l| l.starts_with("verify: bad magic header"))
-                .count();
-            outs.push((outcome(code, &json), err_lines(&text), failures, err));
+            let once = || {
+                let (code, text, err) = run(fp, &dir, &a);
+                let mut j = a.clone();
+                j.push("--output-format=json".into());
+                let (_, json, _) = run(fp, &dir, &j);
+                let failures = err
+                    .lines()
+                    .filter(|l| l.starts_with("verify: bad magic header"))
+                    .count();
+                (outcome(code, &json), err_lines(&text), failures, err)
+            };
+            let mut out = once();
+            // fio 3.33's verify threads test `verify_thread_exit` at the top of their
+            // loop (verify.c, verify_async_thread) and drop what is still queued: on a
+            // loaded machine a run verifies, counts and prints fewer than the 16 blocks
+            // (13 of 16 in 11 of 60 runs beside three busy loops; never unloaded). The
+            // oracle is fio's run that lost none: retried, at most five times.
+            let whole = |o: &(String, Vec<String>, usize, String)| {
+                o.2 == 16 && o.0.contains("total_err=16")
+            };
+            for _ in 0..5 {
+                if fp || !extra.contains("verify_async") || whole(&out) {
+                    break;
+                }
+                out = once();
+            }
+            outs.push(out);
         }
         assert_eq!(outs[0].0, outs[1].0, "{extra}: {}", outs[1].3);
         assert_eq!(outs[0].1, outs[1].1, "{extra}");
