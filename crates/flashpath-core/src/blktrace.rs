@@ -221,6 +221,7 @@ fn task_name(trace: &Trace, dev: &BlkDevice, p: u32) -> String {
         // (ext4's is inode 8).
         pid::JBD2 => return format!("jbd2/{}-8", dev.name),
         pid::MMCQD => return "mmcqd/0".into(),
+        pid::EXTERNAL => return "external".into(),
         _ => {}
     }
     if (pid::KWORKER..pid::FLUSHER).contains(&p) {

@@ -128,6 +128,9 @@ pub mod pid {
     /// The MMC block driver's queue thread of the single-queue block layer (before
     /// 4.16: `mmcqd/0`), which fetches (D) every request.
     pub const MMCQD: u32 = 902;
+    /// The task that submits the requests of a request source from outside the
+    /// simulation (sim/external.rs).
+    pub const EXTERNAL: u32 = 903;
     /// fio job thread `t` (numjobs expanded, preconditioning jobs first) is `THREAD + t`.
     pub const THREAD: u32 = 1000;
 }

@@ -60,6 +60,7 @@ impl Sim {
         (t as usize >= self.prefill).then_some(match x.cache {
             CacheIo::Writeback { sync: false } => pid::FLUSHER,
             CacheIo::Journal | CacheIo::JournalFua => pid::JBD2,
+            CacheIo::External => pid::EXTERNAL,
             _ => pid::THREAD + t,
         })
     }

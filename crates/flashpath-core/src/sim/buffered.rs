@@ -146,6 +146,8 @@ pub(super) enum CacheIo {
     /// The commit block written REQ_FUA on a queue with native FUA (sim/journal.rs):
     /// the driver sends it as a reliable write (eMMC) or with the FUA bit (UFS).
     JournalFua,
+    /// A request from outside the simulation (`sim/external.rs`): no job thread.
+    External,
 }
 
 #[derive(Debug)]
@@ -1487,6 +1489,7 @@ impl Sim {
             }
             CacheIo::Journal | CacheIo::JournalFua => self.jbd_io_done(),
             CacheIo::None => unreachable!("a fio I/O is not a cache I/O"),
+            CacheIo::External => unreachable!("an external I/O ends in external_io_done"),
         }
     }
 

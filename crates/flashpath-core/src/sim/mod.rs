@@ -40,6 +40,7 @@ mod buffered;
 mod cqe;
 mod discard;
 pub mod errors;
+mod external;
 mod fill_device;
 mod flow;
 mod iopoll;
@@ -62,6 +63,7 @@ mod ufs_hpb;
 mod verify;
 mod verify_async;
 pub use buffered::CacheStats;
+pub use external::{ExternalDone, ExternalRequest};
 pub use observer::{IoDone, IoObserver, IoQueued};
 pub use progress::{JobProgress, Phase, Progress};
 pub use rtsx::IDLE_STOP_NS as RTSX_IDLE_STOP_NS;
@@ -275,6 +277,8 @@ enum Ev {
     SteadyStateCheck,
     /// io_submit_mode=offload's submit workers (`sim/offload.rs`).
     Offload(offload::OffloadEv),
+    /// A request from outside enters the block layer (`sim/external.rs`).
+    External(Box<ExternalRequest>),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -435,13 +439,20 @@ pub struct Sim {
     ss: steadystate::SteadyState,
     /// The time some request was on the hardware (`sim/occupancy.rs`).
     hw_busy: occupancy::HwBusy,
+    /// The request source of a simulation fed from outside (`sim/external.rs`).
+    ext: Option<Box<external::External>>,
 }
 
 impl Sim {
-    pub fn new(mut cfg: SimConfig) -> Result<Self, String> {
+    pub fn new(cfg: SimConfig) -> Result<Self, String> {
         if cfg.jobs.is_empty() {
             return Err("no jobs to run".into());
         }
+        Sim::build(cfg)
+    }
+
+    /// The simulation of `cfg` (its jobs may be none: `Sim::for_external`).
+    fn build(mut cfg: SimConfig) -> Result<Self, String> {
         let mut prefill = 0;
         let layout = cfg.precondition.layout(cfg.driver);
         let instant_pre = layout == Precondition::Sequential;
@@ -585,6 +596,7 @@ impl Sim {
             verify,
             ss: steadystate::SteadyState::default(),
             hw_busy: Default::default(),
+            ext: None,
             rtsx: rtsx::Rtsx::default(),
             buf: buffered::Buffered::new(&cfg),
             jbd: journal::Journal::new(&cfg),
@@ -599,7 +611,8 @@ impl Sim {
                 host.block.max_request_bytes,
             ),
             cqe,
-            dev: Device::new(&cfg.device, cfg.jobs[0].seed),
+            // With no jobs (a request source), JobConfig's default seed.
+            dev: Device::new(&cfg.device, cfg.jobs.first().map_or(0x5eed, |j| j.seed)),
             dev_out: Outbox::new(),
             mmc: MmcLegacy::default(),
             threads,
@@ -753,6 +766,11 @@ impl Sim {
 
     pub fn finish(mut self) -> RunResult {
         assert_eq!(self.unfinished, 0, "every job thread finishes");
+        assert_eq!(
+            self.external_in_flight(),
+            0,
+            "the caller ran the requests from outside to their end (sim/external.rs)"
+        );
         assert!(
             self.ios.len() == self.free_ios.len(),
             "every I/O completes exactly once"
@@ -857,6 +875,7 @@ impl Sim {
             Ev::Jbd(e) => self.jbd_handle(e),
             Ev::Discard(e) => self.discard_handle(e),
             Ev::SteadyStateCheck => self.ss_check(),
+            Ev::External(r) => self.external_arrive(*r),
         }
     }
 

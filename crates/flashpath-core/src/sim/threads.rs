@@ -798,6 +798,10 @@ impl Sim {
             x.t_done = now;
             let t = x.thread;
             if x.cache != buffered::CacheIo::None {
+                if x.cache == buffered::CacheIo::External {
+                    self.external_io_done(io);
+                    continue;
+                }
                 if matches!(
                     x.cache,
                     buffered::CacheIo::Fill { .. } | buffered::CacheIo::Writeback { .. }
@@ -836,6 +840,9 @@ impl Sim {
         };
         let (bq, g, i, d) = (q.bio_queued_at, q.got_at, q.queued_at, q.dispatched_at);
         let x = &self.ios[first as usize];
+        if x.thread == external::NO_THREAD {
+            return; // a request from outside (sim/external.rs) has no job to count it
+        }
         let th = &mut self.threads[x.thread as usize];
         if x.t_start >= th.measure_start {
             th.stats
