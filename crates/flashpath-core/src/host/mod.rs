@@ -239,12 +239,12 @@ pub struct HostCosts {
     pub syscall_return_ns: u64,
     /// fio's verify of 4 KiB read back, by algorithm (`costs.verify_per_4k`, a table of
     /// fio's algorithm names; defaults in `sim::verify::default_cost_per_4k_ns`).
-    pub verify_per_4k_ns: [u64; crate::sim::VerifyAlgo::ALL.len()],
+    pub verify_per_4k_ns: [u64; crate::workload::verify_algo::VerifyAlgo::ALL.len()],
 }
 
 impl HostCosts {
     /// The CPU cost of fio checking 4 KiB with `algo`.
-    pub fn verify_per_4k_ns(&self, algo: crate::sim::VerifyAlgo) -> u64 {
+    pub fn verify_per_4k_ns(&self, algo: crate::workload::verify_algo::VerifyAlgo) -> u64 {
         self.verify_per_4k_ns[algo as usize]
     }
 }
@@ -821,10 +821,11 @@ impl RawHost {
             complete_ns: cost("costs.complete", &c.complete)?,
             syscall_return_ns: cost("costs.syscall_return", &c.syscall_return)?,
             verify_per_4k_ns: {
-                let mut v = crate::sim::VerifyAlgo::ALL.map(crate::sim::default_cost_per_4k_ns);
+                let mut v = crate::workload::verify_algo::VerifyAlgo::ALL
+                    .map(crate::workload::verify_algo::default_cost_per_4k_ns);
                 for (k, val) in &c.verify_per_4k {
                     let field = format!("costs.verify_per_4k.{k}");
-                    let Some(a) = crate::sim::VerifyAlgo::parse(k) else {
+                    let Some(a) = crate::workload::verify_algo::VerifyAlgo::parse(k) else {
                         return Err(ConfigError::new(
                             &field,
                             "is not one of fio's verify algorithms",
@@ -1030,7 +1031,7 @@ impl HostConfig {
                 wakeup_ns: 0,
                 complete_ns: 0,
                 syscall_return_ns: 0,
-                verify_per_4k_ns: [0; crate::sim::VerifyAlgo::ALL.len()],
+                verify_per_4k_ns: [0; crate::workload::verify_algo::VerifyAlgo::ALL.len()],
             },
             block: BlockConfig {
                 scheduler: Scheduler::None,

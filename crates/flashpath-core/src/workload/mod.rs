@@ -33,6 +33,7 @@ mod offsets;
 mod rate;
 mod replay;
 mod strided;
+pub mod verify_algo;
 
 pub use files::{FileExtent, FileService, Files};
 pub use gauss::Gauss;
