@@ -16,7 +16,8 @@
 //! Its completion is when its last block request ends (blk_mq_end_request), before any
 //! task would wake for it. What is left out: everything above the block layer (the
 //! system call, page cache, filesystem) is the caller's own, so no CPU time is booked for
-//! it; flush, trim and FUA requests are not taken yet (an error names them).
+//! it. A request reads or writes: flush, trim and FUA have no form here yet (the NBD
+//! server will need them).
 //!
 //! A simulation built for a request source (`Sim::for_external`) runs no fio jobs.
 //! Units: ns, bytes.
