@@ -24,7 +24,6 @@
 
 use super::{buffered::CacheIo, kernel_bio_sectors, Ev, Io, Sim};
 use crate::engine::SimTime;
-use crate::host::block::Bio;
 use crate::workload::Dir;
 
 /// A request from outside: `len` bytes at byte `offset` of the device.
@@ -170,31 +169,12 @@ impl Sim {
             ext.ids.resize(io as usize + 1, 0);
         }
         ext.ids[io as usize] = req.id;
-        let max_sectors = self.block.max_sectors();
-        let kernel_bio = kernel_bio_sectors(max_sectors as u64, self.cfg.host.kernel.splits_bios());
+        let max_sectors = self.block.max_sectors() as u64;
+        let kernel_bio = kernel_bio_sectors(max_sectors, self.cfg.host.kernel.splits_bios());
         let made = self.block.requests_made;
-        let (mut sector, end) = (req.offset / 512, (req.offset + req.len) / 512);
-        let mut pieces = 0;
-        while sector < end {
-            let n = (end - sector).min(kernel_bio) as u32;
-            // Counted before the bio goes in: its request cannot end before a later event.
-            self.ios[io as usize].parts_left += 1;
-            let bio = Bio {
-                io,
-                dir: req.dir,
-                sector,
-                sectors: n,
-                cpu: req.core,
-                queued_at: now,
-                discard: false,
-                nomerge: false,
-            };
-            let extra = self.submit_kernel_bio(bio, max_sectors) - 1;
-            self.ios[io as usize].parts_left += extra;
-            pieces += 1 + extra;
-            sector += n as u64;
-        }
-        debug_assert_eq!(pieces, self.ios[io as usize].parts_left);
+        // Counted once its bios are in: their requests end in later events.
+        self.ios[io as usize].parts_left =
+            self.submit_io_bios(io, req.core, kernel_bio, max_sectors, max_sectors);
         if self.block.requests_made != made {
             self.kick(req.core);
         }

@@ -483,39 +483,12 @@ impl Sim {
             self.blk_syscall_start(t, picked.len());
         }
         for &io in picked {
-            let (dir, offset, len) = self.note_issued(t, io);
-            let discard = self.ios[io as usize].trim;
-            let max_sectors = if discard {
-                max_discard_sectors
-            } else {
-                max_rw_sectors
-            };
-            let mut sector = offset / 512;
-            let end = (offset + len) / 512;
+            let (_, _, len) = self.note_issued(t, io);
             if tracing {
                 self.blk_io_start(t, picked.len(), len);
             }
-            let mut pieces = 0;
-            while sector < end {
-                let n = if discard {
-                    self.disc.split(sector, end - sector, max_sectors)
-                } else {
-                    (end - sector).min(kernel_bio)
-                } as u32;
-                let bio = Bio {
-                    io,
-                    dir,
-                    sector,
-                    sectors: n,
-                    cpu: core,
-                    queued_at: now,
-                    discard,
-                    // REQ_FUA is one of REQ_NOMERGE_FLAGS.
-                    nomerge: self.ios[io as usize].fua,
-                };
-                pieces += self.submit_kernel_bio(bio, max_sectors as u32);
-                sector += n as u64;
-            }
+            let pieces =
+                self.submit_io_bios(io, core, kernel_bio, max_rw_sectors, max_discard_sectors);
             // The system call booked (and `parts_left` counts) as many bios as went in.
             debug_assert_eq!(pieces, self.ios[io as usize].parts_left, "bios of I/O {io}");
             if tracing {
@@ -530,6 +503,53 @@ impl Sim {
         if self.block.requests_made != made {
             self.kick(core);
         }
+    }
+
+    /// The bios of direct I/O `io` enter the block layer now from `core`: reads and
+    /// writes cut at `kernel_bio` sectors (`kernel_bio_sectors`), discards as
+    /// `sim/discard.rs` splits them, each split again at the queue's limit
+    /// (`submit_kernel_bio`). Returns how many bios went in. The caller runs the queue.
+    #[inline]
+    pub(super) fn submit_io_bios(
+        &mut self,
+        io: u32,
+        core: u32,
+        kernel_bio: u64,
+        max_rw_sectors: u64,
+        max_discard_sectors: u64,
+    ) -> u32 {
+        let now = self.now;
+        let x = &self.ios[io as usize];
+        let (dir, discard, fua) = (x.dir, x.trim, x.fua);
+        let max_sectors = if discard {
+            max_discard_sectors
+        } else {
+            max_rw_sectors
+        };
+        let mut sector = x.offset / 512;
+        let end = (x.offset + x.len) / 512;
+        let mut pieces = 0;
+        while sector < end {
+            let n = if discard {
+                self.disc.split(sector, end - sector, max_sectors)
+            } else {
+                (end - sector).min(kernel_bio)
+            } as u32;
+            let bio = Bio {
+                io,
+                dir,
+                sector,
+                sectors: n,
+                cpu: core,
+                queued_at: now,
+                discard,
+                // REQ_FUA is one of REQ_NOMERGE_FLAGS.
+                nomerge: fua,
+            };
+            pieces += self.submit_kernel_bio(bio, max_sectors as u32);
+            sector += n as u64;
+        }
+        pieces
     }
 
     /// A bio enters the block layer now (blktrace's Q, then its fate: merged or a new
