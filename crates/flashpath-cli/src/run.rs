@@ -586,6 +586,10 @@ pub fn set_up(opts: &Options, inv: &Invocation) -> Result<SetUp> {
 }
 
 pub fn fio_command(args: &[String]) -> Result<()> {
+    // From the first moment, not only once the simulation runs: a signal that arrives
+    // while the jobs are parsed and the simulation is set up (which can take seconds on
+    // a loaded machine) is kept, and the run then stops at its first step and reports.
+    crate::signals::install()?;
     let (opts, fio_args) = split_options(args)?;
     let env = Env::from_process();
     let inv = parse_fio(&fio_args, &env)?;
@@ -670,7 +674,6 @@ pub fn fio_command(args: &[String]) -> Result<()> {
         every_ns,
         report: &mut interim,
     });
-    crate::signals::install()?;
     drive(&mut sim, true, stream.as_mut(), status)?;
     let interrupted = crate::signals::caught();
     if let Some(sig) = interrupted {
