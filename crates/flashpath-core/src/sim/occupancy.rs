@@ -23,13 +23,15 @@ use super::{Ev, Sim};
 use crate::engine::SimTime;
 use crate::host::block::ReqId;
 use crate::stats::Occupancy;
-use std::collections::BTreeMap;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 
 /// The time some request was on the hardware.
 #[derive(Default)]
 pub(super) struct HwBusy {
-    /// Changes of the number of requests on the hardware not yet integrated, by time.
-    pending: BTreeMap<SimTime, i64>,
+    /// Changes of the number of requests on the hardware not yet integrated, earliest
+    /// first (changes at one time integrate to their sum, in any order).
+    pending: BinaryHeap<Reverse<(SimTime, i64)>>,
     /// Requests counted on the hardware (indexed by request id).
     on: Vec<bool>,
     /// Requests on the hardware at `swept`.
@@ -42,7 +44,7 @@ pub(super) struct HwBusy {
 impl HwBusy {
     fn change(&mut self, at: SimTime, by: i64) {
         // Stamps are never in the integrated past; one would be a few ns of rounding.
-        *self.pending.entry(at.max(self.swept)).or_insert(0) += by;
+        self.pending.push(Reverse((at.max(self.swept), by)));
     }
     /// Request `r` started on the hardware at `at` (its first start counts); the
     /// simulation is at `now`, up to which the changes so far are integrated, so what
@@ -68,11 +70,11 @@ impl HwBusy {
     }
     /// Integrates up to `now` (no stamp comes before it) and returns the busy time so far.
     pub(super) fn busy_by(&mut self, now: SimTime) -> u64 {
-        while let Some((&t, &d)) = self.pending.first_key_value() {
+        while let Some(&Reverse((t, d))) = self.pending.peek() {
             if t > now {
                 break;
             }
-            self.pending.pop_first();
+            self.pending.pop();
             if self.count > 0 {
                 self.busy_ns += t - self.swept;
             }
