@@ -11,6 +11,7 @@
 pub mod blktrace;
 pub mod config;
 pub mod device;
+pub mod driver;
 pub mod engine;
 pub mod host;
 pub mod sim;

@@ -40,8 +40,8 @@ impl Sim {
     /// blk_mq_run_hw_queue(async): if nobody is dispatching, a kblockd worker wakes on
     /// `core` and becomes the dispatcher.
     pub(super) fn kick(&mut self, core: u32) {
-        if self.cfg.driver.is_ufs() {
-            return self.ufs_kick(core);
+        if self.driver.is_some() {
+            return self.driver_input(driver::Input::Kick { core });
         }
         if self.mmc.dispatcher.is_some() || !self.block.has_queued() {
             return;

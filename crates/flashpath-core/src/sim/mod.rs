@@ -24,6 +24,7 @@
 //! request. A completion that finds no waiter goes to the `mmc_complete` kworker.
 
 use crate::device::{self, DevCommand, DevOp, Device, DeviceConfig};
+use crate::driver::{self, HostDriver};
 use crate::engine::{EventQueue, FifoResource, Outbox, SimTime};
 use crate::host::block::{Bio, BlockLayer, ReqId};
 use crate::host::cpu::Cpu;
@@ -39,6 +40,7 @@ mod blkev;
 mod buffered;
 mod cqe;
 mod discard;
+mod driver_ctx;
 pub mod errors;
 mod external;
 mod fill_device;
@@ -58,8 +60,6 @@ mod replay;
 mod rtsx;
 pub mod steadystate;
 mod threads;
-mod ufs;
-mod ufs_hpb;
 mod verify;
 mod verify_async;
 pub use buffered::CacheStats;
@@ -261,8 +261,8 @@ enum Ev {
     ReadReady { req: ReqId, last_ready: SimTime },
     /// An input for the device.
     Dev(device::Input),
-    /// A step of the UFS host driver (`ufs.rs`).
-    Ufs(ufs::UfsEv),
+    /// A step of a host driver of the driver layer (`driver/`).
+    Driver(driver::Event),
     /// The eMMC command queue engine (sim/cqe.rs).
     Cqe(cqe::CqeEv),
     /// The rtsx SD host driver's own events (`sim/rtsx.rs`).
@@ -396,7 +396,11 @@ pub struct Sim {
     /// Some job writes O_DIRECT|O_SYNC: its bios may carry REQ_FUA (`req_fua`).
     any_fua_job: bool,
     hsq: MmcHsq,
-    ufs: ufs::UfsState,
+    /// The host driver, when it is one of the driver layer's (`driver/`); out of its
+    /// place while it handles an input (`driver_input`).
+    driver: Option<Box<driver::Driver>>,
+    /// The driver's outputs (`driver_input`), kept for their allocation.
+    driver_out: Vec<driver::Output>,
     cqe: cqe::MmcCqe,
     q: EventQueue<Ev>,
     now: SimTime,
@@ -499,8 +503,7 @@ impl Sim {
         check_driver(&cfg)?;
         let card_mode = cfg.device.bus_mode;
         cfg.host.bus.negotiate(card_mode);
-        ufs_hpb::check(&cfg)?;
-        ufs_hpb::configure_device(&mut cfg);
+        driver::configure_device(cfg.driver, &mut cfg.device);
         iopoll::check(&cfg)?;
         offload::check(&cfg)?;
         buffered::check(&cfg)?;
@@ -601,7 +604,8 @@ impl Sim {
             buf: buffered::Buffered::new(&cfg),
             jbd: journal::Journal::new(&cfg),
             hsq: MmcHsq::default(),
-            ufs: ufs::UfsState::new(ufs_hpb::HpbState::new(&cfg)),
+            driver: driver::build(cfg.driver, host, &cfg.device),
+            driver_out: Vec::new(),
             cpu: Cpu::new(host.cores),
             bus: FifoResource::new(),
             block: BlockLayer::new(
@@ -628,7 +632,9 @@ impl Sim {
         };
         discard::setup(&mut sim);
         steadystate::setup(&mut sim)?;
-        sim.ufs_hpb_setup();
+        if sim.driver.is_some() {
+            sim.driver_input(driver::Input::Start);
+        }
         if sim.verify.is_some() {
             sim.dev.track_content();
             sim.verify_async_setup();
@@ -811,13 +817,13 @@ impl Sim {
         sys.sim_end_ns = self.now;
         sys.core_busy_ns = self.cpu.busy_ns();
         sys.bus_busy_ns = self.bus.busy_ns();
-        let (h2d, d2h) = self.ufs_link_busy_ns();
-        sys.link_busy_ns = [h2d, d2h];
         sys.requests = self.block.requests_dispatched;
         sys.merges = self.block.merges;
         sys.cache = self.buf_stats();
         sys.device = self.dev.stats().clone();
-        sys.hpb = self.ufs.hpb.as_ref().map(|h| h.drv.stats);
+        if let Some(d) = &self.driver {
+            d.report(&mut sys);
+        }
         sys.au = self.dev.allocation_unit().map(|a| a.au_stats().clone());
         sys
     }
@@ -867,7 +873,7 @@ impl Sim {
             }
             Ev::ReqEnd(r) => self.req_end(r),
             Ev::Dev(input) => self.device(input),
-            Ev::Ufs(e) => self.ufs_handle(e),
+            Ev::Driver(e) => self.driver_input(driver::Input::Event(e)),
             Ev::Cqe(e) => self.cqe_handle(e),
             Ev::Offload(e) => self.offload_handle(e),
             Ev::Rtsx(e) => self.rtsx_event(e),
@@ -880,22 +886,14 @@ impl Sim {
     }
 
     /// The wiring from the device's outputs to the host side.
-    fn route_device(&mut self) {
-        let (timers, emits) = self.dev_out.drain();
-        let timers: Vec<_> = timers.collect();
-        let emits: Vec<_> = emits.collect();
+    fn route_device(&mut self, out: &mut Outbox<device::Input, device::Output>) {
+        let (timers, emits) = out.drain();
         for (at, input) in timers {
             self.q.push(at, Ev::Dev(input));
         }
         for (at, out) in emits {
-            if self.cfg.driver.is_ufs() {
-                match out {
-                    device::Output::ReadReady { tag, last_ready } => {
-                        self.ufs_on_read_ready(tag, at, last_ready)
-                    }
-                    device::Output::Done { tag, .. } => self.ufs_on_done(tag, at),
-                    device::Output::HpbHints { tag, hints } => self.ufs_hpb_hints(tag, hints),
-                }
+            if self.driver.is_some() {
+                self.driver_input(driver::Input::Device { at, out });
                 continue;
             }
             match out {
@@ -909,7 +907,7 @@ impl Sim {
                     );
                 }
                 device::Output::HpbHints { .. } => {
-                    unreachable!("HPB runs on UFS only (ufs_hpb::configure_device)")
+                    unreachable!("HPB runs on UFS only (driver::configure_device)")
                 }
                 device::Output::Done { tag, .. } if tag == rtsx::STOP_TAG => {
                     self.rtsx_stop_answered(at);
@@ -936,10 +934,12 @@ impl Sim {
             self.verify_stage_write(&input);
         }
         let now = self.now;
+        // Taken out while its outputs are routed (a routed output can reach the device
+        // again, with the empty one left here).
         let mut out = std::mem::take(&mut self.dev_out);
         self.dev.handle(now, input, &mut out);
+        self.route_device(&mut out);
         self.dev_out = out;
-        self.route_device();
     }
 
     // ---------------------------------------------------------------- shared driver steps
@@ -1084,14 +1084,7 @@ fn check_driver(cfg: &SimConfig) -> Result<(), String> {
             name(cfg.device.interface)
         ));
     }
-    if cfg.driver.is_ufs() && cfg.host.ufs.is_none() {
-        return Err(format!(
-            "driver '{}' needs a [ufs] section in host preset '{}'",
-            cfg.driver.name(),
-            cfg.host.name
-        ));
-    }
-    Ok(())
+    driver::check(cfg.driver, &cfg.host, &cfg.device)
 }
 
 /// Whether `driver` can run `device` on `host`: the checks [`Sim::new`] makes of the
@@ -1111,7 +1104,6 @@ pub fn fits(
         precondition: Precondition::Off,
     };
     check_driver(&cfg)?;
-    ufs_hpb::check(&cfg)?;
     cqe::MmcCqe::new(driver, host).map(|_| ())
 }
 

@@ -20,13 +20,21 @@
 //! driver's requests take a block-layer tag and a UTP slot like any command. Leaves
 //! out: the 5.15-only WRITE BUFFER 03h at init; device resets (hpb_op 2).
 
-use super::*;
+use super::{Ufs, UfsEv};
 use crate::device::hpb::{HpbControl, HpbHints, HPB_READ, HPB_READ_BUFFER, HPB_WRITE_BUFFER};
+use crate::device::{DevCommand, DevOp, DeviceConfig};
+use crate::driver::{DriverCtx, Event};
+use crate::engine::SimTime;
+use crate::host::block::ReqId;
+use crate::host::ufs_config::UfsHpbHostConfig;
 use crate::host::ufshpb::{HcmParams, MapWork, Prep, UfsHpb};
+use crate::host::{DriverKind, HostConfig};
+use crate::trace::TraceKind;
+use crate::workload::Dir;
 
 /// What a UFS command carries for the device (indexed by request id).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(super) enum HpbCmd {
+enum HpbCmd {
     /// Not HPB's: the request's own READ/WRITE/UNMAP/SYNC CACHE.
     #[default]
     Scsi,
@@ -47,7 +55,7 @@ const REQ_RETRY_NS: u64 = 3_000_000;
 const MAP_REQ_RETRIES: u32 = 5;
 
 #[derive(Debug)]
-pub(super) enum HpbEv {
+pub enum HpbEv {
     /// The map_work kworker runs.
     Work,
     /// Host control mode's cold timer (`ufshpb_read_to_handler`).
@@ -56,6 +64,8 @@ pub(super) enum HpbEv {
 
 pub(super) struct HpbState {
     pub(super) drv: UfsHpb,
+    /// The host preset's hpb_* costs.
+    costs: UfsHpbHostConfig,
     cmd: Vec<HpbCmd>,
     hints: Vec<Option<HpbHints>>,
     entries: Vec<Vec<u32>>,
@@ -67,28 +77,32 @@ pub(super) struct HpbState {
 
 /// The driver must find what it needs: an `[hpb]` device section, HPB 2.0 for host
 /// control mode, and the host preset's `hpb_*` costs.
-pub(super) fn check(cfg: &SimConfig) -> Result<(), String> {
-    let DriverKind::UfsHpb { control } = cfg.driver else {
+pub(crate) fn check(
+    kind: DriverKind,
+    host: &HostConfig,
+    device: &DeviceConfig,
+) -> Result<(), String> {
+    let DriverKind::UfsHpb { control } = kind else {
         return Ok(());
     };
-    let Some(h) = &cfg.device.hpb else {
+    let Some(h) = &device.hpb else {
         return Err(format!(
             "driver '{}' needs a device with an [hpb] section; device '{}' has none",
-            cfg.driver.name(),
-            cfg.device.name
+            kind.name(),
+            device.name
         ));
     };
     if control == HpbControl::Host && h.version != crate::device::hpb::HpbVersion::V2 {
         return Err(format!(
             "driver 'ufs-hpb-hcm' needs HPB 2.0 (host control mode is a JESD220-3A feature); device '{}' has hpb.version = \"1.0\"",
-            cfg.device.name
+            device.name
         ));
     }
-    if cfg.host.ufs.as_ref().is_some_and(|u| u.hpb.is_none()) {
+    if host.ufs.as_ref().is_some_and(|u| u.hpb.is_none()) {
         return Err(format!(
             "driver '{}' needs the hpb_* fields of the [ufs] section in host preset '{}'",
-            cfg.driver.name(),
-            cfg.host.name
+            kind.name(),
+            host.name
         ));
     }
     Ok(())
@@ -96,29 +110,27 @@ pub(super) fn check(cfg: &SimConfig) -> Result<(), String> {
 
 /// The device runs HPB only for an HPB driver, in the driver's mode (bHPBControl as
 /// the driver finds it).
-pub(super) fn configure_device(cfg: &mut SimConfig) {
-    match cfg.driver {
+pub(crate) fn configure_device(kind: DriverKind, device: &mut DeviceConfig) {
+    match kind {
         DriverKind::UfsHpb { control } => {
-            if let Some(h) = &mut cfg.device.hpb {
+            if let Some(h) = &mut device.hpb {
                 h.control = control;
             }
         }
-        _ => cfg.device.hpb = None,
+        _ => device.hpb = None,
     }
 }
 
 impl HpbState {
-    pub(super) fn new(cfg: &SimConfig) -> Option<Box<HpbState>> {
-        let h = cfg.device.hpb?;
-        let lpns = (cfg.device.capacity_bytes / 4096) as u32;
-        let hcm = cfg
-            .host
-            .ufs
-            .as_ref()
-            .and_then(|u| u.hpb)
-            .map_or(HcmParams::default(), |c| c.hcm);
+    /// The HPB driver, when the device runs HPB (`configure_device` left its section).
+    pub(super) fn new(host: &HostConfig, device: &DeviceConfig) -> Option<Box<HpbState>> {
+        let h = device.hpb?;
+        let lpns = (device.capacity_bytes / 4096) as u32;
+        let host_hpb = host.ufs.as_ref().and_then(|u| u.hpb);
+        let hcm = host_hpb.map_or(HcmParams::default(), |c| c.hcm);
         Some(Box::new(HpbState {
             drv: UfsHpb::new(&h, lpns, hcm),
+            costs: host_hpb.expect("check() found the hpb_* costs"),
             cmd: Vec::new(),
             hints: Vec::new(),
             entries: Vec::new(),
@@ -127,9 +139,7 @@ impl HpbState {
             alloc_tries: 0,
         }))
     }
-}
 
-impl HpbState {
     /// The per-request tables reach request id `r` (ids are a bounded arena).
     fn track(&mut self, r: ReqId) {
         if self.cmd.len() <= r as usize {
@@ -140,26 +150,21 @@ impl HpbState {
     }
 }
 
-impl Sim {
-    fn hpb_costs(&self) -> crate::host::ufs_config::UfsHpbHostConfig {
-        self.ufs_cfg().hpb.expect("check() found the hpb_* costs")
-    }
-
+impl Ufs {
     /// Init: pinned regions' loads are queued (ufshpb_hpb_lu_prepared kicks map_work).
-    pub(super) fn ufs_hpb_setup(&mut self) {
-        if self.ufs.hpb.as_ref().is_some_and(|h| h.drv.work_pending()) {
-            self.ufs_hpb_queue_work(0);
+    pub(super) fn hpb_setup(&mut self, ctx: &mut impl DriverCtx) {
+        if self.hpb.as_ref().is_some_and(|h| h.drv.work_pending()) {
+            self.hpb_queue_work(0, 0, ctx);
         }
     }
 
     /// `ufshpb_prep` for request `r` about to be issued: what it carries, and the CPU
     /// time the step costs (0 without HPB).
-    pub(super) fn ufs_hpb_prep(&mut self, r: ReqId) -> u64 {
-        let now = self.now;
-        let Some(h) = self.ufs.hpb.as_deref_mut() else {
+    pub(super) fn hpb_prep(&mut self, now: SimTime, r: ReqId, ctx: &mut impl DriverCtx) -> u64 {
+        let Some(h) = self.hpb.as_deref_mut() else {
             return 0;
         };
-        let q = self.block.req(r);
+        let q = ctx.block().req(r);
         h.track(r);
         if q.passthrough {
             return 0; // the driver's own READ/WRITE BUFFER: set when it was built
@@ -175,15 +180,16 @@ impl Sim {
         } else if let Prep::Hpb { entry } = h.drv.prep_read(now, lpn, n) {
             h.cmd[r as usize] = HpbCmd::HpbRead { entry };
         }
-        self.ufs_hpb_arm_cold_timer();
-        self.hpb_costs().prep_ns
+        let prep_ns = h.costs.prep_ns;
+        self.hpb_arm_cold_timer(now, ctx);
+        prep_ns
     }
 
     /// The device command of request `r`: `cmd` (the request's own) unless HPB made it
     /// an HPB READ, or it is the driver's READ BUFFER (the subregion's range) or WRITE
     /// BUFFER.
-    pub(super) fn ufs_hpb_command(&self, r: ReqId, mut cmd: DevCommand) -> DevCommand {
-        let Some(h) = self.ufs.hpb.as_deref() else {
+    pub(super) fn hpb_command(&self, r: ReqId, mut cmd: DevCommand) -> DevCommand {
+        let Some(h) = self.hpb.as_deref() else {
             return cmd;
         };
         match h.cmd.get(r as usize).copied().unwrap_or_default() {
@@ -210,8 +216,8 @@ impl Sim {
     }
 
     /// Traces the HPB SCSI command a COMMAND UPIU carries.
-    pub(super) fn ufs_hpb_trace(&mut self, r: ReqId, s: SimTime, e: SimTime) {
-        let Some(h) = self.ufs.hpb.as_deref() else {
+    pub(super) fn hpb_trace(&mut self, r: ReqId, s: SimTime, e: SimTime, ctx: &mut impl DriverCtx) {
+        let Some(h) = self.hpb.as_deref() else {
             return;
         };
         let opcode = match h.cmd.get(r as usize).copied().unwrap_or_default() {
@@ -220,49 +226,57 @@ impl Sim {
             HpbCmd::ReadBuffer { .. } => HPB_READ_BUFFER,
             HpbCmd::WriteBuffer { .. } => HPB_WRITE_BUFFER,
         };
-        self.tr(s, Some(r), TraceKind::Scsi { opcode, end: e });
+        ctx.trace(s, Some(r), TraceKind::Scsi { opcode, end: e });
     }
 
-    /// Routed device output: the response of `tag` will carry `hints`.
-    pub(super) fn ufs_hpb_hints(&mut self, tag: ReqId, hints: HpbHints) {
-        if let Some(h) = self.ufs.hpb.as_deref_mut() {
+    /// The device's output: the response of `tag` will carry `hints`.
+    pub(super) fn hpb_hints(&mut self, tag: ReqId, hints: HpbHints) {
+        if let Some(h) = self.hpb.as_deref_mut() {
             h.track(tag);
             h.hints[tag as usize] = Some(hints);
         }
     }
 
-    /// Routed device output: the READ BUFFER's data leaves the device now.
-    pub(super) fn ufs_hpb_read_buffer_data(&mut self, r: ReqId) {
-        let Some(h) = self.ufs.hpb.as_deref_mut() else {
+    /// The device's output: the READ BUFFER's data leaves the device now.
+    pub(super) fn hpb_read_buffer_data(&mut self, r: ReqId, ctx: &mut impl DriverCtx) {
+        let Some(h) = self.hpb.as_deref_mut() else {
             return;
         };
         if let HpbCmd::ReadBuffer { srgn } = h.cmd[r as usize] {
             let (first, n) = h.drv.srgn_blocks(srgn);
             let buf = &mut h.entries[r as usize];
             buf.clear();
-            self.dev.hpb_entries(first, n, buf);
+            ctx.device_map_entries(first, n, buf);
         }
     }
 
     /// In the completion of request `r` on `core` from `at` (`ufshcd_transfer_rsp_status`
     /// → `ufshpb_rsp_upiu`, then a READ BUFFER's end_io): returns when the HPB work is
     /// done.
-    pub(super) fn ufs_hpb_complete(&mut self, r: ReqId, core: u32, at: SimTime) -> SimTime {
-        if self.ufs.hpb.is_none() {
+    pub(super) fn hpb_complete(
+        &mut self,
+        now: SimTime,
+        r: ReqId,
+        core: u32,
+        at: SimTime,
+        ctx: &mut impl DriverCtx,
+    ) -> SimTime {
+        let Some(h) = self.hpb.as_deref_mut() else {
             return at;
-        }
-        let costs = self.hpb_costs();
+        };
+        let costs = h.costs;
         let mut t = at;
-        let h = self.ufs.hpb.as_deref_mut().expect("HPB is on");
         if let Some(hints) = h.hints.get_mut(r as usize).and_then(Option::take) {
-            t = self.cpu.run_irq_l(core, t, costs.rsp_ns, "ufshpb_rsp_upiu");
+            t = ctx
+                .cpu()
+                .run_irq_l(core, t, costs.rsp_ns, "ufshpb_rsp_upiu");
             h.drv.rsp_hints(&hints);
-            self.ufs_hpb_queue_work(t);
+            self.hpb_queue_work(now, t, ctx);
         }
-        let h = self.ufs.hpb.as_deref_mut().expect("HPB is on");
+        let h = self.hpb.as_deref_mut().expect("HPB is on");
         if let HpbCmd::ReadBuffer { srgn } = h.cmd[r as usize] {
-            t = self
-                .cpu
+            t = ctx
+                .cpu()
                 .run_irq_l(core, t, costs.map_compl_ns, "ufshpb map done");
             let entries = std::mem::take(&mut h.entries[r as usize]);
             h.drv.map_done(srgn, &entries);
@@ -275,61 +289,61 @@ impl Sim {
     }
 
     /// `queue_work(ufshpb_wq, &hpb->map_work)`: a kworker wakes unless one is queued.
-    fn ufs_hpb_queue_work(&mut self, at: SimTime) {
-        let h = self.ufs.hpb.as_deref_mut().expect("HPB is on");
+    fn hpb_queue_work(&mut self, now: SimTime, at: SimTime, ctx: &mut impl DriverCtx) {
+        let h = self.hpb.as_deref_mut().expect("HPB is on");
         if h.work_queued {
             return;
         }
         h.work_queued = true;
-        let core = self.cfg.host.irq_core;
-        let t = self.wake(core, at.max(self.now));
-        let t = self
-            .cpu
-            .run_kernel(core, t, self.hpb_costs().map_work_ns, "ufshpb map_work");
-        self.q.push(t, Ev::Ufs(ufs::UfsEv::Hpb(HpbEv::Work)));
+        let map_work_ns = h.costs.map_work_ns;
+        let core = self.irq_core;
+        let t = ctx.wake(core, at.max(now));
+        let t = ctx
+            .cpu()
+            .run_kernel(core, t, map_work_ns, "ufshpb map_work");
+        ctx.schedule(t, Event::Ufs(UfsEv::Hpb(HpbEv::Work)));
     }
 
-    pub(super) fn ufs_hpb_event(&mut self, ev: HpbEv) {
+    pub(super) fn hpb_event(&mut self, now: SimTime, ev: HpbEv, ctx: &mut impl DriverCtx) {
         match ev {
-            HpbEv::Work => self.ufs_hpb_map_work(),
+            HpbEv::Work => self.hpb_map_work(now, ctx),
             HpbEv::ColdTick => {
-                let now = self.now;
-                let h = self.ufs.hpb.as_deref_mut().expect("HPB is on");
+                let h = self.hpb.as_deref_mut().expect("HPB is on");
                 h.cold_armed = false;
                 h.drv.cold_tick(now);
                 // ufshpb_read_to_handler ends by kicking map_work.
-                self.ufs_hpb_queue_work(now);
-                self.ufs_hpb_arm_cold_timer();
+                self.hpb_queue_work(now, now, ctx);
+                self.hpb_arm_cold_timer(now, ctx);
             }
         }
     }
 
     /// Host control mode: the cold timer runs every polling interval while the jobs
     /// run (it stops with them so that the run can end).
-    fn ufs_hpb_arm_cold_timer(&mut self) {
-        let live = self.unfinished > 0;
-        let Some(h) = self.ufs.hpb.as_deref_mut() else {
+    fn hpb_arm_cold_timer(&mut self, now: SimTime, ctx: &mut impl DriverCtx) {
+        let live = ctx.jobs_running();
+        let Some(h) = self.hpb.as_deref_mut() else {
             return;
         };
         if h.drv.mode != HpbControl::Host || h.cold_armed || !live {
             return;
         }
         h.cold_armed = true;
-        let at = self.now + h.drv.hcm.timeout_polling_interval_ns;
-        self.q.push(at, Ev::Ufs(ufs::UfsEv::Hpb(HpbEv::ColdTick)));
+        let at = now + h.drv.hcm.timeout_polling_interval_ns;
+        ctx.schedule(at, Event::Ufs(UfsEv::Hpb(HpbEv::ColdTick)));
     }
 
     /// The map_work item: inactivations, then activations, each command issued in turn.
-    fn ufs_hpb_map_work(&mut self) {
-        let core = self.cfg.host.irq_core;
-        let costs = self.hpb_costs();
-        let mut t = self.now;
+    fn hpb_map_work(&mut self, now: SimTime, ctx: &mut impl DriverCtx) {
+        let core = self.irq_core;
+        let mut t = now;
         loop {
-            let h = self.ufs.hpb.as_deref_mut().expect("HPB is on");
+            let nr_requests = self.nr_requests;
+            let h = self.hpb.as_deref_mut().expect("HPB is on");
             if !h.drv.work_pending() {
                 break;
             }
-            if self.block.tags_used() >= self.cfg.host.block.nr_requests {
+            if ctx.block().tags_used() >= nr_requests {
                 // BLK_MQ_REQ_NOWAIT failed: usleep_range(3000, 3100) and try again, at
                 // most HPB_MAP_REQ_RETRIES (5) attempts; then the subregion waits on the
                 // list for map_work's next run.
@@ -338,17 +352,17 @@ impl Sim {
                     h.alloc_tries = 0;
                     break;
                 }
-                let at = self.wake(core, t + REQ_RETRY_NS);
-                self.q.push(at, Ev::Ufs(ufs::UfsEv::Hpb(HpbEv::Work)));
+                let at = ctx.wake(core, t + REQ_RETRY_NS);
+                ctx.schedule(at, Event::Ufs(UfsEv::Hpb(HpbEv::Work)));
                 return; // the worker sleeps; map_work stays queued
             }
             h.alloc_tries = 0;
             let Some(w) = h.drv.map_work_step(t) else {
                 break;
             };
-            t = self
-                .cpu
-                .run_kernel(core, t, costs.map_req_ns, "ufshpb map req");
+            t = ctx
+                .cpu()
+                .run_kernel(core, t, h.costs.map_req_ns, "ufshpb map req");
             let (dir, bytes, cmd) = match w {
                 MapWork::Load { srgn, .. } => (
                     Dir::Read,
@@ -357,19 +371,18 @@ impl Sim {
                 ),
                 MapWork::Unmap { rgn } => (Dir::Write, 0, HpbCmd::WriteBuffer { rgn }),
             };
-            let r = self
-                .block
+            let r = ctx
+                .block()
                 .submit_passthrough(t, core, dir, bytes)
                 .expect("a tag was free");
-            let h = self.ufs.hpb.as_deref_mut().expect("HPB is on");
             h.track(r);
             h.cmd[r as usize] = cmd;
             // blk_execute_rq_nowait runs the hardware queue from this worker.
-            if self.ufs.slots < self.ufs_cfg().nutrs {
-                self.ufs_issue_from(core, t);
+            if self.slots < self.cfg.nutrs {
+                self.queuecommand(now, core, t, true, ctx);
             }
         }
-        let h = self.ufs.hpb.as_deref_mut().expect("HPB is on");
+        let h = self.hpb.as_deref_mut().expect("HPB is on");
         h.work_queued = false;
     }
 }

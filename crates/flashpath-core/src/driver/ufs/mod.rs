@@ -32,10 +32,18 @@
 //! IN streams interleaved by the device (each read's data goes out in one piece).
 //! Units: ns, bytes.
 
-use super::*;
+use super::{DriverCtx, Event, HostDriver, Input, Output};
+use crate::device::{self, DevCommand, DevOp, DeviceConfig};
+use crate::engine::{FifoResource, SimTime};
+use crate::host::block::ReqId;
 use crate::host::ufs_config::UfsHostConfig;
-use crate::host::Scheduler;
+use crate::host::{DriverKind, HostConfig, Scheduler};
+use crate::stats::SystemStats;
+use crate::trace::{Ctx, TraceKind};
+use crate::workload::Dir;
 use std::collections::VecDeque;
+
+pub mod hpb;
 
 /// UPIU transaction codes (JEDEC UFS 2.1 §10.5), used as `TraceKind::Command` opcodes.
 pub mod upiu {
@@ -48,7 +56,7 @@ pub mod upiu {
 }
 
 #[derive(Debug)]
-pub(super) enum UfsEv {
+pub enum UfsEv {
     /// The kblockd worker runs the hardware queue.
     DispStart,
     /// `ufshcd_queuecommand` has rung the doorbell for the request.
@@ -65,18 +73,27 @@ pub(super) enum UfsEv {
     AggrTimeout(u32),
     /// The block completion of the request has run.
     Done(ReqId),
-    /// The HPB driver's work items and timers (`sim/ufs_hpb.rs`).
-    Hpb(super::ufs_hpb::HpbEv),
+    /// The HPB driver's work items and timers (`hpb.rs`).
+    Hpb(hpb::HpbEv),
 }
 
-#[derive(Default)]
-pub(super) struct UfsState {
+/// The UFS host driver and its link: all of its state.
+pub struct Ufs {
+    /// The host preset's `[ufs]` section.
+    cfg: UfsHostConfig,
+    /// The core taking the controller's interrupt, and the hard interrupt's entry cost.
+    irq_core: u32,
+    irq_ns: u64,
+    /// blk-mq without an elevator issues from the submitting task.
+    direct_issue: bool,
+    /// The block layer's tags (HPB's requests take one like any command).
+    nr_requests: u32,
     /// Core of the kblockd worker running the hardware queue, if any.
     dispatcher: Option<u32>,
     /// UTP transfer request slots taken (queuecommand started, completion not yet run).
-    pub(super) slots: u32,
-    /// The HPB driver, with `ufs-hpb` and `ufs-hpb-hcm` (`sim/ufs_hpb.rs`).
-    pub(super) hpb: Option<Box<super::ufs_hpb::HpbState>>,
+    slots: u32,
+    /// The HPB driver, with `ufs-hpb` and `ufs-hpb-hcm` (`hpb.rs`).
+    hpb: Option<Box<hpb::HpbState>>,
     /// Host→device and device→host directions of the link.
     h2d: FifoResource,
     d2h: FifoResource,
@@ -91,55 +108,107 @@ pub(super) struct UfsState {
     in_completion: bool,
 }
 
-impl UfsState {
-    pub(super) fn new(hpb: Option<Box<super::ufs_hpb::HpbState>>) -> UfsState {
-        UfsState {
-            hpb,
-            ..UfsState::default()
+/// A UFS driver needs the host preset's `[ufs]` section.
+pub(crate) fn check(kind: DriverKind, host: &HostConfig) -> Result<(), String> {
+    if kind.is_ufs() && host.ufs.is_none() {
+        return Err(format!(
+            "driver '{}' needs a [ufs] section in host preset '{}'",
+            kind.name(),
+            host.name
+        ));
+    }
+    Ok(())
+}
+
+impl Ufs {
+    /// The driver for `host` (whose `[ufs]` section `check_driver` found) and `device`.
+    pub fn new(host: &HostConfig, device: &DeviceConfig) -> Ufs {
+        Ufs {
+            cfg: host
+                .ufs
+                .clone()
+                .expect("the simulation checked the [ufs] section"),
+            irq_core: host.irq_core,
+            irq_ns: host.costs.irq_ns,
+            direct_issue: host.block.scheduler == Scheduler::None,
+            nr_requests: host.block.nr_requests,
+            dispatcher: None,
+            slots: 0,
+            hpb: hpb::HpbState::new(host, device),
+            h2d: FifoResource::new(),
+            d2h: FifoResource::new(),
+            rtt: 0,
+            rtt_wait: VecDeque::new(),
+            aggr_pending: Vec::new(),
+            aggr_gen: 0,
+            in_completion: false,
         }
     }
 }
 
-impl Sim {
-    /// Busy time so far of the UFS link's (host→device, device→host) directions.
-    pub fn ufs_link_busy_ns(&self) -> (u64, u64) {
-        (self.ufs.h2d.busy_ns(), self.ufs.d2h.busy_ns())
+impl HostDriver for Ufs {
+    #[inline]
+    fn handle(&mut self, now: SimTime, input: Input, ctx: &mut impl DriverCtx) {
+        match input {
+            Input::Start => self.hpb_setup(ctx),
+            Input::Kick { core } => self.kick(now, core, ctx),
+            Input::Event(Event::Ufs(ev)) => self.event(now, ev, ctx),
+            Input::Device { at, out: o } => match o {
+                device::Output::ReadReady { tag, last_ready } => {
+                    self.hpb_read_buffer_data(tag, ctx);
+                    ctx.schedule(
+                        at,
+                        Event::Ufs(UfsEv::ReadReady {
+                            req: tag,
+                            last_ready,
+                        }),
+                    );
+                }
+                // A write was accepted (or a command failed).
+                device::Output::Done { tag, .. } => {
+                    ctx.schedule(at, Event::Ufs(UfsEv::WriteAccepted(tag)))
+                }
+                device::Output::HpbHints { tag, hints } => self.hpb_hints(tag, hints),
+            },
+            Input::Ended(_) => {
+                self.in_completion = false;
+                // SCSI's end of request reruns the queue (asynchronously, kblockd) when
+                // requests wait for a slot.
+                if ctx.block().has_queued() {
+                    let core = self.irq_core;
+                    self.run_async(now, core, ctx);
+                }
+            }
+        }
     }
 
-    pub(super) fn ufs_cfg(&self) -> &UfsHostConfig {
-        self.cfg
-            .host
-            .ufs
-            .as_ref()
-            .expect("Sim::new checked the [ufs] section")
+    fn report(&self, sys: &mut SystemStats) {
+        sys.link_busy_ns = [self.h2d.busy_ns(), self.d2h.busy_ns()];
+        sys.hpb = self.hpb.as_ref().map(|h| h.drv.stats);
     }
+}
 
-    pub(super) fn ufs_handle(&mut self, ev: UfsEv) {
-        let now = self.now;
+impl Ufs {
+    #[inline]
+    fn event(&mut self, now: SimTime, ev: UfsEv, ctx: &mut impl DriverCtx) {
         match ev {
-            UfsEv::DispStart => self.ufs_disp_next(now),
-            UfsEv::Doorbell { req, core } => self.ufs_doorbell(req, core),
-            UfsEv::CmdArrived(r) => self.ufs_cmd_arrived(r),
-            UfsEv::ReadReady { req, last_ready } => self.ufs_read_data(req, last_ready),
-            UfsEv::WriteAccepted(r) => self.ufs_write_accepted(r),
-            UfsEv::Response(r) => self.ufs_response(r),
-            UfsEv::Hpb(e) => self.ufs_hpb_event(e),
+            UfsEv::DispStart => self.disp_next(now, ctx),
+            UfsEv::Doorbell { req, core } => self.doorbell(now, req, core, ctx),
+            UfsEv::CmdArrived(r) => self.cmd_arrived(now, r, ctx),
+            UfsEv::ReadReady { req, last_ready } => self.read_data(now, req, last_ready, ctx),
+            UfsEv::WriteAccepted(r) => self.write_accepted(now, r, ctx),
+            UfsEv::Response(r) => self.response(now, r, ctx),
+            UfsEv::Hpb(e) => self.hpb_event(now, e, ctx),
             UfsEv::AggrTimeout(g) => {
-                if g == self.ufs.aggr_gen && !self.ufs.aggr_pending.is_empty() {
-                    self.ufs_irq();
+                if g == self.aggr_gen && !self.aggr_pending.is_empty() {
+                    self.irq(now, ctx);
                 }
             }
             UfsEv::Done(r) => {
-                self.ufs.slots -= 1;
-                self.ufs.in_completion = true;
-                self.req_end(r);
-                self.ufs.in_completion = false;
-                // SCSI's end of request reruns the queue (asynchronously, kblockd) when
-                // requests wait for a slot.
-                if self.block.has_queued() {
-                    let core = self.cfg.host.irq_core;
-                    self.ufs_run_async(core);
-                }
+                self.slots -= 1;
+                // Cleared when the block layer has ended it (`Input::Ended`).
+                self.in_completion = true;
+                ctx.emit(Output::EndRequest(r));
             }
         }
     }
@@ -147,85 +216,77 @@ impl Sim {
     /// blk-mq runs the hardware queue after an insert on `core`: directly from the
     /// submitting context without an elevator (`blk_mq_try_issue_directly`), else (and
     /// for reruns from a completion) from a kblockd worker.
-    pub(super) fn ufs_kick(&mut self, core: u32) {
-        if !self.block.has_queued() {
+    fn kick(&mut self, now: SimTime, core: u32, ctx: &mut impl DriverCtx) {
+        if !ctx.block().has_queued() {
             return;
         }
-        if self.cfg.host.block.scheduler == Scheduler::None && !self.ufs.in_completion {
+        if self.direct_issue && !self.in_completion {
             // Direct issue: this context dispatches its own request, no hand-off.
-            if self.ufs.slots < self.ufs_cfg().nutrs {
-                self.ufs_queuecommand(core, self.now, false);
+            if self.slots < self.cfg.nutrs {
+                self.queuecommand(now, core, now, false, ctx);
             }
             return;
         }
-        self.ufs_run_async(core);
+        self.run_async(now, core, ctx);
     }
 
-    fn ufs_run_async(&mut self, core: u32) {
-        if self.ufs.dispatcher.is_some() || self.ufs.slots >= self.ufs_cfg().nutrs {
+    fn run_async(&mut self, now: SimTime, core: u32, ctx: &mut impl DriverCtx) {
+        if self.dispatcher.is_some() || self.slots >= self.cfg.nutrs {
             return;
         }
-        self.ufs.dispatcher = Some(core);
-        let t = self.wake(core, self.now);
-        self.q.push(t, Ev::Ufs(UfsEv::DispStart));
+        self.dispatcher = Some(core);
+        let t = ctx.wake(core, now);
+        ctx.schedule(t, Event::Ufs(UfsEv::DispStart));
     }
 
     /// The kblockd worker's dispatch loop: one request per `queue_rq` while slots last.
-    fn ufs_disp_next(&mut self, at: SimTime) {
-        let Some(core) = self.ufs.dispatcher else {
+    fn disp_next(&mut self, at: SimTime, ctx: &mut impl DriverCtx) {
+        let Some(core) = self.dispatcher else {
             return;
         };
-        if self.ufs.slots >= self.ufs_cfg().nutrs || !self.ufs_queuecommand(core, at, true) {
-            self.ufs.dispatcher = None;
+        if self.slots >= self.cfg.nutrs || !self.queuecommand(at, core, at, true, ctx) {
+            self.dispatcher = None;
         }
-    }
-
-    /// A driver's own request (HPB) is issued from its worker on `core` at `at`.
-    pub(super) fn ufs_issue_from(&mut self, core: u32, at: SimTime) {
-        self.ufs_queuecommand(core, at, true);
     }
 
     /// `scsi_queue_rq` → `ufshcd_queuecommand` on `core` from `at`: takes a slot,
     /// builds UTRD/UPIU/PRDT and rings the doorbell, from the submitting thread (direct
     /// issue) or from kblockd (`kernel`). False if nothing was queued.
-    fn ufs_queuecommand(&mut self, core: u32, at: SimTime, kernel: bool) -> bool {
-        let Some(r) = self.block.dispatch(at) else {
+    fn queuecommand(
+        &mut self,
+        now: SimTime,
+        core: u32,
+        at: SimTime,
+        kernel: bool,
+        ctx: &mut impl DriverCtx,
+    ) -> bool {
+        let Some(r) = ctx.dispatch(at, core, !kernel) else {
             return false;
         };
-        if self.trace.is_some() {
-            if kernel {
-                self.blk_rq(at, r, crate::trace::BlkAction::Issue, core);
-            } else {
-                self.blk_rq_direct(at, r, core);
-            }
-        }
-        self.ufs.slots += 1;
-        assert!(
-            self.ufs.slots <= self.ufs_cfg().nutrs,
-            "more commands than UTP slots"
-        );
-        let bytes = self.ufs_data_bytes(r);
-        let hpb = self.ufs_hpb_prep(r);
-        let u = self.ufs_cfg();
+        self.slots += 1;
+        assert!(self.slots <= self.cfg.nutrs, "more commands than UTP slots");
+        let bytes = self.data_bytes(r, ctx);
+        let hpb = self.hpb_prep(now, r, ctx);
+        let u = &self.cfg;
         let cost = u.queuecommand_ns
             + u.queuecommand_per_4k_ns * bytes.div_ceil(4096)
             + u.doorbell_ns
             + hpb;
         let end = if kernel {
-            self.cpu.run_kernel(core, at, cost, "queuecommand")
+            ctx.cpu().run_kernel(core, at, cost, "queuecommand")
         } else {
-            self.cpu.run_l(core, at, cost, "queuecommand")
+            ctx.cpu().run_l(core, at, cost, "queuecommand")
         };
-        self.q.push(end, Ev::Ufs(UfsEv::Doorbell { req: r, core }));
+        ctx.schedule(end, Event::Ufs(UfsEv::Doorbell { req: r, core }));
         true
     }
 
     /// The doorbell is rung: the controller fetches the descriptor and sends the COMMAND
     /// UPIU; the dispatcher (if any) goes on with the next request.
-    fn ufs_doorbell(&mut self, r: ReqId, core: u32) {
-        let now = self.now;
-        let in_flight = self.ufs.slots;
-        self.tr(
+    #[inline]
+    fn doorbell(&mut self, now: SimTime, r: ReqId, core: u32, ctx: &mut impl DriverCtx) {
+        let in_flight = self.slots;
+        ctx.trace(
             now,
             Some(r),
             TraceKind::DriverQueued {
@@ -233,7 +294,7 @@ impl Sim {
                 in_flight,
             },
         );
-        self.tr(
+        ctx.trace(
             now,
             Some(r),
             TraceKind::Started {
@@ -241,10 +302,9 @@ impl Sim {
                 ctx: Ctx::Task,
             },
         );
-        let u = self.ufs_cfg();
-        let (fetch, cmd_ns) = (u.hc_fetch_ns, u.upiu_ns(0));
-        let (s, e) = self.ufs.h2d.book(now + fetch, cmd_ns);
-        self.tr(
+        let (fetch, cmd_ns) = (self.cfg.hc_fetch_ns, self.cfg.upiu_ns(0));
+        let (s, e) = self.h2d.book(now + fetch, cmd_ns);
+        ctx.trace(
             s,
             Some(r),
             TraceKind::Command {
@@ -252,18 +312,18 @@ impl Sim {
                 end: e,
             },
         );
-        if self.trace.is_some() {
-            self.ufs_hpb_trace(r, s, e);
+        if ctx.tracing() {
+            self.hpb_trace(r, s, e, ctx);
         }
-        self.q.push(e, Ev::Ufs(UfsEv::CmdArrived(r)));
-        if self.ufs.dispatcher == Some(core) {
-            self.ufs_disp_next(now);
+        ctx.schedule(e, Event::Ufs(UfsEv::CmdArrived(r)));
+        if self.dispatcher == Some(core) {
+            self.disp_next(now, ctx);
         }
     }
 
     /// Bytes of the command's data: an UNMAP carries its parameter list, not the range.
-    fn ufs_data_bytes(&self, r: ReqId) -> u64 {
-        let q = self.block.req(r);
+    fn data_bytes(&self, r: ReqId, ctx: &mut impl DriverCtx) -> u64 {
+        let q = ctx.block().req(r);
         if q.discard {
             upiu::UNMAP_PARAM_BYTES
         } else {
@@ -271,8 +331,9 @@ impl Sim {
         }
     }
 
-    fn ufs_dev_command(&self, r: ReqId) -> DevCommand {
-        let q = self.block.req(r);
+    fn dev_command(&self, r: ReqId, ctx: &mut impl DriverCtx) -> DevCommand {
+        let fua = ctx.fua(r);
+        let q = ctx.block().req(r);
         let cmd = DevCommand {
             tag: r,
             op: match q.dir() {
@@ -285,34 +346,36 @@ impl Sim {
             },
             lba: q.sector,
             sectors: q.sectors,
-            fua: self.req_fua(r),
+            fua,
             hpb: 0,
         };
-        self.ufs_hpb_command(r, cmd)
+        self.hpb_command(r, cmd)
     }
 
     /// The COMMAND UPIU is in the device: a read goes to the device at once; a write
     /// waits for a READY_TO_TRANSFER.
-    fn ufs_cmd_arrived(&mut self, r: ReqId) {
-        let now = self.now;
-        let cmd = self.ufs_dev_command(r);
+    #[inline]
+    fn cmd_arrived(&mut self, now: SimTime, r: ReqId, ctx: &mut impl DriverCtx) {
+        let cmd = self.dev_command(r, ctx);
         let bytes = cmd.sectors as u64 * 512;
         match cmd.op {
             DevOp::Read | DevOp::HpbRead => {
-                self.sys.device_host_read_bytes += bytes;
-                self.device(device::Input::Command(cmd));
+                ctx.sys().device_host_read_bytes += bytes;
+                ctx.emit(Output::Device(device::Input::Command(cmd)));
             }
-            DevOp::ReadBuffer => self.device(device::Input::Command(cmd)),
+            DevOp::ReadBuffer => ctx.emit(Output::Device(device::Input::Command(cmd))),
             // A flush or a WRITE BUFFER carries no data: no READY_TO_TRANSFER.
-            DevOp::Flush | DevOp::WriteBuffer => self.device(device::Input::Command(cmd)),
+            DevOp::Flush | DevOp::WriteBuffer => {
+                ctx.emit(Output::Device(device::Input::Command(cmd)))
+            }
             _ => {
                 if cmd.op == DevOp::Write {
-                    self.sys.device_host_write_bytes += bytes;
+                    ctx.sys().device_host_write_bytes += bytes;
                 }
-                if self.ufs.rtt < self.ufs_cfg().max_rtt {
-                    self.ufs_grant_rtt(r, now);
+                if self.rtt < self.cfg.max_rtt {
+                    self.grant_rtt(r, now, ctx);
                 } else {
-                    self.ufs.rtt_wait.push_back(r);
+                    self.rtt_wait.push_back(r);
                 }
             }
         }
@@ -321,20 +384,17 @@ impl Sim {
     /// The device sends READY_TO_TRANSFER for each data segment of write `r` from `at`;
     /// the controller answers each with a DATA OUT UPIU; the device has the command and
     /// its data when the last one is in.
-    fn ufs_grant_rtt(&mut self, r: ReqId, at: SimTime) {
-        self.ufs.rtt += 1;
-        let cmd = self.ufs_dev_command(r);
-        let mut left = self.ufs_data_bytes(r);
-        let (seg_max, rtt_ns) = (
-            self.ufs_cfg().max_data_segment_bytes,
-            self.ufs_cfg().upiu_ns(0),
-        );
+    fn grant_rtt(&mut self, r: ReqId, at: SimTime, ctx: &mut impl DriverCtx) {
+        self.rtt += 1;
+        let cmd = self.dev_command(r, ctx);
+        let mut left = self.data_bytes(r, ctx);
+        let (seg_max, rtt_ns) = (self.cfg.max_data_segment_bytes, self.cfg.upiu_ns(0));
         let mut t = at;
         while left > 0 {
             let seg = left.min(seg_max);
             left -= seg;
-            let (s, e) = self.ufs.d2h.book(t, rtt_ns);
-            self.tr(
+            let (s, e) = self.d2h.book(t, rtt_ns);
+            ctx.trace(
                 s,
                 Some(r),
                 TraceKind::Command {
@@ -342,9 +402,9 @@ impl Sim {
                     end: e,
                 },
             );
-            let dur = self.ufs_cfg().upiu_ns(seg);
-            let (ds, de) = self.ufs.h2d.book(e, dur);
-            self.tr(
+            let dur = self.cfg.upiu_ns(seg);
+            let (ds, de) = self.h2d.book(e, dur);
+            ctx.trace(
                 ds,
                 Some(r),
                 TraceKind::Data {
@@ -354,33 +414,21 @@ impl Sim {
             );
             t = de;
         }
-        self.q.push(t, Ev::Dev(device::Input::Command(cmd)));
-    }
-
-    /// Routed device output: a read's data is ready from `at`.
-    pub(super) fn ufs_on_read_ready(&mut self, r: ReqId, at: SimTime, last_ready: SimTime) {
-        self.ufs_hpb_read_buffer_data(r);
-        self.q
-            .push(at, Ev::Ufs(UfsEv::ReadReady { req: r, last_ready }));
-    }
-
-    /// Routed device output: a write was accepted (or a command failed) at `at`.
-    pub(super) fn ufs_on_done(&mut self, r: ReqId, at: SimTime) {
-        self.q.push(at, Ev::Ufs(UfsEv::WriteAccepted(r)));
+        ctx.device_at(t, device::Input::Command(cmd));
     }
 
     /// DATA IN UPIUs stream the read's data to the host (the last 4 KiB cannot leave
     /// before it is ready), then the RESPONSE UPIU.
-    fn ufs_read_data(&mut self, r: ReqId, last_ready: SimTime) {
-        let now = self.now;
-        self.tr(last_ready, Some(r), TraceKind::DeviceDone);
-        let mut left = self.block.req(r).bytes();
-        let seg_max = self.ufs_cfg().max_data_segment_bytes;
+    #[inline]
+    fn read_data(&mut self, now: SimTime, r: ReqId, last_ready: SimTime, ctx: &mut impl DriverCtx) {
+        ctx.trace(last_ready, Some(r), TraceKind::DeviceDone);
+        let mut left = ctx.block().req(r).bytes();
+        let seg_max = self.cfg.max_data_segment_bytes;
         let mut t = now;
         while left > 0 {
             let seg = left.min(seg_max);
             left -= seg;
-            let u = self.ufs_cfg();
+            let u = &self.cfg;
             let dur = u.upiu_ns(seg);
             let mut ready = t;
             if left == 0 {
@@ -389,8 +437,8 @@ impl Sim {
                 let chunk = crate::engine::transfer_ns(seg.min(4096), u.link_bytes_per_s);
                 ready = ready.max((last_ready + chunk).saturating_sub(dur));
             }
-            let (s, e) = self.ufs.d2h.book(ready, dur);
-            self.tr(
+            let (s, e) = self.d2h.book(ready, dur);
+            ctx.trace(
                 s,
                 Some(r),
                 TraceKind::Data {
@@ -400,28 +448,27 @@ impl Sim {
             );
             t = e;
         }
-        self.ufs_response_upiu(r, t);
+        self.response_upiu(r, t, ctx);
     }
 
     /// The device accepted write `r`: the next waiting write gets its RTT; the RESPONSE
     /// goes out.
-    fn ufs_write_accepted(&mut self, r: ReqId) {
-        let now = self.now;
-        self.tr(now, Some(r), TraceKind::DeviceDone);
-        let q = self.block.req(r);
+    fn write_accepted(&mut self, now: SimTime, r: ReqId, ctx: &mut impl DriverCtx) {
+        ctx.trace(now, Some(r), TraceKind::DeviceDone);
+        let q = ctx.block().req(r);
         if q.dir() == Dir::Write && !q.flush && !q.passthrough {
-            self.ufs.rtt -= 1;
-            if let Some(w) = self.ufs.rtt_wait.pop_front() {
-                self.ufs_grant_rtt(w, now);
+            self.rtt -= 1;
+            if let Some(w) = self.rtt_wait.pop_front() {
+                self.grant_rtt(w, now, ctx);
             }
         }
-        self.ufs_response_upiu(r, now);
+        self.response_upiu(r, now, ctx);
     }
 
-    fn ufs_response_upiu(&mut self, r: ReqId, at: SimTime) {
-        let dur = self.ufs_cfg().upiu_ns(0);
-        let (s, e) = self.ufs.d2h.book(at, dur);
-        self.tr(
+    fn response_upiu(&mut self, r: ReqId, at: SimTime, ctx: &mut impl DriverCtx) {
+        let dur = self.cfg.upiu_ns(0);
+        let (s, e) = self.d2h.book(at, dur);
+        ctx.trace(
             s,
             Some(r),
             TraceKind::Command {
@@ -429,23 +476,23 @@ impl Sim {
                 end: e,
             },
         );
-        self.q.push(e, Ev::Ufs(UfsEv::Response(r)));
+        ctx.schedule(e, Event::Ufs(UfsEv::Response(r)));
     }
 
     /// The controller clears the request's doorbell bit and raises UTRCS, or counts it
     /// for the aggregated interrupt.
-    fn ufs_response(&mut self, r: ReqId) {
-        let now = self.now;
-        self.ufs.aggr_pending.push(r);
-        match self.ufs_cfg().intr_aggr {
-            None => self.ufs_irq(),
+    #[inline]
+    fn response(&mut self, now: SimTime, r: ReqId, ctx: &mut impl DriverCtx) {
+        self.aggr_pending.push(r);
+        match self.cfg.intr_aggr {
+            None => self.irq(now, ctx),
             Some((counter, timeout)) => {
-                if self.ufs.aggr_pending.len() as u32 >= counter {
-                    self.ufs_irq();
-                } else if self.ufs.aggr_pending.len() == 1 {
-                    self.ufs.aggr_gen += 1;
-                    let g = self.ufs.aggr_gen;
-                    self.q.push(now + timeout, Ev::Ufs(UfsEv::AggrTimeout(g)));
+                if self.aggr_pending.len() as u32 >= counter {
+                    self.irq(now, ctx);
+                } else if self.aggr_pending.len() == 1 {
+                    self.aggr_gen += 1;
+                    let g = self.aggr_gen;
+                    ctx.schedule(now + timeout, Event::Ufs(UfsEv::AggrTimeout(g)));
                 }
             }
         }
@@ -454,42 +501,40 @@ impl Sim {
     /// `ufshcd_intr` → `ufshcd_transfer_req_compl`: every completed request is completed
     /// from the hard interrupt; blk-mq ends it here when the submitting core shares the
     /// IRQ core's cache, else on the submitting core through an IPI.
-    fn ufs_irq(&mut self) {
-        let now = self.now;
-        let irq_core = self.cfg.host.irq_core;
-        let mut t = self
-            .cpu
-            .run_irq_l(irq_core, now, self.cfg.host.costs.irq_ns, "irq handler");
-        let done = std::mem::take(&mut self.ufs.aggr_pending);
+    fn irq(&mut self, now: SimTime, ctx: &mut impl DriverCtx) {
+        let irq_core = self.irq_core;
+        let mut t = ctx
+            .cpu()
+            .run_irq_l(irq_core, now, self.irq_ns, "irq handler");
+        let done = std::mem::take(&mut self.aggr_pending);
         // A new aggregation window starts with the next completion.
-        self.ufs.aggr_gen += 1;
+        self.aggr_gen += 1;
         for &r in &done {
-            self.block.mark_irq(r, now);
-            self.hw_busy.end(r, now, now);
-            self.tr(t, Some(r), TraceKind::Irq { core: irq_core });
+            ctx.irq_raised(r, now);
+            ctx.trace(t, Some(r), TraceKind::Irq { core: irq_core });
         }
         for &r in &done {
-            let bytes = self.block.req(r).bytes();
-            let u = self.ufs_cfg();
+            let bytes = ctx.block().req(r).bytes();
+            let u = &self.cfg;
             let (drv, llc) = (
                 u.completion_ns + u.completion_per_4k_ns * bytes.div_ceil(4096),
                 u.llc_cores,
             );
-            t = self.cpu.run_irq_l(irq_core, t, drv, "ufs completion");
-            t = self.ufs_hpb_complete(r, irq_core, t);
-            let end = self.end_cost(r);
-            let req_cpu = self.block.req(r).cpu;
+            t = ctx.cpu().run_irq_l(irq_core, t, drv, "ufs completion");
+            t = self.hpb_complete(now, r, irq_core, t, ctx);
+            let end = ctx.end_cost(r);
+            let req_cpu = ctx.block().req(r).cpu;
             let fin = if req_cpu / llc == irq_core / llc {
-                t = self.cpu.run_irq_l(irq_core, t, end, "post+complete");
+                t = ctx.cpu().run_irq_l(irq_core, t, end, "post+complete");
                 t
             } else {
-                let ipi = self.cfg.host.costs.irq_ns;
-                self.cpu.run_irq_l(req_cpu, t, ipi + end, "ipi+complete")
+                let ipi = self.irq_ns;
+                ctx.cpu().run_irq_l(req_cpu, t, ipi + end, "ipi+complete")
             };
-            self.q.push(fin, Ev::Ufs(UfsEv::Done(r)));
+            ctx.schedule(fin, Event::Ufs(UfsEv::Done(r)));
         }
         let mut done = done;
         done.clear();
-        self.ufs.aggr_pending = done;
+        self.aggr_pending = done;
     }
 }

@@ -1,0 +1,161 @@
+//! Host controller drivers as layers: what sits between the block layer's dispatch and
+//! the bus or link to the device.
+//!
+//! ```text
+//!  block layer ──Kick (a queue run on a core)──▶ ┌────────────┐ ──Output::Device──▶ device
+//!  its own timers ──Event──────────────────────▶ │   driver   │ ◀──Input::Device── (routed)
+//!  the device's outputs ──Device───────────────▶ │ (its state)│ ──Output::EndRequest──▶ block
+//!                                                └────────────┘      completion, then Ended
+//! ```
+//!
+//! A driver has the device's shape: `handle(now, input, ctx)`, its outputs emitted to `ctx`. It owns all of its
+//! state and its link or bus; it is built from the `--driver` choice in one place
+//! (`build`). What it needs from the kernel around it (a request from the block layer's
+//! dispatch, time on a core, a kworker's wake-up, a timer, the trace) it asks of
+//! [`DriverCtx`], which the simulation lends for the length of one call. What would
+//! re-enter the driver (a command handed to the device, whose outputs come back to the
+//! driver; the end of a block request, whose completions may run the queue again) it
+//! emits as an [`Output`]; the simulation carries each out, in order, as soon as the
+//! call returns, and the end of a request comes back as `Input::Ended`, so that the
+//! driver's own steps after it run where they ran in the kernel.
+//!
+//! Drivers in this layer: UFS (`ufs/`, HPB inside it). The MMC drivers (legacy, hsq,
+//! CQE) and the rtsx SD driver still live in `sim/` (`mmc.rs`, `cqe.rs`, `rtsx.rs`)
+//! and move here the same way.
+//! Units: ns (`SimTime`), bytes.
+
+use crate::device::{self, DeviceConfig};
+use crate::engine::SimTime;
+use crate::host::block::{BlockLayer, ReqId};
+use crate::host::cpu::Cpu;
+use crate::host::{DriverKind, HostConfig};
+use crate::stats::SystemStats;
+use crate::trace::TraceKind;
+
+pub mod ufs;
+
+/// A driver's own timed steps, kept in the simulation's event queue.
+#[derive(Debug)]
+pub enum Event {
+    Ufs(ufs::UfsEv),
+}
+
+/// What reaches a driver.
+#[derive(Debug)]
+pub enum Input {
+    /// The driver is probed, before the jobs start (init-time work: HPB's pinned
+    /// regions).
+    Start,
+    /// blk_mq_run_hw_queue after requests were inserted from `core`.
+    Kick { core: u32 },
+    /// One of its own timed steps is due.
+    Event(Event),
+    /// The device emitted `out`, effective at `at`.
+    Device { at: SimTime, out: device::Output },
+    /// The block layer has ended request `r` (after `Output::EndRequest`).
+    Ended(ReqId),
+}
+
+/// What a driver hands on, carried out in order when its call returns.
+#[derive(Debug)]
+pub enum Output {
+    /// A command (with its data) reaches the device now.
+    Device(device::Input),
+    /// The block layer ends request `r` (`blk_mq_end_request`): its bios complete.
+    EndRequest(ReqId),
+}
+
+/// The kernel around a driver, lent for one call.
+pub trait DriverCtx {
+    /// The block layer's request table and queues.
+    fn block(&mut self) -> &mut BlockLayer;
+    /// The host's cores.
+    fn cpu(&mut self) -> &mut Cpu;
+    /// `blk_mq_dispatch_rq_list` / direct issue: the next request the block layer
+    /// gives the driver at `at`, from a kblockd worker on `core` (`direct`: from the
+    /// submitting task itself). Traced as the kernel traces a dispatch.
+    fn dispatch(&mut self, at: SimTime, core: u32, direct: bool) -> Option<ReqId>;
+    /// The driver's step `ev` runs at `at`.
+    fn schedule(&mut self, at: SimTime, ev: Event);
+    /// The device gets `input` at `at`.
+    fn device_at(&mut self, at: SimTime, input: device::Input);
+    /// A sleeping kernel context (a kworker) wakes on `core` at `at`: returns when it
+    /// runs.
+    fn wake(&mut self, core: u32, at: SimTime) -> SimTime;
+    /// Records a driver event (a request's `Started` stamps its hardware span).
+    fn trace(&mut self, t: SimTime, req: Option<ReqId>, kind: TraceKind);
+    /// Whether the event trace is on.
+    fn tracing(&self) -> bool;
+    /// The completion interrupt of request `r` is raised at `at`: it leaves the
+    /// hardware.
+    fn irq_raised(&mut self, r: ReqId, at: SimTime);
+    /// The run's counters.
+    fn sys(&mut self) -> &mut SystemStats;
+    /// CPU time of the block layer's completion of request `r` (bio end_io, the
+    /// submitter's wake-up work), booked by the driver where it runs.
+    fn end_cost(&self, r: ReqId) -> u64;
+    /// Whether request `r` is a REQ_FUA write.
+    fn fua(&self, r: ReqId) -> bool;
+    /// Whether some job still runs (periodic timers stop with the jobs).
+    fn jobs_running(&self) -> bool;
+    /// Hands `o` on: carried out, in order with the others, when the call returns.
+    fn emit(&mut self, o: Output);
+    /// The device's L2P entries of `n` 4 KiB blocks from `first`, as a READ BUFFER
+    /// carries them when its data leaves the device.
+    fn device_map_entries(&mut self, first: u32, n: u32, buf: &mut Vec<u32>);
+}
+
+/// The shape every host controller driver has.
+pub trait HostDriver {
+    /// Handles `input` at `now`, asking `ctx` for what the kernel around it does and
+    /// emitting to it what it hands on.
+    fn handle(&mut self, now: SimTime, input: Input, ctx: &mut impl DriverCtx);
+    /// Adds what the driver counted to the run's statistics.
+    fn report(&self, sys: &mut SystemStats);
+}
+
+/// The drivers of this layer, dispatched here once (a closed set: calls into the
+/// driver are static, so the simulation's calls to it inline as before).
+pub enum Driver {
+    Ufs(ufs::Ufs),
+}
+
+impl HostDriver for Driver {
+    #[inline]
+    fn handle(&mut self, now: SimTime, input: Input, ctx: &mut impl DriverCtx) {
+        match self {
+            Driver::Ufs(d) => d.handle(now, input, ctx),
+        }
+    }
+
+    fn report(&self, sys: &mut SystemStats) {
+        match self {
+            Driver::Ufs(d) => d.report(sys),
+        }
+    }
+}
+
+/// Checks that the presets carry what driver `kind` needs (beyond the device's
+/// interface).
+pub fn check(kind: DriverKind, host: &HostConfig, device: &DeviceConfig) -> Result<(), String> {
+    ufs::check(kind, host)?;
+    ufs::hpb::check(kind, host, device)
+}
+
+/// Sets up the device as driver `kind` finds it (HPB's control mode).
+pub fn configure_device(kind: DriverKind, device: &mut DeviceConfig) {
+    ufs::hpb::configure_device(kind, device);
+}
+
+/// The driver of `kind` as a layer, or None for the drivers still in `sim/`.
+pub fn build(kind: DriverKind, host: &HostConfig, device: &DeviceConfig) -> Option<Box<Driver>> {
+    match kind {
+        DriverKind::Ufs | DriverKind::UfsHpb { .. } => {
+            Some(Box::new(Driver::Ufs(ufs::Ufs::new(host, device))))
+        }
+        DriverKind::MmcLegacy
+        | DriverKind::MmcHsq { .. }
+        | DriverKind::MmcCqe { .. }
+        | DriverKind::SdRtsx { .. } => None,
+    }
+}
