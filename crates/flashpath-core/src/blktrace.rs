@@ -34,6 +34,7 @@
 //! Task names go in BLK_TN_PROCESS notes (pdu = the 16-byte comm).
 //! Times start at the first reported job's start.
 
+use crate::device::config::Interface;
 use crate::engine::SimTime;
 use crate::host::DriverKind;
 use crate::trace::{pid, BlkAction, BlkOp, Trace, TraceChunk, TraceKind};
@@ -91,13 +92,13 @@ impl BlkDevice {
     /// The device the driver creates: the MMC block driver's `mmcblk0` (major 179,
     /// MMC_BLOCK_MAJOR) for eMMC and SD hosts, the SCSI disk `sda` (8:0) for UFS.
     pub fn for_driver(driver: DriverKind) -> BlkDevice {
-        match driver {
-            DriverKind::Ufs | DriverKind::UfsHpb { .. } => BlkDevice {
+        match driver.interface() {
+            Interface::Ufs => BlkDevice {
                 name: "sda",
                 major: 8,
                 minor: 0,
             },
-            _ => BlkDevice {
+            Interface::Emmc | Interface::Sd => BlkDevice {
                 name: "mmcblk0",
                 major: 179,
                 minor: 0,

@@ -438,6 +438,23 @@ impl NandDeviceConfig {
 }
 
 impl DeviceConfig {
+    /// The device holds written data in a volatile cache that a flush must program: an
+    /// eMMC (CACHE_CTRL on: the kernel enables the cache when CACHE_SIZE > 0) or UFS
+    /// device with a write-back buffer, or the ideal device. A write-through device has
+    /// none; on eMMC its flush is then a no-op in the driver (mmc_flush_cache sends CMD6
+    /// FLUSH_CACHE only while the cache is on).
+    pub fn cache_on(&self) -> bool {
+        match self.interface {
+            Interface::Emmc | Interface::Ufs => match &self.model {
+                DeviceModel::PageMapped(n) => n.write_buffer_bytes > 0 && !n.write_through,
+                // The ideal device answers a flush after its fixed `other` time.
+                DeviceModel::Ideal(_) => true,
+                // Allocation-unit devices (cards, eMMC before 4.5) report no cache.
+                DeviceModel::AllocationUnit(_) => false,
+            },
+            Interface::Sd => false,
+        }
+    }
     /// A device with a fixed service time for every command (reads and writes alike).
     pub fn ideal(capacity_bytes: u64, service_ns: u64) -> DeviceConfig {
         Self::ideal_rw(capacity_bytes, service_ns, service_ns)

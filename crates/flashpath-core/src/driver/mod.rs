@@ -8,9 +8,9 @@
 //!                                                └────────────┘      completion, then Ended
 //! ```
 //!
-//! A driver has the device's shape: `handle(now, input, ctx)`, its outputs emitted to `ctx`. It owns all of its
-//! state and its link or bus; it is built from the `--driver` choice in one place
-//! (`build`). What it needs from the kernel around it (a request from the block layer's
+//! A driver has the device's shape: `handle(now, input, ctx)`, its outputs emitted to
+//! `ctx`. It owns all of its state and its link or bus; it is built from the `--driver`
+//! choice in one place (`build`). What it needs from the kernel around it (a request from the block layer's
 //! dispatch, time on a core, a kworker's wake-up, a timer, the trace) it asks of
 //! [`DriverCtx`], which the simulation lends for the length of one call. What would
 //! re-enter the driver (a command handed to the device, whose outputs come back to the
@@ -19,9 +19,11 @@
 //! call returns, and the end of a request comes back as `Input::Ended`, so that the
 //! driver's own steps after it run where they ran in the kernel.
 //!
-//! Drivers in this layer: UFS (`ufs/`, HPB inside it). The MMC drivers (legacy, hsq,
-//! CQE) and the rtsx SD driver still live in `sim/` (`mmc.rs`, `cqe.rs`, `rtsx.rs`)
-//! and move here the same way.
+//! The drivers: UFS (`ufs/`, HPB inside it) and MMC (`mmc/`: the legacy path, the host
+//! software queue, the command queue engine, the rtsx SD host, discards and flushes).
+//! A command given to the device comes back with the device's outputs at once
+//! (`DriverCtx::device`), as the kernel sees a command's immediate effects; the
+//! device's later outputs arrive as `Input::Device`.
 //! Units: ns (`SimTime`), bytes.
 
 use crate::device::{self, DeviceConfig};
@@ -30,14 +32,16 @@ use crate::host::block::{BlockLayer, ReqId};
 use crate::host::cpu::Cpu;
 use crate::host::{DriverKind, HostConfig};
 use crate::stats::SystemStats;
-use crate::trace::TraceKind;
+use crate::trace::{BlkAction, TraceKind};
 
+pub mod mmc;
 pub mod ufs;
 
 /// A driver's own timed steps, kept in the simulation's event queue.
 #[derive(Debug)]
 pub enum Event {
     Ufs(ufs::UfsEv),
+    Mmc(mmc::MmcEv),
 }
 
 /// What reaches a driver.
@@ -59,8 +63,6 @@ pub enum Input {
 /// What a driver hands on, carried out in order when its call returns.
 #[derive(Debug)]
 pub enum Output {
-    /// A command (with its data) reaches the device now.
-    Device(device::Input),
     /// The block layer ends request `r` (`blk_mq_end_request`): its bios complete.
     EndRequest(ReqId),
 }
@@ -71,10 +73,15 @@ pub trait DriverCtx {
     fn block(&mut self) -> &mut BlockLayer;
     /// The host's cores.
     fn cpu(&mut self) -> &mut Cpu;
-    /// `blk_mq_dispatch_rq_list` / direct issue: the next request the block layer
-    /// gives the driver at `at`, from a kblockd worker on `core` (`direct`: from the
-    /// submitting task itself). Traced as the kernel traces a dispatch.
-    fn dispatch(&mut self, at: SimTime, core: u32, direct: bool) -> Option<ReqId>;
+    /// The kernel's trace of a block request event (D, R) for request `r` by the
+    /// dispatching task on `core`, when tracing.
+    fn blk_trace(&mut self, at: SimTime, r: ReqId, action: BlkAction, core: u32);
+    /// The D of request `r` issued directly by its submitter on `core` (blk-mq without
+    /// an elevator: `blk_mq_try_issue_directly`), when tracing.
+    fn blk_trace_direct(&mut self, at: SimTime, r: ReqId, core: u32);
+    /// The device gets `input` now; what it emits at once is pushed onto `emits` (its
+    /// timers are the simulation's).
+    fn device(&mut self, input: device::Input, emits: &mut Vec<(SimTime, device::Output)>);
     /// The driver's step `ev` runs at `at`.
     fn schedule(&mut self, at: SimTime, ev: Event);
     /// The device gets `input` at `at`.
@@ -116,8 +123,11 @@ pub trait HostDriver {
 
 /// The drivers of this layer, dispatched here once (a closed set: calls into the
 /// driver are static, so the simulation's calls to it inline as before).
+// One driver per run, kept in one Box: the variants' sizes do not matter.
+#[allow(clippy::large_enum_variant)]
 pub enum Driver {
     Ufs(ufs::Ufs),
+    Mmc(mmc::Mmc),
 }
 
 impl HostDriver for Driver {
@@ -125,12 +135,14 @@ impl HostDriver for Driver {
     fn handle(&mut self, now: SimTime, input: Input, ctx: &mut impl DriverCtx) {
         match self {
             Driver::Ufs(d) => d.handle(now, input, ctx),
+            Driver::Mmc(d) => d.handle(now, input, ctx),
         }
     }
 
     fn report(&self, sys: &mut SystemStats) {
         match self {
             Driver::Ufs(d) => d.report(sys),
+            Driver::Mmc(d) => d.report(sys),
         }
     }
 }
@@ -147,15 +159,48 @@ pub fn configure_device(kind: DriverKind, device: &mut DeviceConfig) {
     ufs::hpb::configure_device(kind, device);
 }
 
-/// The driver of `kind` as a layer, or None for the drivers still in `sim/`.
-pub fn build(kind: DriverKind, host: &HostConfig, device: &DeviceConfig) -> Option<Box<Driver>> {
-    match kind {
-        DriverKind::Ufs | DriverKind::UfsHpb { .. } => {
-            Some(Box::new(Driver::Ufs(ufs::Ufs::new(host, device))))
+impl Driver {
+    /// The blk-mq tags the queue gets (`nr`: the host's nr_requests).
+    pub fn tags(&self, nr: u32) -> u32 {
+        match self {
+            Driver::Ufs(_) => nr,
+            Driver::Mmc(d) => d.tags(nr),
         }
+    }
+}
+
+/// What the driver needs of the host preset's sections beyond `check` (mmc-cqe: the
+/// `[cqe]` section): the error `build` gives.
+pub fn check_sections(kind: DriverKind, host: &HostConfig) -> Result<(), String> {
+    mmc::check(kind, host)
+}
+
+/// Why driver `kind` cannot run trims, before the queue's limits are looked at.
+pub fn refuse_trims(kind: DriverKind) -> Result<(), String> {
+    mmc::erase::refuse_trims(kind)
+}
+
+/// What driver `kind` needs of `host` to run trims.
+pub fn check_trims(kind: DriverKind, host: &HostConfig) -> Result<(), String> {
+    mmc::erase::check_trims(kind, host)
+}
+
+/// What driver `kind` needs of `host` to send cache flushes.
+pub fn check_flushes(kind: DriverKind, host: &HostConfig) -> Result<(), String> {
+    mmc::cqe::check_flushes(kind, host)
+}
+
+/// The driver of `kind` for `host` and `device`.
+pub fn build(
+    kind: DriverKind,
+    host: &HostConfig,
+    device: &DeviceConfig,
+) -> Result<Box<Driver>, String> {
+    Ok(Box::new(match kind {
+        DriverKind::Ufs | DriverKind::UfsHpb { .. } => Driver::Ufs(ufs::Ufs::new(host, device)),
         DriverKind::MmcLegacy
         | DriverKind::MmcHsq { .. }
         | DriverKind::MmcCqe { .. }
-        | DriverKind::SdRtsx { .. } => None,
-    }
+        | DriverKind::SdRtsx { .. } => Driver::Mmc(mmc::Mmc::new(kind, host, device)?),
+    }))
 }

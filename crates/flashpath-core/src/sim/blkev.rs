@@ -23,6 +23,7 @@
 //! what it needs to pair every Q with its D and C.
 
 use super::{Sim, Submission};
+use crate::device::config::Interface;
 use crate::engine::SimTime;
 use crate::host::block::{Bio, BioFate, ReqId};
 use crate::trace::{pid, BlkAction, BlkOp, TraceKind};
@@ -350,7 +351,7 @@ impl Sim {
         // D and R happen in the dispatching task (kblockd's kworker, mmcqd on the
         // single-queue MMC driver, or the submitter issuing directly), C in interrupt
         // context on the request's CPU.
-        let mmcqd = !self.cfg.driver.is_ufs() && self.blk_legacy();
+        let mmcqd = self.cfg.driver.interface() != Interface::Ufs && self.blk_legacy();
         let (cpu, p) = match action {
             BlkAction::Issue | BlkAction::Requeue if direct => (core, submitter),
             BlkAction::Issue | BlkAction::Requeue if mmcqd => (core, pid::MMCQD),

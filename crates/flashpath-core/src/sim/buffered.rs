@@ -108,10 +108,9 @@
 //! change at entry (file_update_time), writeback bios the conversion of unwritten blocks.
 
 use super::{Ev, Io, Sim, ThreadState};
-use crate::device::config::{DeviceModel, Interface};
+use crate::device::config::Interface;
 use crate::engine::SimTime;
 use crate::host::page_cache::{PageCache, PageState, PAGE};
-use crate::host::DriverKind;
 use crate::stats::ddir_index;
 use crate::workload::{Dir, Fadvise, Submission};
 use std::collections::{BTreeSet, HashMap};
@@ -392,23 +391,8 @@ pub(super) fn check(cfg: &super::SimConfig) -> Result<(), String> {
             || j.o_sync
             || j.replay.as_ref().is_some_and(|r| r.syncs);
         if syncs && queue_cache(cfg).write_cache {
-            match cfg.driver {
-                DriverKind::MmcLegacy
-                | DriverKind::MmcHsq { .. }
-                | DriverKind::SdRtsx { .. }
-                | DriverKind::Ufs
-                | DriverKind::UfsHpb { .. } => {}
-                DriverKind::MmcCqe { .. } => {
-                    if !cfg.host.cqe.as_ref().is_some_and(|c| c.dcmd) {
-                        return Err(format!(
-                            "job '{}': fsync/fdatasync/end_fsync/sync need a cache flush, which driver '{}' sends as a DCMD: host '{}' has no DCMD slot (cqe.dcmd = false; the halted-queue flush is not modelled)",
-                            j.name,
-                            cfg.driver.name(),
-                            cfg.host.name
-                        ));
-                    }
-                }
-            }
+            crate::driver::check_flushes(cfg.driver, &cfg.host)
+                .map_err(|e| format!("job '{}': {e}", j.name))?;
         }
     }
     Ok(())
@@ -439,7 +423,7 @@ pub(super) struct QueueCache {
 ///   part sets it).
 /// - SD cards: none (the modelled kernels declare no cache for SD).
 pub(super) fn queue_cache(cfg: &super::SimConfig) -> QueueCache {
-    let cache_on = device_cache_on(cfg);
+    let cache_on = cfg.device.cache_on();
     match cfg.device.interface {
         Interface::Emmc => {
             let rel_wr = cfg.host.mmc.cmd23;
@@ -456,24 +440,6 @@ pub(super) fn queue_cache(cfg: &super::SimConfig) -> QueueCache {
             write_cache: false,
             fua: false,
         },
-    }
-}
-
-/// The device holds written data in a volatile cache that a flush must program: an
-/// eMMC (CACHE_CTRL on: the kernel enables the cache when CACHE_SIZE > 0) or UFS
-/// device with a write-back buffer, or the ideal device. A write-through device has
-/// none; on eMMC its flush is then a no-op in the driver (mmc_flush_cache sends CMD6
-/// FLUSH_CACHE only while the cache is on).
-pub(super) fn device_cache_on(cfg: &super::SimConfig) -> bool {
-    match cfg.device.interface {
-        Interface::Emmc | Interface::Ufs => match &cfg.device.model {
-            DeviceModel::PageMapped(n) => n.write_buffer_bytes > 0 && !n.write_through,
-            // The ideal device answers a flush after its fixed `other` time.
-            DeviceModel::Ideal(_) => true,
-            // Allocation-unit devices (cards, eMMC before 4.5) report no cache.
-            DeviceModel::AllocationUnit(_) => false,
-        },
-        Interface::Sd => false,
     }
 }
 

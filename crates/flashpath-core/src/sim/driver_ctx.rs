@@ -31,15 +31,40 @@ impl Sim {
     fn driver_outputs(&mut self) {
         let mut out = std::mem::take(&mut self.driver_out);
         for o in out.drain(..) {
-            match o {
-                Output::Device(input) => self.device(input),
-                Output::EndRequest(r) => {
-                    self.req_end(r);
-                    self.driver_input(Input::Ended(r));
-                }
-            }
+            let Output::EndRequest(r) = o;
+            self.req_end(r);
+            self.driver_input(Input::Ended(r));
         }
         self.driver_out = out;
+    }
+}
+
+impl Sim {
+    /// blk_mq_run_hw_queue after requests were inserted from `core`.
+    pub(super) fn kick(&mut self, core: u32) {
+        self.driver_input(Input::Kick { core });
+    }
+
+    /// The request is a FUA write: it carries the journal's commit block on a queue with
+    /// native FUA (sim/journal.rs). A REQ_FUA bio does not merge in the kernel
+    /// (REQ_NOMERGE_FLAGS; blk-flush inserts its request past the scheduler), so it is
+    /// its request's only bio.
+    /// Only the journal and O_SYNC direct writes are FUA, so without `[fs]` or such a
+    /// job the bios are not looked at: this runs for every write request on the bus.
+    pub(super) fn req_fua(&self, r: ReqId) -> bool {
+        let q = self.block.req(r);
+        (self.cfg.host.fs.is_some() || self.any_fua_job)
+            && q.dir == Some(Dir::Write)
+            && !q.flush
+            && q.bios.iter().any(|&io| {
+                let x = &self.ios[io as usize];
+                x.fua || x.cache == buffered::CacheIo::JournalFua
+            })
+    }
+
+    /// CPU cost of ending a block request: one bio completion per I/O it carries.
+    pub(super) fn end_cost(&self, r: ReqId) -> u64 {
+        self.cfg.host.costs.complete_ns * self.block.req(r).bios.len() as u64
     }
 }
 
@@ -52,16 +77,27 @@ impl DriverCtx for Sim {
         &mut self.cpu
     }
 
-    fn dispatch(&mut self, at: SimTime, core: u32, direct: bool) -> Option<ReqId> {
-        let r = self.block.dispatch(at)?;
-        if self.trace.is_some() {
-            if direct {
-                self.blk_rq_direct(at, r, core);
-            } else {
-                self.blk_rq(at, r, BlkAction::Issue, core);
-            }
+    fn blk_trace(&mut self, at: SimTime, r: ReqId, action: BlkAction, core: u32) {
+        self.blk_rq(at, r, action, core);
+    }
+
+    fn blk_trace_direct(&mut self, at: SimTime, r: ReqId, core: u32) {
+        self.blk_rq_direct(at, r, core);
+    }
+
+    fn device(&mut self, input: device::Input, emits: &mut Vec<(SimTime, device::Output)>) {
+        if self.verify.is_some() {
+            self.verify_stage_write(&input);
         }
-        Some(r)
+        let now = self.now;
+        let mut out = std::mem::take(&mut self.dev_out);
+        self.dev.handle(now, input, &mut out);
+        let (timers, e) = out.drain();
+        for (at, input) in timers {
+            self.q.push(at, Ev::Dev(input));
+        }
+        emits.extend(e);
+        self.dev_out = out;
     }
 
     fn schedule(&mut self, at: SimTime, ev: Event) {

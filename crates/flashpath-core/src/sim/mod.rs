@@ -23,14 +23,14 @@
 //! after a write, starts the prepared request, then runs `post_req` and ends the finished
 //! request. A completion that finds no waiter goes to the `mmc_complete` kworker.
 
-use crate::device::{self, DevCommand, DevOp, Device, DeviceConfig};
+use crate::device::{self, Device, DeviceConfig};
 use crate::driver::{self, HostDriver};
-use crate::engine::{EventQueue, FifoResource, Outbox, SimTime};
+use crate::engine::{EventQueue, Outbox, SimTime};
 use crate::host::block::{Bio, BlockLayer, ReqId};
 use crate::host::cpu::Cpu;
-use crate::host::{Cmd13Mode, DriverKind, HostConfig};
+use crate::host::{DriverKind, HostConfig};
 use crate::stats::{ddir_index, DirStats, JobStats, RunResult, Span, Spans, SystemStats};
-use crate::trace::{self, BlkAction, Ctx, Trace, TraceKind};
+use crate::trace::{self, BlkAction, Trace, TraceKind};
 use crate::workload::{
     rate_gate, Dir, ExitWhat, IoSource, JobConfig, MinRate, PoissonClock, Submission,
 };
@@ -38,7 +38,6 @@ use flashpath_hist::{batch_bucket, depth_level_bucket};
 
 mod blkev;
 mod buffered;
-mod cqe;
 mod discard;
 mod driver_ctx;
 pub mod errors;
@@ -49,24 +48,21 @@ mod iopoll;
 mod journal;
 mod lat_target;
 mod min_rate;
-mod mmc;
-use mmc::{MmcHsq, MmcLegacy};
 mod null_engine;
 mod observer;
 mod occupancy;
 mod offload;
 mod progress;
 mod replay;
-mod rtsx;
 pub mod steadystate;
 mod threads;
 mod verify;
 mod verify_async;
+pub use crate::driver::mmc::rtsx::IDLE_STOP_NS as RTSX_IDLE_STOP_NS;
 pub use buffered::CacheStats;
 pub use external::{ExternalDone, ExternalRequest};
 pub use observer::{IoDone, IoObserver, IoQueued};
 pub use progress::{JobProgress, Phase, Progress};
-pub use rtsx::IDLE_STOP_NS as RTSX_IDLE_STOP_NS;
 pub use verify::{
     content_tag, default_cost_per_4k_ns, FailureKind, VerifyAlgo, VerifyConfig, VerifyFailure,
     EILSEQ, UNTRACKED_NUMBERIO,
@@ -144,7 +140,7 @@ impl Precondition {
     /// The layout a run with `driver` gets: `Auto` resolved.
     pub fn layout(self, driver: DriverKind) -> Precondition {
         match self {
-            Precondition::Auto if matches!(driver, DriverKind::SdRtsx { .. }) => {
+            Precondition::Auto if driver.interface() == crate::device::config::Interface::Sd => {
                 Precondition::Sequential
             }
             Precondition::Auto => Precondition::Random,
@@ -237,42 +233,14 @@ enum Ev {
     VerifyThread { job: u32, worker: u32 },
     /// The thread's submission work for its pending I/Os is done: bios go to the block layer.
     Submitted(u32),
-    /// The kblockd worker starts the dispatch loop.
-    DispStart,
-    /// The dispatcher finished prep + pre_req of a request: `mmc_blk_rw_wait`.
-    DispPrepared(ReqId),
-    /// The dispatcher was woken by the interrupt of the request on the bus.
-    DispWoken,
-    /// The dispatcher ended the previous request and returns from queue_rq.
-    DispPosted(Option<ReqId>),
-    /// The request is started on the bus.
-    BusIssue(ReqId),
-    /// The interrupt handler for the request on the bus has run.
-    Irq(ReqId),
-    /// The `mmc_complete` kworker runs.
-    WorkerRun,
-    /// hsq: the dispatcher finished prep + pre_req; `mmc_hsq_request` takes the request.
-    HsqQueued(ReqId),
-    /// hsq: the block completion of the request has run (on its submitting CPU).
-    HsqDone(ReqId),
-    /// A block request has ended: its I/Os complete.
-    ReqEnd(ReqId),
-    /// A read's data is ready in the device: stream it over the bus.
-    ReadReady { req: ReqId, last_ready: SimTime },
     /// An input for the device.
     Dev(device::Input),
     /// A step of a host driver of the driver layer (`driver/`).
     Driver(driver::Event),
-    /// The eMMC command queue engine (sim/cqe.rs).
-    Cqe(cqe::CqeEv),
-    /// The rtsx SD host driver's own events (`sim/rtsx.rs`).
-    Rtsx(rtsx::RtsxEv),
     /// Buffered I/O: page cache, writeback, fsync (`sim/buffered.rs`).
     Buf(buffered::BufEv),
     /// The ext4 journal's kjournald2 and commit timer (`sim/journal.rs`).
     Jbd(journal::JbdEv),
-    /// A discard request's synchronous issue in the MMC drivers (`sim/discard.rs`).
-    Discard(discard::DiscardEv),
     /// fio's helper thread checks steady state (`sim/steadystate.rs`).
     SteadyStateCheck,
     /// io_submit_mode=offload's submit workers (`sim/offload.rs`).
@@ -395,26 +363,20 @@ pub struct Sim {
     cfg: SimConfig,
     /// Some job writes O_DIRECT|O_SYNC: its bios may carry REQ_FUA (`req_fua`).
     any_fua_job: bool,
-    hsq: MmcHsq,
-    /// The host driver, when it is one of the driver layer's (`driver/`); out of its
-    /// place while it handles an input (`driver_input`).
+    /// The host driver (`driver/`); out of its place while it handles an input
+    /// (`driver_input`).
     driver: Option<Box<driver::Driver>>,
     /// The driver's outputs (`driver_input`), kept for their allocation.
     driver_out: Vec<driver::Output>,
-    cqe: cqe::MmcCqe,
     q: EventQueue<Ev>,
     now: SimTime,
     cpu: Cpu,
-    bus: FifoResource,
     block: BlockLayer,
     dev: Device,
     dev_out: Outbox<device::Input, device::Output>,
-    mmc: MmcLegacy,
     threads: Vec<Thread>,
     ios: Vec<Io>,
     free_ios: Vec<u32>,
-    /// When the device releases busy for each write request (indexed by request id).
-    dev_ready_at: Vec<SimTime>,
     scratch: Vec<u32>,
     sys: SystemStats,
     unfinished: usize,
@@ -422,15 +384,13 @@ pub struct Sim {
     prefill: usize,
     /// The event trace, when enabled.
     trace: Option<Trace>,
-    /// The rtsx SD host driver's state.
-    rtsx: rtsx::Rtsx,
     /// Page cache and writeback state (`sim/buffered.rs`).
     buf: buffered::Buffered,
     /// The ext4 journal of a host with `[fs]` (`sim/journal.rs`).
     jbd: journal::Journal,
     /// The submitting thread's plug, for block-event traces.
     blk_plug: blkev::PlugTrace,
-    /// A discard request waiting for the MMC host to be idle (`sim/discard.rs`).
+    /// The queue's discard granularity (`sim/discard.rs`).
     disc: discard::DiscardState,
     /// Followers of the reported jobs' I/Os (`sim/observer.rs`).
     observers: Vec<Box<dyn IoObserver>>,
@@ -511,7 +471,7 @@ impl Sim {
         discard::check(&cfg)?;
         let verify = verify::setup(&cfg)?;
         let host = &cfg.host;
-        let cqe = cqe::MmcCqe::new(cfg.driver, host)?;
+        let drv = driver::build(cfg.driver, host, &cfg.device)?;
         let (flows, mut flow_seats) = flow::seats(&cfg);
         let threads = cfg
             .jobs
@@ -600,29 +560,23 @@ impl Sim {
             ss: steadystate::SteadyState::default(),
             hw_busy: Default::default(),
             ext: None,
-            rtsx: rtsx::Rtsx::default(),
             buf: buffered::Buffered::new(&cfg),
             jbd: journal::Journal::new(&cfg),
-            hsq: MmcHsq::default(),
-            driver: driver::build(cfg.driver, host, &cfg.device),
             driver_out: Vec::new(),
             cpu: Cpu::new(host.cores),
-            bus: FifoResource::new(),
             block: BlockLayer::new(
                 host.block.scheduler,
                 // With CQE the blk-mq tags are the task IDs (mmc_init_queue).
-                cqe.tags(host.block.nr_requests),
+                drv.tags(host.block.nr_requests),
                 host.block.max_request_bytes,
             ),
-            cqe,
+            driver: Some(drv),
             // With no jobs (a request source), JobConfig's default seed.
             dev: Device::new(&cfg.device, cfg.jobs.first().map_or(0x5eed, |j| j.seed)),
             dev_out: Outbox::new(),
-            mmc: MmcLegacy::default(),
             threads,
             ios: Vec::new(),
             free_ios: Vec::new(),
-            dev_ready_at: Vec::new(),
             scratch: Vec::new(),
             sys: SystemStats::default(),
             unfinished: n,
@@ -632,9 +586,7 @@ impl Sim {
         };
         discard::setup(&mut sim);
         steadystate::setup(&mut sim)?;
-        if sim.driver.is_some() {
-            sim.driver_input(driver::Input::Start);
-        }
+        sim.driver_input(driver::Input::Start);
         if sim.verify.is_some() {
             sim.dev.track_content();
             sim.verify_async_setup();
@@ -816,7 +768,6 @@ impl Sim {
         let mut sys = self.sys.clone();
         sys.sim_end_ns = self.now;
         sys.core_busy_ns = self.cpu.busy_ns();
-        sys.bus_busy_ns = self.bus.busy_ns();
         sys.requests = self.block.requests_dispatched;
         sys.merges = self.block.merges;
         sys.cache = self.buf_stats();
@@ -830,56 +781,17 @@ impl Sim {
 
     /// The request path: every event, in order.
     fn handle(&mut self, ev: Ev) {
-        let now = self.now;
         match ev {
             Ev::ThreadStart(t) => self.thread_start(t),
             Ev::ThreadRun(t) => self.thread_run(t),
             Ev::MeasureStart(t) => self.occupancy_ramp_end(t),
             Ev::VerifyThread { job, worker } => self.verify_thread_done(job, worker as usize),
             Ev::Submitted(t) => self.submitted(t),
-            Ev::DispStart => self.disp_next(now),
-            Ev::DispPrepared(r) => self.disp_prepared(r),
-            Ev::DispWoken => {
-                let r = self
-                    .mmc
-                    .prepared
-                    .take()
-                    .expect("woken dispatcher has a prepared request");
-                self.disp_proceed(now, r);
-            }
-            Ev::DispPosted(prev) => {
-                if let Some(p) = prev {
-                    self.req_end(p);
-                }
-                self.disp_next(now);
-            }
-            Ev::BusIssue(r) => self.bus_issue(r),
-            Ev::ReadReady { req, last_ready } => {
-                if let DriverKind::MmcCqe { .. } = self.cfg.driver {
-                    self.cqe_read_ready(req, last_ready);
-                } else {
-                    self.bus_read_data(req, last_ready);
-                }
-            }
-            Ev::Irq(r) => self.irq(r),
-            Ev::WorkerRun => self.worker_run(),
-            Ev::HsqQueued(r) => self.hsq_queued(r),
-            Ev::HsqDone(r) => {
-                self.hsq.in_flight -= 1;
-                self.req_end(r);
-                // blk-mq's restart: a completion reruns the queue that was refused.
-                let core = self.cfg.host.irq_core;
-                self.kick(core);
-            }
-            Ev::ReqEnd(r) => self.req_end(r),
             Ev::Dev(input) => self.device(input),
             Ev::Driver(e) => self.driver_input(driver::Input::Event(e)),
-            Ev::Cqe(e) => self.cqe_handle(e),
             Ev::Offload(e) => self.offload_handle(e),
-            Ev::Rtsx(e) => self.rtsx_event(e),
             Ev::Buf(e) => self.buf_handle(e),
             Ev::Jbd(e) => self.jbd_handle(e),
-            Ev::Discard(e) => self.discard_handle(e),
             Ev::SteadyStateCheck => self.ss_check(),
             Ev::External(r) => self.external_arrive(*r),
         }
@@ -892,40 +804,7 @@ impl Sim {
             self.q.push(at, Ev::Dev(input));
         }
         for (at, out) in emits {
-            if self.driver.is_some() {
-                self.driver_input(driver::Input::Device { at, out });
-                continue;
-            }
-            match out {
-                device::Output::ReadReady { tag, last_ready } => {
-                    self.q.push(
-                        at,
-                        Ev::ReadReady {
-                            req: tag,
-                            last_ready,
-                        },
-                    );
-                }
-                device::Output::HpbHints { .. } => {
-                    unreachable!("HPB runs on UFS only (driver::configure_device)")
-                }
-                device::Output::Done { tag, .. } if tag == rtsx::STOP_TAG => {
-                    self.rtsx_stop_answered(at);
-                }
-                device::Output::Done { tag, .. } if self.disc.busy_cmd_of(tag) => {
-                    self.discard_busy_end(tag, at);
-                }
-                device::Output::Done { tag, .. } => {
-                    // A write or flush released busy at `at`: known now, so the driver's
-                    // busy polling can be computed against it.
-                    let i = tag as usize;
-                    if self.dev_ready_at.len() <= i {
-                        self.dev_ready_at.resize(i + 1, 0);
-                    }
-                    self.dev_ready_at[i] = at;
-                    self.irq_after_write(tag, at);
-                }
-            }
+            self.driver_input(driver::Input::Device { at, out });
         }
     }
 
@@ -983,63 +862,6 @@ impl Sim {
             .run_l(core, at, self.cfg.host.costs.wakeup_ns, "wakeup");
         self.tr(end, None, TraceKind::Wakeup { core });
         end
-    }
-
-    /// `n` commands (with responses) on the command line from `at`, the first with
-    /// `opcode`... each traced with its own opcode; returns when the last response is in.
-    fn bus_cmds(&mut self, at: SimTime, opcodes: &[u8], req: Option<ReqId>) -> SimTime {
-        let cmd_ns = self.cfg.host.bus.command_ns();
-        let mut t = at;
-        for &opcode in opcodes {
-            let (s, e) = self.bus.book(t, cmd_ns);
-            self.tr(s, req, TraceKind::Command { opcode, end: e });
-            t = e;
-        }
-        t
-    }
-
-    /// A data transfer of `dur` on the bus from `at`; returns its end.
-    fn bus_data(&mut self, at: SimTime, dur: u64, dir: Dir, req: ReqId) -> SimTime {
-        let (s, e) = self.bus.book(at, dur);
-        self.tr(s, Some(req), TraceKind::Data { dir, end: e });
-        e
-    }
-
-    /// Read data of `bytes` streams out over the bus from `at`; the last 4 KiB cannot
-    /// leave before `last_ready`, when the device has all of it. Returns (start, end).
-    fn bus_read_stream(
-        &mut self,
-        at: SimTime,
-        bytes: u64,
-        last_ready: SimTime,
-        r: ReqId,
-    ) -> (SimTime, SimTime) {
-        let bus = &self.cfg.host.bus;
-        let tail = last_ready + bus.data_ns(bytes.min(4096));
-        let (start, mut end) = self.bus.book(at, bus.data_ns(bytes));
-        if tail > end {
-            self.bus.book(end, tail - end);
-            end = tail;
-        }
-        self.tr(
-            start,
-            Some(r),
-            TraceKind::Data {
-                dir: Dir::Read,
-                end,
-            },
-        );
-        (start, end)
-    }
-
-    /// The interrupt handler runs on the IRQ core from `at` for `cost`.
-    fn irq_run(&mut self, at: SimTime, cost: u64, req: ReqId) -> SimTime {
-        self.block.mark_irq(req, at);
-        self.hw_busy.end(req, at, self.now);
-        let core = self.cfg.host.irq_core;
-        let t = self.cpu.run_irq_l(core, at, cost, "irq handler");
-        self.tr(t, Some(req), TraceKind::Irq { core });
-        t
     }
 }
 
@@ -1104,7 +926,7 @@ pub fn fits(
         precondition: Precondition::Off,
     };
     check_driver(&cfg)?;
-    cqe::MmcCqe::new(driver, host).map(|_| ())
+    driver::check_sections(driver, host)
 }
 
 /// Runs a whole simulation.

@@ -39,7 +39,7 @@ use crate::host::block::ReqId;
 use crate::host::ufs_config::UfsHostConfig;
 use crate::host::{DriverKind, HostConfig, Scheduler};
 use crate::stats::SystemStats;
-use crate::trace::{Ctx, TraceKind};
+use crate::trace::{BlkAction, Ctx, TraceKind};
 use crate::workload::Dir;
 use std::collections::VecDeque;
 
@@ -106,6 +106,8 @@ pub struct Ufs {
     aggr_gen: u32,
     /// Set while a completion ends a block request (a queue rerun from there is async).
     in_completion: bool,
+    /// The device's outputs of a command given synchronously.
+    dev_emits: Vec<(SimTime, device::Output)>,
 }
 
 /// A UFS driver needs the host preset's `[ufs]` section.
@@ -142,6 +144,7 @@ impl Ufs {
             aggr_pending: Vec::new(),
             aggr_gen: 0,
             in_completion: false,
+            dev_emits: Vec::new(),
         }
     }
 }
@@ -153,23 +156,8 @@ impl HostDriver for Ufs {
             Input::Start => self.hpb_setup(ctx),
             Input::Kick { core } => self.kick(now, core, ctx),
             Input::Event(Event::Ufs(ev)) => self.event(now, ev, ctx),
-            Input::Device { at, out: o } => match o {
-                device::Output::ReadReady { tag, last_ready } => {
-                    self.hpb_read_buffer_data(tag, ctx);
-                    ctx.schedule(
-                        at,
-                        Event::Ufs(UfsEv::ReadReady {
-                            req: tag,
-                            last_ready,
-                        }),
-                    );
-                }
-                // A write was accepted (or a command failed).
-                device::Output::Done { tag, .. } => {
-                    ctx.schedule(at, Event::Ufs(UfsEv::WriteAccepted(tag)))
-                }
-                device::Output::HpbHints { tag, hints } => self.hpb_hints(tag, hints),
-            },
+            Input::Event(ev) => unreachable!("another driver's event {ev:?}"),
+            Input::Device { at, out } => self.device_output(at, out, ctx),
             Input::Ended(_) => {
                 self.in_completion = false;
                 // SCSI's end of request reruns the queue (asynchronously, kblockd) when
@@ -189,6 +177,37 @@ impl HostDriver for Ufs {
 }
 
 impl Ufs {
+    /// The wiring from the device's outputs to the driver's steps.
+    fn device_output(&mut self, at: SimTime, out: device::Output, ctx: &mut impl DriverCtx) {
+        match out {
+            device::Output::ReadReady { tag, last_ready } => {
+                self.hpb_read_buffer_data(tag, ctx);
+                ctx.schedule(
+                    at,
+                    Event::Ufs(UfsEv::ReadReady {
+                        req: tag,
+                        last_ready,
+                    }),
+                );
+            }
+            // A write was accepted (or a command failed).
+            device::Output::Done { tag, .. } => {
+                ctx.schedule(at, Event::Ufs(UfsEv::WriteAccepted(tag)))
+            }
+            device::Output::HpbHints { tag, hints } => self.hpb_hints(tag, hints),
+        }
+    }
+
+    /// Command `input` reaches the device now; its outputs are handled at once.
+    fn device_now(&mut self, input: device::Input, ctx: &mut impl DriverCtx) {
+        let mut emits = std::mem::take(&mut self.dev_emits);
+        ctx.device(input, &mut emits);
+        for (at, out) in emits.drain(..) {
+            self.device_output(at, out, ctx);
+        }
+        self.dev_emits = emits;
+    }
+
     #[inline]
     fn event(&mut self, now: SimTime, ev: UfsEv, ctx: &mut impl DriverCtx) {
         match ev {
@@ -260,9 +279,16 @@ impl Ufs {
         kernel: bool,
         ctx: &mut impl DriverCtx,
     ) -> bool {
-        let Some(r) = ctx.dispatch(at, core, !kernel) else {
+        let Some(r) = ctx.block().dispatch(at) else {
             return false;
         };
+        if ctx.tracing() {
+            if kernel {
+                ctx.blk_trace(at, r, BlkAction::Issue, core);
+            } else {
+                ctx.blk_trace_direct(at, r, core);
+            }
+        }
         self.slots += 1;
         assert!(self.slots <= self.cfg.nutrs, "more commands than UTP slots");
         let bytes = self.data_bytes(r, ctx);
@@ -361,13 +387,11 @@ impl Ufs {
         match cmd.op {
             DevOp::Read | DevOp::HpbRead => {
                 ctx.sys().device_host_read_bytes += bytes;
-                ctx.emit(Output::Device(device::Input::Command(cmd)));
+                self.device_now(device::Input::Command(cmd), ctx);
             }
-            DevOp::ReadBuffer => ctx.emit(Output::Device(device::Input::Command(cmd))),
+            DevOp::ReadBuffer => self.device_now(device::Input::Command(cmd), ctx),
             // A flush or a WRITE BUFFER carries no data: no READY_TO_TRANSFER.
-            DevOp::Flush | DevOp::WriteBuffer => {
-                ctx.emit(Output::Device(device::Input::Command(cmd)))
-            }
+            DevOp::Flush | DevOp::WriteBuffer => self.device_now(device::Input::Command(cmd), ctx),
             _ => {
                 if cmd.op == DevOp::Write {
                     ctx.sys().device_host_write_bytes += bytes;

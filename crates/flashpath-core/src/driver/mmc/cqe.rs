@@ -42,9 +42,10 @@
 //!
 //! Units: ns.
 
-use super::{Ev, Sim};
+use super::{sched, AfterEnd, Mmc, MmcEv};
 use crate::device::cq::{TaskQueue, CMDQ_DEPTH};
 use crate::device::{self, DevCommand, DevOp};
+use crate::driver::DriverCtx;
 use crate::engine::{FifoResource, SimTime};
 use crate::host::block::ReqId;
 use crate::host::{DriverKind, HostConfig};
@@ -52,7 +53,7 @@ use crate::trace::{Ctx, TraceKind};
 use crate::workload::Dir;
 
 #[derive(Clone, Copy, Debug)]
-pub(super) enum CqeEv {
+pub enum CqeEv {
     /// cqhci_request has rung the doorbell for the task (its CPU work is done).
     Doorbell(ReqId),
     /// CMD45's response is in: the device holds the task.
@@ -71,7 +72,7 @@ pub(super) enum CqeEv {
 }
 
 /// The CQE's (and its driver's) state.
-pub(super) struct MmcCqe {
+pub(crate) struct MmcCqe {
     on: bool,
     /// Queue depth: min(card CMDQ_DEPTH, host slots).
     depth: u32,
@@ -104,10 +105,24 @@ pub(super) struct MmcCqe {
     after_barrier: Vec<ReqId>,
 }
 
+/// mmc-cqe sends a cache flush as a DCMD: the host needs the DCMD slot.
+pub(crate) fn check_flushes(kind: DriverKind, host: &HostConfig) -> Result<(), String> {
+    if let DriverKind::MmcCqe { .. } = kind {
+        if !host.cqe.as_ref().is_some_and(|c| c.dcmd) {
+            return Err(format!(
+                "fsync/fdatasync/end_fsync/sync need a cache flush, which driver '{}' sends as a DCMD: host '{}' has no DCMD slot (cqe.dcmd = false; the halted-queue flush is not modelled)",
+                kind.name(),
+                host.name
+            ));
+        }
+    }
+    Ok(())
+}
+
 impl MmcCqe {
     /// The engine for `driver` on `host`: inert unless the driver is mmc-cqe, which
     /// needs the host's `[cqe]` section.
-    pub(super) fn new(driver: DriverKind, host: &HostConfig) -> Result<MmcCqe, String> {
+    pub(crate) fn new(driver: DriverKind, host: &HostConfig) -> Result<MmcCqe, String> {
         let (on, policy) = match driver {
             DriverKind::MmcCqe { policy } => (true, policy),
             _ => (false, crate::device::cq::CqPolicy::OldestFirst),
@@ -155,7 +170,7 @@ impl MmcCqe {
     }
 
     /// blk-mq tags: the task IDs when the engine runs (mmc_init_queue), else `nr`.
-    pub(super) fn tags(&self, nr: u32) -> u32 {
+    pub(crate) fn tags(&self, nr: u32) -> u32 {
         if self.on {
             nr.min(self.depth)
         } else {
@@ -164,36 +179,36 @@ impl MmcCqe {
     }
 
     /// Every task slot is taken: queue_rq would answer BLK_STS_RESOURCE.
-    pub(super) fn full(&self) -> bool {
+    pub(crate) fn full(&self) -> bool {
         self.on && self.in_flight >= self.depth
     }
 }
 
-impl Sim {
-    pub(super) fn cqe_handle(&mut self, e: CqeEv) {
+impl Mmc {
+    pub(crate) fn cqe_handle(&mut self, ctx: &mut impl DriverCtx, e: CqeEv) {
         let now = self.now;
         match e {
-            CqeEv::Doorbell(r) if self.block.req(r).flush => {
+            CqeEv::Doorbell(r) if ctx.block().req(r).flush => {
                 self.cqe.dcmd = Some(r);
                 self.cqe.dcmd_before = self.cqe.in_flight;
-                self.cqe_pump();
-                self.disp_next(now);
+                self.cqe_pump(ctx);
+                self.disp_next(ctx, now);
             }
             CqeEv::Doorbell(r) if self.cqe.dcmd.is_some() => {
                 // Behind the queue barrier.
                 self.cqe.after_barrier.push(r);
-                self.disp_next(now);
+                self.disp_next(ctx, now);
             }
             CqeEv::Doorbell(r) => {
-                let end = self.cqe_cmds(now, &[44, 45], Some(r));
-                self.q.push(end, Ev::Cqe(CqeEv::Queued(r)));
+                let end = self.cqe_cmds(ctx, now, &[44, 45], Some(r));
+                sched(ctx, end, MmcEv::Cqe(CqeEv::Queued(r)));
                 // queue_rq returned: the dispatcher takes the next request.
-                self.disp_next(now);
+                self.disp_next(ctx, now);
             }
-            CqeEv::Queued(r) => self.cqe_queued(r),
+            CqeEv::Queued(r) => self.cqe_queued(ctx, r),
             CqeEv::Poll => {
-                let end = self.cqe_cmds(now, &[13], None);
-                self.q.push(end, Ev::Cqe(CqeEv::Status));
+                let end = self.cqe_cmds(ctx, now, &[13], None);
+                sched(ctx, end, MmcEv::Cqe(CqeEv::Status));
             }
             CqeEv::Status => {
                 self.cqe.poll_pending = false;
@@ -202,52 +217,48 @@ impl Sim {
                     Some(t) => self.cqe.next = Some(t),
                     None => self.cqe.last_empty = Some(now),
                 }
-                self.cqe_pump();
+                self.cqe_pump(ctx);
             }
             CqeEv::ReadEnd(r) | CqeEv::BusyEnd(r) => {
                 assert_eq!(self.cqe.executing, Some(r), "the bus was this task's");
                 self.cqe.executing = None;
-                self.cqe_complete(r);
+                self.cqe_complete(ctx, r);
                 if self.cqe.dcmd == Some(r) {
                     // The barrier is lifted: the tasks behind it are queued.
                     self.cqe.dcmd = None;
                     for w in std::mem::take(&mut self.cqe.after_barrier) {
-                        let end = self.cqe_cmds(now, &[44, 45], Some(w));
-                        self.q.push(end, Ev::Cqe(CqeEv::Queued(w)));
+                        let end = self.cqe_cmds(ctx, now, &[44, 45], Some(w));
+                        sched(ctx, end, MmcEv::Cqe(CqeEv::Queued(w)));
                     }
                 }
-                self.cqe_pump();
+                self.cqe_pump(ctx);
             }
-            CqeEv::Done(r) if self.block.req(r).flush => {
-                self.req_end(r);
-                self.mmc_sync_host_idle(now);
+            CqeEv::Done(r) if ctx.block().req(r).flush => {
+                self.end_request(ctx, r, AfterEnd::SyncIdle);
             }
             CqeEv::Done(r) => {
                 self.cqe.in_flight -= 1;
                 if self.cqe.dcmd.is_some() {
                     self.cqe.dcmd_before -= 1;
-                    self.cqe_pump();
+                    self.cqe_pump(ctx);
                 }
-                self.req_end(r);
-                // cqhci_wait_for_idle: a discard waiting in queue_rq goes on.
-                self.mmc_sync_host_idle(now);
+                // Then cqhci_wait_for_idle: a discard waiting in queue_rq goes on; and
                 // mmc_cqe_request_done reruns the queue that was refused as full.
-                let core = self.cfg.host.irq_core;
-                self.kick(core);
+                self.end_request(ctx, r, AfterEnd::SyncIdleThenKick);
             }
         }
     }
 
     /// queue_rq (mmc_blk_cqe_issue_rw_rq) on the dispatcher's `core`: prep and DMA map
     /// ended at `at`; cqhci_request writes the descriptors and rings the doorbell.
-    pub(super) fn cqe_issue(&mut self, core: u32, at: SimTime, r: ReqId) {
-        let t = self
-            .cpu
+    pub(crate) fn cqe_issue(&mut self, ctx: &mut impl DriverCtx, core: u32, at: SimTime, r: ReqId) {
+        let t = ctx
+            .cpu()
             .run_kernel(core, at, self.cqe.request_ns, "cqe request");
-        self.discard_cqe_resume(t, r);
-        if self.block.req(r).flush {
+        self.discard_cqe_resume(ctx, t, r);
+        if ctx.block().req(r).flush {
             // The DCMD slot (31) is not one of the task slots.
-            self.tr(
+            ctx.trace(
                 t,
                 Some(r),
                 TraceKind::Started {
@@ -255,7 +266,7 @@ impl Sim {
                     ctx: Ctx::Task,
                 },
             );
-            self.q.push(t, Ev::Cqe(CqeEv::Doorbell(r)));
+            sched(ctx, t, MmcEv::Cqe(CqeEv::Doorbell(r)));
             return;
         }
         self.cqe.in_flight += 1;
@@ -264,7 +275,7 @@ impl Sim {
             self.cqe.in_flight <= self.cqe.depth,
             "a task slot per request"
         );
-        self.tr(
+        ctx.trace(
             t,
             Some(r),
             TraceKind::Started {
@@ -273,76 +284,90 @@ impl Sim {
             },
         );
         let (queued, in_flight) = (self.cqe.pending, self.cqe.in_flight);
-        self.tr(t, Some(r), TraceKind::DriverQueued { queued, in_flight });
-        self.q.push(t, Ev::Cqe(CqeEv::Doorbell(r)));
+        ctx.trace(t, Some(r), TraceKind::DriverQueued { queued, in_flight });
+        sched(ctx, t, MmcEv::Cqe(CqeEv::Doorbell(r)));
     }
 
     /// No task and no DCMD in flight (cqhci_is_idle).
-    pub(super) fn cqe_idle(&self) -> bool {
+    pub(crate) fn cqe_idle(&self) -> bool {
         self.cqe.in_flight == 0 && self.cqe.dcmd.is_none()
     }
 
     /// `n` commands on the CMD line from `at`, traced; returns when the last response
     /// is in.
-    fn cqe_cmds(&mut self, at: SimTime, opcodes: &[u8], req: Option<ReqId>) -> SimTime {
-        let cmd_ns = self.cfg.host.bus.command_ns();
+    fn cqe_cmds(
+        &mut self,
+        ctx: &mut impl DriverCtx,
+        at: SimTime,
+        opcodes: &[u8],
+        req: Option<ReqId>,
+    ) -> SimTime {
+        let cmd_ns = self.host.bus.command_ns();
         let mut t = at;
         for &opcode in opcodes {
             let (s, e) = self.cqe.cmd.book(t, cmd_ns);
-            self.tr(s, req, TraceKind::Command { opcode, end: e });
+            ctx.trace(s, req, TraceKind::Command { opcode, end: e });
             t = e;
         }
         t
     }
 
     /// The device holds task `r`: a read starts fetching its data now.
-    fn cqe_queued(&mut self, r: ReqId) {
+    fn cqe_queued(&mut self, ctx: &mut impl DriverCtx, r: ReqId) {
         let (dir, lba, sectors) = {
-            let q = self.block.req(r);
+            let q = ctx.block().req(r);
             (q.dir(), q.sector, q.sectors)
         };
         self.cqe.dev.queue(r, dir == Dir::Write);
         if dir == Dir::Read {
-            self.sys.device_host_read_bytes += sectors as u64 * 512;
-            self.device(device::Input::Command(DevCommand {
-                tag: r,
-                op: DevOp::Read,
-                lba,
-                sectors,
-                fua: false,
-                hpb: 0,
-            }));
+            ctx.sys().device_host_read_bytes += sectors as u64 * 512;
+            self.device_now(
+                ctx,
+                device::Input::Command(DevCommand {
+                    tag: r,
+                    op: DevOp::Read,
+                    lba,
+                    sectors,
+                    fua: false,
+                    hpb: 0,
+                }),
+            );
         }
-        self.cqe_pump();
+        self.cqe_pump(ctx);
     }
 
     /// The device has the first data of read `r` in its buffer (all of it by
     /// `last_ready`): the task is ready.
-    pub(super) fn cqe_read_ready(&mut self, r: ReqId, last_ready: SimTime) {
-        self.tr(last_ready, Some(r), TraceKind::DeviceDone);
+    pub(crate) fn cqe_read_ready(
+        &mut self,
+        ctx: &mut impl DriverCtx,
+        r: ReqId,
+        last_ready: SimTime,
+    ) {
+        ctx.trace(last_ready, Some(r), TraceKind::DeviceDone);
         let i = r as usize;
         if self.cqe.last_ready.len() <= i {
             self.cqe.last_ready.resize(i + 1, 0);
         }
         self.cqe.last_ready[i] = last_ready;
         self.cqe.dev.data_ready(r);
-        self.cqe_pump();
+        self.cqe_pump(ctx);
     }
 
     /// The CQE's loop: with the DAT lines free, execute the task the device named, or
     /// ask the device (CMD13 SQS) once the idle timer allows.
-    fn cqe_pump(&mut self) {
+    fn cqe_pump(&mut self, ctx: &mut impl DriverCtx) {
         let now = self.now;
         if self.cqe.executing.is_some() {
             return;
         }
         if let Some(d) = self.cqe.dcmd {
             if self.cqe.dcmd_before == 0 {
-                return self.cqe_dcmd(d);
+                return self.cqe_dcmd(ctx, d);
             }
         }
         if let Some(t) = self.cqe.next.take() {
-            return self.cqe_execute(t);
+            return self.cqe_execute(ctx, t);
         }
         if self.cqe.poll_pending || self.cqe.dev.is_empty() {
             return;
@@ -352,33 +377,33 @@ impl Sim {
             Some(t) => now.max(t + self.cqe.sqs_idle_ns),
             None => now,
         };
-        self.q.push(at, Ev::Cqe(CqeEv::Poll));
+        sched(ctx, at, MmcEv::Cqe(CqeEv::Poll));
     }
 
     /// CMD46/CMD47 for task `r`, then its data; a status poll at block BLOCK_CNT − CBC.
-    fn cqe_execute(&mut self, r: ReqId) {
+    fn cqe_execute(&mut self, ctx: &mut impl DriverCtx, r: ReqId) {
         let now = self.now;
         self.cqe.dev.execute(r);
         self.cqe.pending -= 1;
         self.cqe.executing = Some(r);
         let (dir, lba, sectors) = {
-            let q = self.block.req(r);
+            let q = ctx.block().req(r);
             (q.dir(), q.sector, q.sectors)
         };
         let bytes = sectors as u64 * 512;
-        let dur = self.cfg.host.bus.data_ns(bytes);
+        let dur = self.host.bus.data_ns(bytes);
         let start = match dir {
             Dir::Read => {
-                let cmd_end = self.cqe_cmds(now, &[46], Some(r));
+                let cmd_end = self.cqe_cmds(ctx, now, &[46], Some(r));
                 let last_ready = self.cqe.last_ready[r as usize];
-                let (start, end) = self.bus_read_stream(cmd_end, bytes, last_ready, r);
-                self.q.push(end, Ev::Cqe(CqeEv::ReadEnd(r)));
+                let (start, end) = self.bus_read_stream(ctx, cmd_end, bytes, last_ready, r);
+                sched(ctx, end, MmcEv::Cqe(CqeEv::ReadEnd(r)));
                 start
             }
             Dir::Write => {
-                let cmd_end = self.cqe_cmds(now, &[47], Some(r));
+                let cmd_end = self.cqe_cmds(ctx, now, &[47], Some(r));
                 let (start, end) = self.bus.book(cmd_end, dur);
-                self.tr(
+                ctx.trace(
                     start,
                     Some(r),
                     TraceKind::Data {
@@ -386,45 +411,45 @@ impl Sim {
                         end,
                     },
                 );
-                self.sys.device_host_write_bytes += bytes;
+                ctx.sys().device_host_write_bytes += bytes;
                 let cmd = DevCommand {
                     tag: r,
                     op: DevOp::Write,
                     lba,
                     sectors,
                     // REQ_FUA: the task descriptor's REL_WRITE (cqhci_prep_task_desc).
-                    fua: self.req_fua(r),
+                    fua: ctx.fua(r),
                     hpb: 0,
                 };
                 // DAT0 stays busy until the device's Done (BusyEnd).
-                self.q.push(end, Ev::Dev(device::Input::Command(cmd)));
+                sched(ctx, end, MmcEv::Dev(device::Input::Command(cmd)));
                 start
             }
         };
         // SSC1.CBC: CMD13 during block BLOCK_CNT − CBC of this transfer.
         debug_assert!(!self.cqe.poll_pending);
         let before = (sectors as u64).saturating_sub(self.cqe.sqs_block_counter);
-        let at = start + self.cfg.host.bus.data_ns(before * 512);
+        let at = start + self.host.bus.data_ns(before * 512);
         self.cqe.poll_pending = true;
-        self.q.push(at, Ev::Cqe(CqeEv::Poll));
+        sched(ctx, at, MmcEv::Cqe(CqeEv::Poll));
     }
 
     /// The flush DCMD: CMD6 (FLUSH_CACHE) on the CMD line; DAT0 busy until the device has
     /// flushed (its `Done` comes back as `BusyEnd`).
-    fn cqe_dcmd(&mut self, r: ReqId) {
+    fn cqe_dcmd(&mut self, ctx: &mut impl DriverCtx, r: ReqId) {
         let now = self.now;
         self.cqe.executing = Some(r);
-        let end = self.cqe_cmds(now, &[6], Some(r));
+        let end = self.cqe_cmds(ctx, now, &[6], Some(r));
         let cmd = DevCommand::flush(r);
-        self.q.push(end, Ev::Dev(device::Input::Command(cmd)));
+        sched(ctx, end, MmcEv::Dev(device::Input::Command(cmd)));
     }
 
     /// Task completion notification: cqhci_irq on the IRQ core, then the block
     /// completion on the submitting CPU.
-    fn cqe_complete(&mut self, r: ReqId) {
+    fn cqe_complete(&mut self, ctx: &mut impl DriverCtx, r: ReqId) {
         let now = self.now;
-        let t = self.irq_run(now, self.cfg.host.costs.irq_ns, r);
-        let (done, _) = self.complete_on_submitter(r, t, true);
-        self.q.push(done, Ev::Cqe(CqeEv::Done(r)));
+        let t = self.irq_run(ctx, now, self.host.costs.irq_ns, r);
+        let (done, _) = self.complete_on_submitter(ctx, r, t, true);
+        sched(ctx, done, MmcEv::Cqe(CqeEv::Done(r)));
     }
 }

@@ -23,8 +23,9 @@
 //! them: a request that arrives during the idle stop waits for it), tuning, errors and
 //! ACMD22 recovery. Units: ns.
 
-use super::{Ev, Sim};
+use super::{sched, Mmc, MmcEv};
 use crate::device::{self, DevCommand, DevOp};
+use crate::driver::DriverCtx;
 use crate::engine::SimTime;
 use crate::host::block::ReqId;
 use crate::host::DriverKind;
@@ -32,7 +33,7 @@ use crate::trace::TraceKind;
 use crate::workload::Dir;
 
 /// Device tag of the CMD12s this driver sends (never a request id).
-pub(super) const STOP_TAG: u32 = u32::MAX;
+pub(crate) const STOP_TAG: u32 = u32::MAX;
 
 /// `msecs_to_jiffies(150)` of `mod_delayed_work(..., rw_idle_work, ...)`.
 pub const IDLE_STOP_NS: u64 = 150_000_000;
@@ -45,7 +46,7 @@ const STOP_UDELAY_NS: u64 = 50_000;
 const WRITE_CHUNK_SECTORS: u32 = 128;
 
 #[derive(Debug)]
-pub(super) enum RtsxEv {
+pub enum RtsxEv {
     /// `sd_request` runs on the kworker for the request.
     Work(ReqId),
     /// The request's data moved and the DMA-done interrupt ran: the kworker goes on.
@@ -76,7 +77,7 @@ struct Stream {
 
 /// The driver's state.
 #[derive(Default)]
-pub(super) struct Rtsx {
+pub(crate) struct Rtsx {
     /// `rw_mode == SEQ_RW`: the open stream (multiseq only).
     seq: Option<Stream>,
     /// Core of the kworker running `sd_request` (the submitting core).
@@ -114,24 +115,24 @@ struct WriteXfer {
     first_is_command: bool,
 }
 
-impl Sim {
+impl Mmc {
     fn rtsx_multi_seq(&self) -> bool {
-        matches!(self.cfg.driver, DriverKind::SdRtsx { multi_seq: true })
+        matches!(self.kind, DriverKind::SdRtsx { multi_seq: true })
     }
 
-    pub(super) fn rtsx_event(&mut self, ev: RtsxEv) {
+    pub(crate) fn rtsx_event(&mut self, ctx: &mut impl DriverCtx, ev: RtsxEv) {
         let now = self.now;
         match ev {
-            RtsxEv::Work(r) => self.rtsx_work(now, r),
-            RtsxEv::DataDone(r) => self.rtsx_data_done(now, r),
-            RtsxEv::StopDone => self.rtsx_stop_done(now),
-            RtsxEv::Idle(g) => self.rtsx_idle(now, g),
+            RtsxEv::Work(r) => self.rtsx_work(ctx, now, r),
+            RtsxEv::DataDone(r) => self.rtsx_data_done(ctx, now, r),
+            RtsxEv::StopDone => self.rtsx_stop_done(ctx, now),
+            RtsxEv::Idle(g) => self.rtsx_idle(ctx, now, g),
         }
     }
 
     /// `mmc_start_request` → `sdmmc_request`: queue `sd_request` (the kworker wakes on
     /// this core). `cancel_delayed_work` of the idle stop happens here.
-    pub(super) fn rtsx_issue(&mut self, r: ReqId) {
+    pub(crate) fn rtsx_issue(&mut self, ctx: &mut impl DriverCtx, r: ReqId) {
         let now = self.now;
         let core = self.disp_core();
         self.rtsx.work_core = core;
@@ -140,17 +141,17 @@ impl Sim {
             self.rtsx.pending = Some(r);
             return;
         }
-        let t = self.wake(core, now);
-        self.q.push(t, Ev::Rtsx(RtsxEv::Work(r)));
+        let t = ctx.wake(core, now);
+        sched(ctx, t, MmcEv::Rtsx(RtsxEv::Work(r)));
     }
 
     /// `sd_request` for a read or write: `sd_check_multi_seq` decides between a data-only
     /// continuation, a stop first, or a new command.
-    fn rtsx_work(&mut self, now: SimTime, r: ReqId) {
+    fn rtsx_work(&mut self, ctx: &mut impl DriverCtx, now: SimTime, r: ReqId) {
         let core = self.rtsx.work_core;
         // The request owns the card from here: a stop the stream needs first is
         // hardware time on its critical path.
-        self.tr(
+        ctx.trace(
             now,
             Some(r),
             TraceKind::Started {
@@ -159,22 +160,22 @@ impl Sim {
             },
         );
         if let Some(s) = self.rtsx.seq {
-            let q = self.block.req(r);
+            let q = ctx.block().req(r);
             let sequential = q.sectors > 1 && q.dir() == s.dir && q.sector == s.next_sector;
             if sequential {
-                return self.rtsx_transfer(now, r, true);
+                return self.rtsx_transfer(ctx, now, r, true);
             }
             self.rtsx.seq = None;
-            return self.rtsx_stop(now, core, s.dir, Then::Issue(r));
+            return self.rtsx_stop(ctx, now, core, s.dir, Then::Issue(r));
         }
-        self.rtsx_transfer(now, r, false)
+        self.rtsx_transfer(ctx, now, r, false)
     }
 
     /// Starts the transfer of `r` at `t`: a new CMD17/18/24/25 (`sd_rw_multi`) or, for a
     /// continuation, the data only (`sd_rw_multi_seq`, `AUTO_READ_3`/`AUTO_WRITE_3`).
-    fn rtsx_transfer(&mut self, t: SimTime, r: ReqId, cont: bool) {
+    fn rtsx_transfer(&mut self, ctx: &mut impl DriverCtx, t: SimTime, r: ReqId, cont: bool) {
         let (dir, sector, sectors) = {
-            let q = self.block.req(r);
+            let q = ctx.block().req(r);
             (q.dir(), q.sector, q.sectors)
         };
         let multi = sectors > 1;
@@ -186,7 +187,7 @@ impl Sim {
                 (Dir::Write, false) => 24,
                 (Dir::Write, true) => 25,
             };
-            t = self.bus_cmds(t, &[opcode], Some(r));
+            t = self.bus_cmds(ctx, t, &[opcode], Some(r));
         }
         if multi && self.rtsx_multi_seq() {
             // rw_mode = SEQ_RW; prev_sec_addr/prev_sec_cnt.
@@ -215,11 +216,11 @@ impl Sim {
         let bytes = sectors as u64 * 512;
         match dir {
             Dir::Read => {
-                self.sys.device_host_read_bytes += bytes;
-                self.q.push(t, Ev::Dev(input));
+                ctx.sys().device_host_read_bytes += bytes;
+                sched(ctx, t, MmcEv::Dev(input));
             }
             Dir::Write => {
-                self.sys.device_host_write_bytes += bytes;
+                ctx.sys().device_host_write_bytes += bytes;
                 debug_assert!(self.rtsx.wr.is_none());
                 let _ = input;
                 let mut w = WriteXfer {
@@ -231,10 +232,10 @@ impl Sim {
                     held: None,
                     first_is_command: !cont,
                 };
-                let c = self.rtsx_wchunk(&mut w);
+                let c = self.rtsx_wchunk(ctx, &mut w);
                 let at = w.bus_end;
-                self.rtsx_wdeliver(&mut w, c, at);
-                let c = self.rtsx_wchunk(&mut w);
+                self.rtsx_wdeliver(ctx, &mut w, c, at);
+                let c = self.rtsx_wchunk(ctx, &mut w);
                 w.held = c;
                 self.rtsx.wr = Some(w);
             }
@@ -242,13 +243,13 @@ impl Sim {
     }
 
     /// Puts the next chunk of the write on the bus from `w.bus_end`; None when all sent.
-    fn rtsx_wchunk(&mut self, w: &mut WriteXfer) -> Option<DevCommand> {
+    fn rtsx_wchunk(&mut self, ctx: &mut impl DriverCtx, w: &mut WriteXfer) -> Option<DevCommand> {
         if w.left == 0 {
             return None;
         }
         let n = w.left.min(WRITE_CHUNK_SECTORS);
-        let dur = self.cfg.host.bus.data_ns(n as u64 * 512);
-        w.bus_end = self.bus_data(w.bus_end, dur, Dir::Write, w.req);
+        let dur = self.host.bus.data_ns(n as u64 * 512);
+        w.bus_end = self.bus_data(ctx, w.bus_end, dur, Dir::Write, w.req);
         let c = DevCommand {
             tag: w.req,
             op: DevOp::Write,
@@ -264,7 +265,13 @@ impl Sim {
 
     /// Hands chunk `c` to the card at `at`: the command with the first chunk of a new
     /// transfer, else a stream continuation.
-    fn rtsx_wdeliver(&mut self, w: &mut WriteXfer, c: Option<DevCommand>, at: SimTime) {
+    fn rtsx_wdeliver(
+        &mut self,
+        ctx: &mut impl DriverCtx,
+        w: &mut WriteXfer,
+        c: Option<DevCommand>,
+        at: SimTime,
+    ) {
         let Some(c) = c else {
             return;
         };
@@ -275,22 +282,27 @@ impl Sim {
             device::Input::Continue(c)
         };
         w.in_card = true;
-        self.q.push(at, Ev::Dev(input));
+        sched(ctx, at, MmcEv::Dev(input));
     }
 
     /// Read data streams out of the card (no CMD12 here), then the DMA-done interrupt.
-    pub(super) fn rtsx_read_data(&mut self, r: ReqId, last_ready: SimTime) {
+    pub(crate) fn rtsx_read_data(
+        &mut self,
+        ctx: &mut impl DriverCtx,
+        r: ReqId,
+        last_ready: SimTime,
+    ) {
         let now = self.now;
-        self.tr(last_ready, Some(r), TraceKind::DeviceDone);
-        let bytes = self.block.req(r).bytes();
-        let (_, end) = self.bus_read_stream(now, bytes, last_ready, r);
-        let t = self.irq_run(end, self.cfg.host.costs.irq_ns, r);
-        self.q.push(t, Ev::Rtsx(RtsxEv::DataDone(r)));
+        ctx.trace(last_ready, Some(r), TraceKind::DeviceDone);
+        let bytes = ctx.block().req(r).bytes();
+        let (_, end) = self.bus_read_stream(ctx, now, bytes, last_ready, r);
+        let t = self.irq_run(ctx, end, self.host.costs.irq_ns, r);
+        sched(ctx, t, MmcEv::Rtsx(RtsxEv::DataDone(r)));
     }
 
     /// The card accepted the write data (it releases busy between blocks as its buffer
     /// frees): the DMA completes and its interrupt runs.
-    pub(super) fn rtsx_write_accepted(&mut self, r: ReqId, at: SimTime) {
+    pub(crate) fn rtsx_write_accepted(&mut self, ctx: &mut impl DriverCtx, r: ReqId, at: SimTime) {
         let mut w = self.rtsx.wr.take().expect("a write on the bus");
         debug_assert!(w.req == r && w.in_card);
         w.in_card = false;
@@ -298,35 +310,34 @@ impl Sim {
             // The held chunk goes in; the next one streams from then.
             let t = at.max(w.bus_end);
             let c = w.held.take();
-            self.rtsx_wdeliver(&mut w, c, t);
+            self.rtsx_wdeliver(ctx, &mut w, c, t);
             w.bus_end = t;
-            w.held = self.rtsx_wchunk(&mut w);
+            w.held = self.rtsx_wchunk(ctx, &mut w);
             self.rtsx.wr = Some(w);
             return;
         }
         debug_assert_eq!(w.left, 0);
-        self.tr(at, Some(r), TraceKind::DeviceDone);
-        let t = self.irq_run(at, self.cfg.host.costs.irq_ns, r);
-        self.q.push(t, Ev::Rtsx(RtsxEv::DataDone(r)));
+        ctx.trace(at, Some(r), TraceKind::DeviceDone);
+        let t = self.irq_run(ctx, at, self.host.costs.irq_ns, r);
+        sched(ctx, t, MmcEv::Rtsx(RtsxEv::DataDone(r)));
     }
 
     /// The kworker wakes from the DMA wait: mainline stops a multi-block transfer; the
     /// multiseq driver leaves the stream open and re-arms the idle stop.
-    fn rtsx_data_done(&mut self, now: SimTime, r: ReqId) {
+    fn rtsx_data_done(&mut self, ctx: &mut impl DriverCtx, now: SimTime, r: ReqId) {
         let core = self.rtsx.work_core;
-        let t = self.wake(core, now);
+        let t = ctx.wake(core, now);
         let (dir, multi) = {
-            let q = self.block.req(r);
+            let q = ctx.block().req(r);
             (q.dir(), q.sectors > 1)
         };
         if multi && !self.rtsx_multi_seq() {
-            return self.rtsx_stop(t, core, dir, Then::Finish(r));
+            return self.rtsx_stop(ctx, t, core, dir, Then::Finish(r));
         }
         if !multi && dir == Dir::Write {
             // A single-block write ends by itself: the card programs the block and holds
             // busy (no CMD12 on the bus), which the controller waits out.
-            self.q
-                .push(t, Ev::Dev(device::Input::Stop { tag: STOP_TAG }));
+            sched(ctx, t, MmcEv::Dev(device::Input::Stop { tag: STOP_TAG }));
             self.rtsx.then = Some((Then::Finish(r), core));
             self.rtsx.stop_wait_busy = true;
             return;
@@ -334,69 +345,68 @@ impl Sim {
         if self.rtsx.seq.is_some() {
             self.rtsx.idle_gen += 1;
             let g = self.rtsx.idle_gen;
-            self.q.push(t + IDLE_STOP_NS, Ev::Rtsx(RtsxEv::Idle(g)));
+            sched(ctx, t + IDLE_STOP_NS, MmcEv::Rtsx(RtsxEv::Idle(g)));
         }
         // mmc_request_done from the kworker.
-        self.q.push(t, Ev::Irq(r));
+        sched(ctx, t, MmcEv::Irq(r));
     }
 
     /// CMD12 on the bus from `t` closing a `dir` stream; the card commits a write stream
     /// and holds busy (R1b), which the controller waits out before its interrupt.
-    fn rtsx_stop(&mut self, t: SimTime, core: u32, dir: Dir, then: Then) {
+    fn rtsx_stop(&mut self, ctx: &mut impl DriverCtx, t: SimTime, core: u32, dir: Dir, then: Then) {
         let req = match then {
             Then::Finish(r) | Then::Issue(r) => Some(r),
             Then::Idle => None,
         };
-        let end = self.bus_cmds(t, &[12], req);
-        self.q
-            .push(end, Ev::Dev(device::Input::Stop { tag: STOP_TAG }));
+        let end = self.bus_cmds(ctx, t, &[12], req);
+        sched(ctx, end, MmcEv::Dev(device::Input::Stop { tag: STOP_TAG }));
         debug_assert!(self.rtsx.then.is_none(), "one CMD12 at a time");
         self.rtsx.then = Some((then, core));
         if dir == Dir::Write {
             self.rtsx.stop_wait_busy = true;
         } else {
-            self.q.push(end, Ev::Rtsx(RtsxEv::StopDone));
+            sched(ctx, end, MmcEv::Rtsx(RtsxEv::StopDone));
         }
     }
 
     /// The device answered a CMD12 (`Done` for `STOP_TAG`) at `at`.
-    pub(super) fn rtsx_stop_answered(&mut self, at: SimTime) {
+    pub(crate) fn rtsx_stop_answered(&mut self, ctx: &mut impl DriverCtx, at: SimTime) {
         if self.rtsx.stop_wait_busy {
             self.rtsx.stop_wait_busy = false;
-            self.tr(at, None, TraceKind::DeviceDone);
-            self.q.push(at, Ev::Rtsx(RtsxEv::StopDone));
+            ctx.trace(at, None, TraceKind::DeviceDone);
+            sched(ctx, at, MmcEv::Rtsx(RtsxEv::StopDone));
         }
     }
 
     /// The CMD12 completed: interrupt, the waiting kworker wakes, then what follows.
-    fn rtsx_stop_done(&mut self, now: SimTime) {
+    fn rtsx_stop_done(&mut self, ctx: &mut impl DriverCtx, now: SimTime) {
         let (then, core) = self.rtsx.then.take().expect("a CMD12 was pending");
-        let irq_core = self.cfg.host.irq_core;
-        let mut t = self
-            .cpu
-            .run_irq_l(irq_core, now, self.cfg.host.costs.irq_ns, "irq handler");
-        self.tr(t, None, TraceKind::Irq { core: irq_core });
-        t = self.wake(core, t);
+        let irq_core = self.host.irq_core;
+        let mut t = ctx
+            .cpu()
+            .run_irq_l(irq_core, now, self.host.costs.irq_ns, "irq handler");
+        ctx.trace(t, None, TraceKind::Irq { core: irq_core });
+        t = ctx.wake(core, t);
         match then {
-            Then::Finish(r) => self.q.push(t, Ev::Irq(r)),
+            Then::Finish(r) => sched(ctx, t, MmcEv::Irq(r)),
             Then::Issue(r) => {
                 // udelay(50) busy-waits, then the ring-buffer flush register write.
-                t = self.cpu.run_kernel(core, t, STOP_UDELAY_NS, "stop udelay");
-                self.rtsx_transfer(t, r, false);
+                t = ctx.cpu().run_kernel(core, t, STOP_UDELAY_NS, "stop udelay");
+                self.rtsx_transfer(ctx, t, r, false);
             }
             Then::Idle => {
                 self.rtsx.idle_stopping = false;
                 if let Some(r) = self.rtsx.pending.take() {
                     let w = self.rtsx.work_core;
-                    let t = self.wake(w, t);
-                    self.q.push(t, Ev::Rtsx(RtsxEv::Work(r)));
+                    let t = ctx.wake(w, t);
+                    sched(ctx, t, MmcEv::Rtsx(RtsxEv::Work(r)));
                 }
             }
         }
     }
 
     /// `sd_rw_idle_work`: 150 ms after the last request the stream is stopped.
-    fn rtsx_idle(&mut self, now: SimTime, g: u64) {
+    fn rtsx_idle(&mut self, ctx: &mut impl DriverCtx, now: SimTime, g: u64) {
         if g != self.rtsx.idle_gen || self.mmc.active.is_some() {
             return;
         }
@@ -405,27 +415,33 @@ impl Sim {
         };
         // A system_wq kworker on the core that armed it.
         let core = self.rtsx.work_core;
-        let t = self.wake(core, now);
+        let t = ctx.wake(core, now);
         self.rtsx.idle_stopping = true;
-        self.rtsx_stop(t, core, s.dir, Then::Idle);
+        self.rtsx_stop(ctx, t, core, s.dir, Then::Idle);
     }
 
     /// The MMC core's CMD13 after a write (`card_busy_detect`), through `sdmmc_request`
     /// and the kworker. The card is out of busy already (mainline waited out the CMD12's
     /// R1b); in SEQ_RW the driver answers with a fake R1 and nothing goes on the bus.
     /// Returns when the polling context continues.
-    pub(super) fn rtsx_cmd13(&mut self, core: u32, at: SimTime, prev: ReqId) -> SimTime {
-        let mut t = self
-            .cpu
-            .run_kernel(core, at, self.cfg.host.mmc.cmd13_ns, "cmd13");
-        t = self.wake(core, t);
+    pub(crate) fn rtsx_cmd13(
+        &mut self,
+        ctx: &mut impl DriverCtx,
+        core: u32,
+        at: SimTime,
+        prev: ReqId,
+    ) -> SimTime {
+        let mut t = ctx
+            .cpu()
+            .run_kernel(core, at, self.host.mmc.cmd13_ns, "cmd13");
+        t = ctx.wake(core, t);
         if self.rtsx.seq.is_none() {
-            t = self.bus_cmds(t, &[13], Some(prev));
-            self.sys.cmd13 += 1;
-            t = self.irq_run(t, self.cfg.host.costs.irq_ns, prev);
-            t = self.wake(core, t);
+            t = self.bus_cmds(ctx, t, &[13], Some(prev));
+            ctx.sys().cmd13 += 1;
+            t = self.irq_run(ctx, t, self.host.costs.irq_ns, prev);
+            t = ctx.wake(core, t);
         }
         // mmc_request_done → complete(): the waiter wakes.
-        self.wake(core, t)
+        ctx.wake(core, t)
     }
 }
