@@ -1,5 +1,5 @@
 //! fio's error options, from a parsed job to the simulator's `ErrorPolicy` (core's
-//! sim/errors.rs): `continue_on_error` and `ignore_error` (options.c
+//! sim/jobs/errors.rs): `continue_on_error` and `ignore_error` (options.c
 //! `str_ignore_error_cb`, `ignore_error_type`, `str2error`, fio 3.33).
 //!
 //! The options are applied in the order the job sets them (global section first), as

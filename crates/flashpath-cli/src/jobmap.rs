@@ -72,12 +72,12 @@ const MODELLED: &[&str] = &[
     "kb_base",
     // The simulated page cache starts empty, as after fio's invalidate.
     "invalidate",
-    // The sync family (sim/buffered.rs): fsync after N writes, at the end, O_SYNC.
+    // The sync family (sim/kernel/buffered.rs): fsync after N writes, at the end, O_SYNC.
     "fsync",
     "fdatasync",
     "end_fsync",
     "sync",
-    // posix_fadvise advice, which shapes buffered readahead (sim/buffered.rs).
+    // posix_fadvise advice, which shapes buffered readahead (sim/kernel/buffered.rs).
     "fadvise_hint",
     // Whether fio prints the disk's statistics (report::disk_util): printed when any
     // job keeps the default disk_util=1.
@@ -117,7 +117,7 @@ const MODELLED: &[&str] = &[
     "filename_format",
     "file_service_type",
     "openfiles",
-    // A file grown into the free space until ENOSPC (files.rs, sim/fill_device.rs).
+    // A file grown into the free space until ENOSPC (files.rs, sim/jobs/fill_device.rs).
     "fill_device",
     // When a job's files are sized: before any job starts (1) or as the job starts (0),
     // which decides the size of a file an earlier fill_device job wrote (`plan`).
@@ -144,26 +144,26 @@ const MODELLED: &[&str] = &[
     "rate_cycle",
     // Completions reaped per call at most (`JobConfig::reap_max`).
     "iodepth_batch_complete_max",
-    // inline (the default) or offload (sim/offload.rs; engines checked below).
+    // inline (the default) or offload (sim/jobs/offload.rs; engines checked below).
     "io_submit_mode",
-    // Polled completion (io_uring, pvsync2; sim/iopoll.rs).
+    // Polled completion (io_uring, pvsync2; sim/kernel/iopoll.rs).
     "hipri",
     // libaio's user-space ring reaping when fio polls (iodepth_batch_complete_min=0).
     "userspace_reap",
-    // fio's latency profile: the queue depth search (sim/lat_target.rs).
+    // fio's latency profile: the queue depth search (sim/jobs/lat_target.rs).
     "latency_target",
     "latency_window",
     "latency_percentile",
     "latency_run",
-    // fio's flow control between jobs (sim/flow.rs).
+    // fio's flow control between jobs (sim/jobs/flow.rs).
     "flow",
     "flow_id",
     "flow_sleep",
-    // fio's steady-state detection (sim/steadystate.rs).
+    // fio's steady-state detection (sim/jobs/steadystate.rs).
     "steadystate",
     "steadystate_duration",
     "steadystate_ramp_time",
-    // Errors a job counts and goes on after (errmap.rs, core sim/errors.rs).
+    // Errors a job counts and goes on after (errmap.rs, core sim/jobs/errors.rs).
     "continue_on_error",
     "ignore_error",
 ];
@@ -618,7 +618,7 @@ fn check_modelled(job: &Job) -> Result<()> {
         }
     }
     // Buffered I/O through an asynchronous engine: libaio's io_submit runs each iocb
-    // to its end in the call (modelled, sim/buffered.rs); io_uring first tries it
+    // to its end in the call (modelled, sim/kernel/buffered.rs); io_uring first tries it
     // without blocking and punts what would block to its io-wq workers, and posixaio
     // runs it on glibc's helper threads: neither is modelled.
     // (With hipri the kernel's own refusal comes first: IOPOLL needs O_DIRECT.)
@@ -731,7 +731,7 @@ fn check_modelled(job: &Job) -> Result<()> {
     Ok(())
 }
 
-/// fill_device (files.rs, sim/fill_device.rs) is modelled for sequential writes (the
+/// fill_device (files.rs, sim/jobs/fill_device.rs) is modelled for sequential writes (the
 /// file grows until ENOSPC) and sequential reads (fio fills the file before the job
 /// starts, then reads it), with a fixed block size. fio itself cannot run random I/O
 /// over its fill size (16 EiB: its random map fails).
@@ -981,7 +981,7 @@ fn job_config(
         },
         end_fsync: o.end_fsync,
         // O_DSYNC and O_SYNC differ only in metadata, which a block device has none of
-        // (on an ext4 host they differ: sim/journal.rs).
+        // (on an ext4 host they differ: sim/kernel/journal.rs).
         o_sync: o.sync != flashpath_fio::parse::SyncMode::None,
         fdatasync: o.fsync_every == 0 && o.fdatasync_every > 0,
         o_dsync: o.sync == flashpath_fio::parse::SyncMode::Dsync,

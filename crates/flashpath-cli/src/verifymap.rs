@@ -1,5 +1,5 @@
 //! fio's verify options, from a parsed job to the simulator's `VerifyConfig`
-//! (core's sim/verify.rs). fio's own fix-ups are applied (init.c fixup_options: the
+//! (core's sim/jobs/verify.rs). fio's own fix-ups are applied (init.c fixup_options: the
 //! verify_interval defaults to the smallest write size, is cut to it, and must divide
 //! the write sizes). What a simulated run cannot do is refused naming the option.
 

@@ -450,7 +450,7 @@ fn the_latency_profile_example_runs_and_reports_the_depth() {
 
 #[test]
 fn offload_submits_at_the_rate_through_depth_one_workers() {
-    // io_submit_mode=offload (sim/offload.rs): the job thread issues at the rate (the
+    // io_submit_mode=offload (sim/jobs/offload.rs): the job thread issues at the rate (the
     // clock counts issued I/Os), each I/O through its own worker's io_submit and
     // io_getevents. Real fio 3.33 (libaio, 4 I/Os at 100 IOPS on a file in /tmp): 4
     // issued in 31 ms, slat present, IO depths 1=100%, submit and complete 4=100%.

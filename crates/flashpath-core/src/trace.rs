@@ -41,7 +41,7 @@ pub enum TraceKind {
     /// A sleeping task woke on `core`: a context switch.
     Wakeup { core: u32 },
     /// mmc-cqe: `cqhci_off` halted the command queue engine (CQHCI_HALT) before a legacy
-    /// command (a discard's CMD35/36/38; sim/discard.rs).
+    /// command (a discard's CMD35/36/38; driver/mmc/erase.rs).
     CqeHalted,
     /// mmc-cqe: the next `cqhci_request` cleared the halt: the queue runs again.
     CqeResumed,

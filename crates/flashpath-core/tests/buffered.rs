@@ -1,4 +1,4 @@
-//! Buffered I/O (direct=0), writeback and the sync family (sim/buffered.rs): the page
+//! Buffered I/O (direct=0), writeback and the sync family (sim/kernel/buffered.rs): the page
 //! cache's effect counted at the device, readahead windows, writer throttling, fsync and
 //! O_SYNC ordering on the event trace.
 

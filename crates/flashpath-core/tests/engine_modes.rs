@@ -1,6 +1,6 @@
 //! fio's engine and rate modes through a whole run: polled completion (hipri,
-//! iodepth_batch_complete_min=0: sim/iopoll.rs), fio's LFSR and normal offsets, Poisson
-//! issue times and the minimum rate check (workload/rate.rs, sim/min_rate.rs).
+//! iodepth_batch_complete_min=0: sim/kernel/iopoll.rs), fio's LFSR and normal offsets, Poisson
+//! issue times and the minimum rate check (workload/rate.rs, sim/jobs/min_rate.rs).
 
 use flashpath_core::device::DeviceConfig;
 use flashpath_core::host::{HostConfig, Kernel};

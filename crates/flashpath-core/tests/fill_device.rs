@@ -1,4 +1,4 @@
-//! fio's fill_device (sim/fill_device.rs): a job whose region is the free space writes
+//! fio's fill_device (sim/jobs/fill_device.rs): a job whose region is the free space writes
 //! it whole, then one more write fails with ENOSPC before reaching the device: counted
 //! as issued (in the depth histograms), not in bytes or latencies, and the job ends
 //! without error, one system call later.

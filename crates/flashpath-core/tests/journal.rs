@@ -1,4 +1,4 @@
-//! The ext4 journal (sim/journal.rs) on a host with `[fs]`: an O_SYNC write waits for
+//! The ext4 journal (sim/kernel/journal.rs) on a host with `[fs]`: an O_SYNC write waits for
 //! its data writeback, then the jbd2 log write, then the commit block; fdatasync commits
 //! only when the write changed more than timestamps; without `[fs]` nothing changes.
 

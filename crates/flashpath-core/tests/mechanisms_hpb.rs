@@ -1,5 +1,5 @@
 //! Mechanism tests for UFS HPB (`--driver ufs-hpb`, `ufs-hpb-hcm`; host/ufshpb.rs,
-//! device/hpb.rs, sim/ufs_hpb.rs): an HPB READ with a current entry costs the device no
+//! device/hpb.rs, driver/ufs/hpb.rs): an HPB READ with a current entry costs the device no
 //! map lookup; a write dirties the host entry and the next read of it is a plain READ
 //! until the subregion is reloaded; HPB 1.0 never sends an HPB READ longer than 4 KiB;
 //! a map load moves subregion / 4096 × 8 bytes over the link; device hints are at most

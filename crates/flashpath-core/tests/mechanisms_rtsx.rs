@@ -1,4 +1,4 @@
-//! Mechanism tests for the rtsx SD host driver (docs/kernel-behaviour.md §5, sim/rtsx.rs) on the
+//! Mechanism tests for the rtsx SD host driver (docs/kernel-behaviour.md §5, driver/mmc/rtsx.rs) on the
 //! shipped SD card and laptop presets: which commands go on the bus, when, and what the
 //! card does with CMD12 after a write.
 

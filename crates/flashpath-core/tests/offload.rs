@@ -1,4 +1,4 @@
-//! fio's io_submit_mode=offload (sim/offload.rs) against the arithmetic of its rule: the
+//! fio's io_submit_mode=offload (sim/jobs/offload.rs) against the arithmetic of its rule: the
 //! job thread issues I/O k at max(k × gap, the time an io_u is free), whatever the
 //! device does, and the queue builds up until its iodepth workers are all busy; inline
 //! submission follows completions instead.

@@ -1,4 +1,4 @@
-//! Trace replay (workload/replay.rs, sim/replay.rs): the I/Os a replay job issues are the
+//! Trace replay (workload/replay.rs, sim/jobs/replay.rs): the I/Os a replay job issues are the
 //! trace's, in its order, at the times fio's iolog_delay gives, through the job's engine.
 mod common;
 

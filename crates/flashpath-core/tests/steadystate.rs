@@ -1,4 +1,4 @@
-//! fio's steady-state detection (sim/steadystate.rs): the helper's check once a second,
+//! fio's steady-state detection (sim/jobs/steadystate.rs): the helper's check once a second,
 //! the window of `ss_dur` one-second samples after `ss_ramp`, the criteria, and the job
 //! or group ended when the criterion holds. A null-engine job paced by `rate_iops` runs
 //! at an exactly known rate, so when it attains is arithmetic.

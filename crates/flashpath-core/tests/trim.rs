@@ -1,5 +1,5 @@
-//! Trims (fio's BLKDISCARD) through every layer, on the event trace (sim/discard.rs,
-//! sim/ufs.rs): the MMC drivers run a discard synchronously once the host is idle —
+//! Trims (fio's BLKDISCARD) through every layer, on the event trace (driver/mmc/erase.rs,
+//! driver/ufs/mod.rs): the MMC drivers run a discard synchronously once the host is idle —
 //! CMD35, CMD36, CMD38 and (without busy detection) CMD13 polling, nothing else on the
 //! bus meanwhile; mmc-cqe halts the engine around it with no task in flight; UFS sends
 //! UNMAP through a transfer request slot. The FTL unmaps what a discard covers, and a

@@ -1,4 +1,4 @@
-//! fio's verify against the simulated device (sim/verify.rs, device/content.rs): a
+//! fio's verify against the simulated device (sim/jobs/verify.rs, device/content.rs): a
 //! verify job passes over a device whose FTL moves data (write buffer, GC), and fails,
 //! as fio reports it, when the device returns the wrong data.
 

@@ -1,4 +1,4 @@
-//! fio's verify_async (sim/verify_async.rs): the checksum work of verify reads moves
+//! fio's verify_async (sim/jobs/verify_async.rs): the checksum work of verify reads moves
 //! from the job's thread to verify threads on other cores; an io_u is free again only
 //! once a verify thread has checked it.
 

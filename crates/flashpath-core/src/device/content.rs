@@ -2,7 +2,7 @@
 //! the physical location the FTL put it in (write buffer slot, NAND slot) and carried by
 //! every move (buffer drain, GC copy, AU close and merge). A read returns the tags of
 //! the locations it really reads, so a wrong map entry or a bad copy returns wrong data,
-//! as it would on a device: fio's verify (`sim/verify.rs`) then finds it.
+//! as it would on a device: fio's verify (`sim/jobs/verify.rs`) then finds it.
 //!
 //! Off unless a verify job (or a test) turns it on (`Device::track_content`): ordinary
 //! runs keep no tags and pay one `Option` test per command.

@@ -1,6 +1,6 @@
 //! The queue's discard limits as the kernel (v5.4-5.10) computes them from the device's
 //! registers and the host's busy timeout, and the splits that follow from them. Pure
-//! arithmetic: `sim/discard.rs` runs the mechanism.
+//! arithmetic: `sim/kernel/discard.rs` applies them and `driver/mmc/erase.rs` runs the erase sequence.
 //!
 //! MMC (drivers/mmc/core/queue.c mmc_queue_setup_discard, core.c mmc_init_erase,
 //! mmc_calc_max_discard, mmc_do_calc_max_discard, mmc_mmc_erase_timeout, mmc_do_erase,

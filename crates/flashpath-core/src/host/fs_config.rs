@@ -2,7 +2,7 @@
 //! Absent: the jobs do I/O on the raw block device (blkdev_fsync semantics). `kind =
 //! "ext4"`: an ext4 filesystem mounted with the defaults (data=ordered, barrier=1,
 //! commit=5) and its jbd2 journal, whose commits fsync, fdatasync and O_SYNC writes wait
-//! for (sim/journal.rs). Units: bytes, ns of CPU time.
+//! for (sim/kernel/journal.rs). Units: bytes, ns of CPU time.
 
 use super::cost;
 use crate::config::{bytes_field, ns_field, ConfigError};

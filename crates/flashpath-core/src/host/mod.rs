@@ -165,7 +165,7 @@ impl DriverKind {
     }
     /// Whether the driver's blk-mq queue has poll queues (a `.poll` op and HCTX_TYPE_POLL
     /// maps), so that hipri I/O completes by polling instead of its interrupt
-    /// (sim/iopoll.rs). None of the modelled drivers has them: mmc_mq_ops has no `.poll`
+    /// (sim/kernel/iopoll.rs). None of the modelled drivers has them: mmc_mq_ops has no `.poll`
     /// in any kernel (drivers/mmc/core/queue.c, including hsq and CQE, which share it;
     /// rtsx SD cards too), and ufshcd's `.mq_poll = ufshcd_poll` comes with MCQ in 6.3,
     /// after the modelled UFS hosts' kernels.
@@ -273,7 +273,7 @@ pub struct MmcHostConfig {
     pub post_per_4k_ns: u64,
     /// A synchronous command through mmc_wait_for_cmd: sending it and processing its
     /// response in the MMC core. Preset as `mmc.cmd13` (CMD13 is the common one); the
-    /// erase sequence's CMD35/36/38 (sim/discard.rs) go through the same call.
+    /// erase sequence's CMD35/36/38 (driver/mmc/erase.rs) go through the same call.
     pub cmd13_ns: u64,
     pub cmd13_mode: Cmd13Mode,
     /// The controller raises the transfer-complete interrupt only once the card has
@@ -553,7 +553,7 @@ pub struct RawHost {
     /// Optional: needed by buffered (direct=0) jobs only.
     #[serde(default)]
     pub memory: Option<RawMemory>,
-    /// Optional: jobs on an ext4 file with its journal (sim/journal.rs).
+    /// Optional: jobs on an ext4 file with its journal (sim/kernel/journal.rs).
     #[serde(default)]
     pub fs: Option<RawFs>,
     /// The declared estimates (`config/estimates.rs`), read and checked there.

@@ -19,7 +19,7 @@
 //! ```
 //!
 //! This is a state machine with no notion of time or resources: the UFS driver
-//! (`sim/ufs_hpb.rs`) calls it and books the CPU, tag, link and device work its answers
+//! (`driver/ufs/hpb.rs`) calls it and books the CPU, tag, link and device work its answers
 //! imply. Host memory is allocated per subregion on activation and freed on eviction;
 //! `ufshpb_host_map_kbytes` is a mempool reserve in front of the page allocator, not a
 //! cap (mempool_alloc asks the page allocator first): what bounds the memory is the

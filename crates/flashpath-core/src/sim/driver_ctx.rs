@@ -46,7 +46,7 @@ impl Sim {
     }
 
     /// The request is a FUA write: it carries the journal's commit block on a queue with
-    /// native FUA (sim/journal.rs). A REQ_FUA bio does not merge in the kernel
+    /// native FUA (sim/kernel/journal.rs). A REQ_FUA bio does not merge in the kernel
     /// (REQ_NOMERGE_FLAGS; blk-flush inserts its request past the scheduler), so it is
     /// its request's only bio.
     /// Only the journal and O_SYNC direct writes are FUA, so without `[fs]` or such a

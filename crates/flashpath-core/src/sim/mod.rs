@@ -36,31 +36,19 @@ use crate::workload::{
 };
 use flashpath_hist::{batch_bucket, depth_level_bucket};
 
-mod blkev;
-mod buffered;
-mod discard;
 mod driver_ctx;
-pub mod errors;
 mod external;
-mod fill_device;
-mod flow;
-mod iopoll;
-mod journal;
-mod lat_target;
-mod min_rate;
-mod null_engine;
+mod jobs;
+mod kernel;
 mod observer;
 mod occupancy;
-mod offload;
 mod progress;
-mod replay;
-pub mod steadystate;
-mod threads;
-mod verify;
-mod verify_async;
 pub use crate::driver::mmc::rtsx::IDLE_STOP_NS as RTSX_IDLE_STOP_NS;
 pub use buffered::CacheStats;
 pub use external::{ExternalDone, ExternalRequest};
+pub use jobs::{errors, steadystate};
+use jobs::{flow, lat_target, null_engine, offload, replay, verify, verify_async};
+use kernel::{blkev, buffered, discard, iopoll, journal};
 pub use observer::{IoDone, IoObserver, IoQueued};
 pub use progress::{JobProgress, Phase, Progress};
 pub use verify::{
@@ -229,7 +217,7 @@ enum Ev {
     ThreadRun(u32),
     /// A job thread's ramp is over: its measured window starts (sim/occupancy.rs).
     MeasureStart(u32),
-    /// A verify_async thread of a job has checked an io_u (sim/verify_async.rs).
+    /// A verify_async thread of a job has checked an io_u (sim/jobs/verify_async.rs).
     VerifyThread { job: u32, worker: u32 },
     /// The thread's submission work for its pending I/Os is done: bios go to the block layer.
     Submitted(u32),
@@ -237,13 +225,13 @@ enum Ev {
     Dev(device::Input),
     /// A step of a host driver of the driver layer (`driver/`).
     Driver(driver::Event),
-    /// Buffered I/O: page cache, writeback, fsync (`sim/buffered.rs`).
+    /// Buffered I/O: page cache, writeback, fsync (`sim/kernel/buffered.rs`).
     Buf(buffered::BufEv),
-    /// The ext4 journal's kjournald2 and commit timer (`sim/journal.rs`).
+    /// The ext4 journal's kjournald2 and commit timer (`sim/kernel/journal.rs`).
     Jbd(journal::JbdEv),
-    /// fio's helper thread checks steady state (`sim/steadystate.rs`).
+    /// fio's helper thread checks steady state (`sim/jobs/steadystate.rs`).
     SteadyStateCheck,
-    /// io_submit_mode=offload's submit workers (`sim/offload.rs`).
+    /// io_submit_mode=offload's submit workers (`sim/jobs/offload.rs`).
     Offload(offload::OffloadEv),
     /// A request from outside enters the block layer (`sim/external.rs`).
     External(Box<ExternalRequest>),
@@ -321,7 +309,7 @@ struct Thread {
     src: IoSource,
     depth: u32,
     inflight: u32,
-    /// io_us reaped and held by verify_async threads (sim/verify_async.rs).
+    /// io_us reaped and held by verify_async threads (sim/jobs/verify_async.rs).
     held: u32,
     /// I/Os issued (from fio's point of view: from the start of the system call) and
     /// not yet reaped; integrated over time for Little's law.
@@ -340,22 +328,22 @@ struct Thread {
     terminated: bool,
     stats: JobStats,
     last_change: SimTime,
-    /// A replay job's trace position (sim/replay.rs).
+    /// A replay job's trace position (sim/jobs/replay.rs).
     replay: Option<Box<replay::ReplayThread>>,
-    /// Polled completion (sim/iopoll.rs).
+    /// Polled completion (sim/kernel/iopoll.rs).
     spin: iopoll::Spin,
     /// rate_process=poisson: the issue clock (workload/rate.rs).
     poisson: Option<PoissonClock>,
     /// rate_min / rate_iops_min: fio's check state (workload/rate.rs).
     min_rate: Option<MinRate>,
-    /// fio's flow control (sim/flow.rs).
+    /// fio's flow control (sim/jobs/flow.rs).
     flow: Option<flow::FlowSeat>,
     /// A think-time or rate sleep of this length waits for the thread's I/Os in flight
     /// first (fio's handle_thinktime and rate_ddir call io_u_quiesce, then sleep).
     pause: Option<u64>,
-    /// fio's latency profile (sim/lat_target.rs).
+    /// fio's latency profile (sim/jobs/lat_target.rs).
     lat: Option<lat_target::LatProfile>,
-    /// io_submit_mode=offload's submit workers (sim/offload.rs).
+    /// io_submit_mode=offload's submit workers (sim/jobs/offload.rs).
     offload: Option<Box<offload::Pool>>,
 }
 
@@ -384,22 +372,22 @@ pub struct Sim {
     prefill: usize,
     /// The event trace, when enabled.
     trace: Option<Trace>,
-    /// Page cache and writeback state (`sim/buffered.rs`).
+    /// Page cache and writeback state (`sim/kernel/buffered.rs`).
     buf: buffered::Buffered,
-    /// The ext4 journal of a host with `[fs]` (`sim/journal.rs`).
+    /// The ext4 journal of a host with `[fs]` (`sim/kernel/journal.rs`).
     jbd: journal::Journal,
     /// The submitting thread's plug, for block-event traces.
     blk_plug: blkev::PlugTrace,
-    /// The queue's discard granularity (`sim/discard.rs`).
+    /// The queue's discard granularity (`sim/kernel/discard.rs`).
     disc: discard::DiscardState,
     /// Followers of the reported jobs' I/Os (`sim/observer.rs`).
     observers: Vec<Box<dyn IoObserver>>,
-    /// fio's flow_id groups (sim/flow.rs).
+    /// fio's flow_id groups (sim/jobs/flow.rs).
     flows: Vec<flow::FlowGroup>,
-    /// fio's verify, when some job verifies (`sim/verify.rs`); the device then tracks
+    /// fio's verify, when some job verifies (`sim/jobs/verify.rs`); the device then tracks
     /// content.
     verify: Option<Box<verify::Verify>>,
-    /// fio's steady-state detection (`sim/steadystate.rs`).
+    /// fio's steady-state detection (`sim/jobs/steadystate.rs`).
     ss: steadystate::SteadyState,
     /// The time some request was on the hardware (`sim/occupancy.rs`).
     hw_busy: occupancy::HwBusy,

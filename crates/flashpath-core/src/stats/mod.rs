@@ -151,17 +151,17 @@ pub struct JobStats {
     pub dir_runtime_ns: [Option<u64>; 2],
     /// The error that ended the job (fio's td_verror), if one did.
     pub error: Option<JobError>,
-    /// The errors counted (fio's total_err_count, first_error: sim/errors.rs).
+    /// The errors counted (fio's total_err_count, first_error: sim/jobs/errors.rs).
     pub errors: crate::sim::errors::ErrorCount,
     /// The last td_verror, kept when a non-fatal error is cleared (fio's td->verror,
     /// which its report shows with first_error).
     pub last_verror: Option<JobError>,
-    /// latency_target: the queue depth fio's latency profile settled on (sim/lat_target.rs).
+    /// latency_target: the queue depth fio's latency profile settled on (sim/jobs/lat_target.rs).
     pub lat_depth: Option<u32>,
-    /// fio's steady-state detection, for a job with `ss_dur` (`sim/steadystate.rs`).
+    /// fio's steady-state detection, for a job with `ss_dur` (`sim/jobs/steadystate.rs`).
     pub steadystate: Option<crate::sim::steadystate::SteadyStateResult>,
     /// fio's fill_device: the length of the write that failed with ENOSPC and ended the
-    /// job (`sim/fill_device.rs`), if one did. fio counts it among the issued writes
+    /// job (`sim/jobs/fill_device.rs`), if one did. fio counts it among the issued writes
     /// (`total_ios`, the depth histograms) but not in bytes or latencies.
     pub enospc_write: Option<u64>,
     /// How busy the host's cores and the hardware were over the job's measured window

@@ -15,14 +15,14 @@
 //! trims a block, then writes the same block (fio's `set_rw_ddir`: the next direction is
 //! TRIM when the last write and trim positions meet), counting both in the job's bytes
 //! (fio adds the region once more to the bytes to do). A job on regular files
-//! (`trim_errno`) gets ENOTTY from that ioctl instead: no discard (sim/errors.rs).
+//! (`trim_errno`) gets ENOTTY from that ioctl instead: no discard (sim/jobs/errors.rs).
 //!
 //! Random offsets come from the run's seeded stream (fio's tausworthe: the sequence
 //! differs from fio's while the distribution is the same), or from fio's own LFSR with
 //! `random_generator=lfsr` (workload/lfsr.rs: fio's sequence). Rate processes and the
 //! minimum-rate check are in workload/rate.rs.
 //!
-//! Verify (fio's verify family) is sim/verify.rs. Leaves out: trim_percentage/trim_backlog (verify trims), file layout (a job
+//! Verify (fio's verify family) is sim/jobs/verify.rs. Leaves out: trim_percentage/trim_backlog (verify trims), file layout (a job
 //! addresses the raw device).
 //! Units: bytes, nanoseconds.
 
@@ -211,7 +211,7 @@ pub struct JobConfig {
     /// The generator of uniform random blocks (fio's random_generator).
     pub generator: RandomGenerator,
     pub submission: Submission,
-    /// O_DIRECT; false: buffered I/O through the page cache (sim/buffered.rs).
+    /// O_DIRECT; false: buffered I/O through the page cache (sim/kernel/buffered.rs).
     pub direct: bool,
     /// fio's fsync=N / fdatasync=N: an fsync after every N writes (0 = never). On the
     /// block device both do the same (blkdev_fsync ignores datasync).
@@ -221,7 +221,7 @@ pub struct JobConfig {
     /// fio's sync=1: the file is opened with O_SYNC.
     pub o_sync: bool,
     /// The fsyncs of `fsync_every` are fdatasyncs (fio's fdatasync=N). They differ only
-    /// on a filesystem (sim/journal.rs).
+    /// on a filesystem (sim/kernel/journal.rs).
     pub fdatasync: bool,
     /// `o_sync` is O_DSYNC (fio's sync=dsync): each write is followed by an fdatasync.
     pub o_dsync: bool,
@@ -246,18 +246,18 @@ pub struct JobConfig {
     /// below (workload/rate.rs).
     pub rate_min: MinRateLimits,
     /// Polled completion (io_uring's hipri: IORING_SETUP_IOPOLL; pvsync2's hipri:
-    /// RWF_HIPRI): see sim/iopoll.rs.
+    /// RWF_HIPRI): see sim/kernel/iopoll.rs.
     pub hipri: bool,
     /// Completions reaped per io_getevents/io_uring_enter at most (fio's
     /// iodepth_batch_complete_max; 0: all that are there).
     pub reap_max: u32,
-    /// fio's flow control (flow, flow_id, flow_sleep; sim/flow.rs), if the job has a
+    /// fio's flow control (flow, flow_id, flow_sleep; sim/jobs/flow.rs), if the job has a
     /// flow weight.
     pub flow: Option<FlowConfig>,
-    /// fio's latency profile (latency_target and its family; sim/lat_target.rs).
+    /// fio's latency profile (latency_target and its family; sim/jobs/lat_target.rs).
     pub lat_target: Option<LatTarget>,
     /// libaio's userspace_reap: when the thread polls for completions
-    /// (iodepth_batch_complete_min=0, sim/iopoll.rs) it reads the ring in user space,
+    /// (iodepth_batch_complete_min=0, sim/kernel/iopoll.rs) it reads the ring in user space,
     /// without io_getevents.
     pub user_reap: bool,
     /// Seed of this thread's random streams.
@@ -267,7 +267,7 @@ pub struct JobConfig {
     /// Host core the thread runs on; `None` lets the simulator spread threads.
     pub cpu: Option<u32>,
     /// The posix_fadvise advice given for the job's file before its I/O (fio's
-    /// fadvise_hint); it shapes readahead of buffered reads (sim/buffered.rs).
+    /// fadvise_hint); it shapes readahead of buffered reads (sim/kernel/buffered.rs).
     pub fadvise: Fadvise,
     /// A scripted job: exactly these I/Os, in this order (absolute device offsets), in
     /// place of the pattern, block sizes and region. Each I/O's latency (the system
@@ -295,9 +295,9 @@ pub struct JobConfig {
     /// each its own extent of the device; `size` is then their total and `offset` the
     /// first one's (`workload/files.rs`). `None`: the one region `offset..offset + size`.
     pub files: Option<Files>,
-    /// fio's null engine (`sim/null_engine.rs`): no system call, no kernel, no device.
+    /// fio's null engine (`sim/jobs/null_engine.rs`): no system call, no kernel, no device.
     pub null_engine: bool,
-    /// fio's io_submit_mode=offload (`sim/offload.rs`): the thread only generates the
+    /// fio's io_submit_mode=offload (`sim/jobs/offload.rs`): the thread only generates the
     /// I/Os, at the rate; a pool of `depth` submit workers queues and reaps them.
     pub offload: bool,
     /// fio's zonemode=strided (`workload/strided.rs`).
@@ -306,24 +306,24 @@ pub struct JobConfig {
     /// source, in place of the pattern, block sizes and io size; the job ends when the
     /// source does. Its region (`offset`, `size`) is the span the trace covers.
     pub replay: Option<Replay>,
-    /// fio's verify family (`sim/verify.rs`); `None`: verify=0.
+    /// fio's verify family (`sim/jobs/verify.rs`); `None`: verify=0.
     pub verify: Option<crate::sim::VerifyConfig>,
-    /// fio's continue_on_error and ignore_error (`sim/errors.rs`).
+    /// fio's continue_on_error and ignore_error (`sim/jobs/errors.rs`).
     pub errors: crate::sim::errors::ErrorPolicy,
     /// The errno a trim's ioctl(BLKDISCARD) fails with (fio's os_trim on Linux): ENOTTY
     /// for a job on regular files; `None` on the block device, where it is a discard.
     pub trim_errno: Option<i32>,
     /// fio's steady-state detection (`steadystate`, `ss_dur`, `ss_ramp`): the job (or
-    /// its group) ends once the criterion holds (`sim/steadystate.rs`).
+    /// its group) ends once the criterion holds (`sim/jobs/steadystate.rs`).
     pub steadystate: Option<crate::sim::steadystate::SteadyStateConfig>,
     /// fio's fill_device on a filesystem or device with less free space than the job
     /// would write: the region (`offset..offset + size`, `io_limit` = `size`) ends where
     /// the free space does, and once the job has issued it, its next write fails with
-    /// ENOSPC (`sim/fill_device.rs`): the job then ends without error.
+    /// ENOSPC (`sim/jobs/fill_device.rs`): the job then ends without error.
     pub fill_enospc: bool,
 }
 
-/// fio's latency profile: the queue depth search of sim/lat_target.rs.
+/// fio's latency profile: the queue depth search of sim/jobs/lat_target.rs.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct LatTarget {
     /// latency_target: the total latency an I/O may take.
@@ -336,7 +336,7 @@ pub struct LatTarget {
     pub run: bool,
 }
 
-/// A job's place in fio's flow control (sim/flow.rs).
+/// A job's place in fio's flow control (sim/jobs/flow.rs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FlowConfig {
     /// fio's flow_id: the jobs sharing it share a counter.
@@ -701,7 +701,7 @@ pub struct IoSource {
     script: Option<std::sync::Arc<[IoSpec]>>,
     /// The I/O comes from a script or a replay (`next_fixed`), not the pattern.
     fixed: bool,
-    /// A replay job's next I/O, set by the simulator's replay step (sim/replay.rs).
+    /// A replay job's next I/O, set by the simulator's replay step (sim/jobs/replay.rs).
     pub replay_next: Option<IoSpec>,
     pub issued_bytes: u64,
     pub issued_ios: u64,

@@ -3,7 +3,7 @@
 //! it pulls one operation at a time, so a trace of any length replays in bounded memory.
 //!
 //! The core models fio's replay loop (iolog.c `read_iolog_get`, `iolog_delay`,
-//! `ipo_special`; sim/replay.rs): before an operation the thread sleeps until
+//! `ipo_special`; sim/jobs/replay.rs): before an operation the thread sleeps until
 //! `last_issue + delay` (`last_issue`: when the previous I/O or file action was issued),
 //! without reaping in between, as fio's `usec_sleep` does; a v2 `wait` sleeps until its
 //! time since the job started; a file action (add/open/close) only moves `last_issue`.

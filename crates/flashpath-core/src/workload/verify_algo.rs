@@ -1,5 +1,5 @@
 //! fio's `verify=` algorithms: their names and the CPU cost of checking 4 KiB with each
-//! when a host preset names none (the job-thread side of verify is `sim/verify.rs`).
+//! when a host preset names none (the job-thread side of verify is `sim/jobs/verify.rs`).
 //! Units: ns.
 
 /// fio's `verify=` algorithms.

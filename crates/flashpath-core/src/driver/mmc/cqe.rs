@@ -37,7 +37,7 @@
 //!   tasks are queued. Without DCMD the flush would halt the queue (not modelled: an
 //!   error before the run). Discard/trim: queue_rq waits until no task is in flight
 //!   (cqhci_wait_for_idle), cqhci_off halts the engine, the legacy CMD35/36/38 run, and
-//!   the next cqhci_request resumes the queue (sim/discard.rs). Not modelled:
+//!   the next cqhci_request resumes the queue (driver/mmc/erase.rs). Not modelled:
 //!   task error recovery (halt, CMD48, requeue) and interrupt coalescing.
 //!
 //! Units: ns.

@@ -2,7 +2,7 @@
 //! drivers: legacy, hsq and cqe (docs/kernel-behaviour.md §1, §3; linux drivers/mmc/core/
 //! block.c mmc_blk_issue_discard_rq, core.c mmc_erase / mmc_do_erase, queue.c
 //! mmc_issue_type). UFS sends a discard as SCSI UNMAP through a transfer request slot
-//! like any command (`sim/ufs.rs`); SD cards (sd-rtsx) are refused before a run.
+//! like any command (`driver/ufs/mod.rs`); SD cards (sd-rtsx) are refused before a run.
 //!
 //! ```text
 //!  kblockd: queue_rq ── MMC_ISSUE_SYNC ── mmc_blk_wait_for_idle ─┐

@@ -357,7 +357,7 @@ impl Mmc {
                     ctx.blk_trace(at, r, BlkAction::Issue, core);
                 }
                 if sync {
-                    // MMC_ISSUE_SYNC: no prep or DMA map; sim/discard.rs.
+                    // MMC_ISSUE_SYNC: no prep or DMA map; driver/mmc/erase.rs.
                     return self.mmc_sync_dispatch(ctx, core, at, r);
                 }
                 let cost = self.mmc_prep_ns(ctx, r);
@@ -504,7 +504,7 @@ impl Mmc {
 
     /// A flush request that the legacy or hsq MMC driver runs synchronously: REQ_OP_FLUSH
     /// is MMC_ISSUE_SYNC (mmc_issue_type), so queue_rq waits for the host to be idle and
-    /// runs mmc_blk_issue_flush inline (sim/discard.rs `sync_issue`): CMD6 FLUSH_CACHE
+    /// runs mmc_blk_issue_flush inline (driver/mmc/erase.rs `sync_issue`): CMD6 FLUSH_CACHE
     /// if the card's cache is on, nothing if it is off (`DeviceConfig::cache_on`;
     /// the queue sends flushes regardless, `buffered::queue_cache`). Linux 3.19's mmcqd
     /// does the same (mmc_blk_issue_rq: finish the ongoing transfer, then the flush).

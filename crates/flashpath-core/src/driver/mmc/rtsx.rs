@@ -3,7 +3,7 @@
 //! "improve performance for multi block rw" patch (`sd-rtsx-multiseq`, never merged).
 //!
 //! The MMC core side (dispatcher, `mmc_blk_rw_wait`, the CMD13 after writes) is the legacy
-//! path of `sim/mmc.rs`; this file is what happens between `mmc_start_request` and
+//! path of `driver/mmc/mod.rs`; this file is what happens between `mmc_start_request` and
 //! `mmc_request_done`. `sdmmc_request` queues `sd_request` on the driver's workqueue, so
 //! every request (and every CMD13) runs in a kworker woken on the submitting core, and
 //! each rtsx command batch it sends waits for the controller's interrupt and a wake-up.

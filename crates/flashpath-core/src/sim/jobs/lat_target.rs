@@ -19,8 +19,8 @@
 //! and the next such success ends the job. The depth found is reported (`latency :
 //! ... depth=N`). Units: nanoseconds.
 
-use super::{Sim, ThreadState};
 use crate::engine::SimTime;
+use crate::sim::{Sim, ThreadState};
 use crate::stats::{JobError, JobStats};
 use crate::workload::LatTarget;
 
@@ -33,7 +33,7 @@ enum After {
 
 /// fio's td->latency_* state of one thread.
 #[derive(Clone, Debug)]
-pub(super) struct LatProfile {
+pub(in crate::sim) struct LatProfile {
     qd: u32,
     qd_high: u32,
     qd_low: u32,
@@ -49,7 +49,7 @@ pub(super) struct LatProfile {
 
 impl LatProfile {
     /// lat_target_init at `now`.
-    pub(super) fn new(now: SimTime) -> Self {
+    pub(in crate::sim) fn new(now: SimTime) -> Self {
         LatProfile {
             qd: 1,
             qd_high: 0,
@@ -73,7 +73,7 @@ impl Sim {
     }
 
     /// The thread starts: lat_target_init.
-    pub(super) fn lat_target_start(&mut self, t: u32) {
+    pub(in crate::sim) fn lat_target_start(&mut self, t: u32) {
         let now = self.now;
         let (_, iodepth) = self.lat_cfg(t);
         let th = &mut self.threads[t as usize];
@@ -86,7 +86,7 @@ impl Sim {
 
     /// The reaped I/Os `done` (not yet recorded) against the target
     /// (account_io_completion): false if one was fatal.
-    pub(super) fn lat_target_reaped(&mut self, t: u32, done: &[u32]) {
+    pub(in crate::sim) fn lat_target_reaped(&mut self, t: u32, done: &[u32]) {
         let now = self.now;
         let (lt, _) = self.lat_cfg(t);
         if now < self.threads[t as usize].measure_start {
@@ -146,7 +146,7 @@ impl Sim {
 
     /// lat_target_check after a round of reaps, and the end of a quiesce. Returns true
     /// if the thread must wait for its queue to drain before it issues.
-    pub(super) fn lat_target_check(&mut self, t: u32) -> bool {
+    pub(in crate::sim) fn lat_target_check(&mut self, t: u32) -> bool {
         let now = self.now;
         let (lt, iodepth) = self.lat_cfg(t);
         let th = &mut self.threads[t as usize];

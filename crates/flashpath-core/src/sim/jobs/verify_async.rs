@@ -19,7 +19,7 @@
 //! threads), or its own; it may use the cores verify_async_cpus names (fio's
 //! fio_setaffinity), else the job's (a pinned job's core: the threads inherit its
 //! affinity), else any. Its CPU time is the job's user time (fio's getrusage of the job
-//! process). A failure it finds is handled as the job thread's would be (sim/errors.rs),
+//! process). A failure it finds is handled as the job thread's would be (sim/jobs/errors.rs),
 //! with fio's `async_verify` error when fatal.
 //!
 //! Leaves out: the io_u_lock contention between the threads and the job; the job waits
@@ -28,7 +28,7 @@
 
 use std::collections::VecDeque;
 
-use super::{Ev, Sim, ThreadState, VerifyFailure};
+use crate::sim::{Ev, Sim, ThreadState, VerifyFailure};
 
 /// A reaped verify read waiting for (or in) a verify thread.
 struct Item {
@@ -86,7 +86,7 @@ impl Pool {
 
 impl Sim {
     /// The verify_async jobs' threads, once the job threads have their cores.
-    pub(super) fn verify_async_setup(&mut self) {
+    pub(in crate::sim) fn verify_async_setup(&mut self) {
         let cores = self.cfg.host.cores;
         let pools = (0..self.threads.len())
             .map(|t| {
@@ -117,7 +117,7 @@ impl Sim {
     }
 
     /// Whether thread `t` verifies on verify_async threads.
-    pub(super) fn verify_async_on(&self, t: u32) -> bool {
+    pub(in crate::sim) fn verify_async_on(&self, t: u32) -> bool {
         self.verify
             .as_ref()
             .is_some_and(|v| v.pools[t as usize].is_some())
@@ -125,7 +125,7 @@ impl Sim {
 
     /// verify_io_u_async: a reaped verify read of `blocks` 4 KiB blocks (its check's
     /// outcome `failure`) goes on the list; a sleeping verify thread is signalled.
-    pub(super) fn verify_async_push(
+    pub(in crate::sim) fn verify_async_push(
         &mut self,
         t: u32,
         blocks: u64,
@@ -141,7 +141,7 @@ impl Sim {
 
     /// The job thread has no free io_u (or must wait for its verify threads before it
     /// ends): it sleeps on free_cond; completions wait for it.
-    pub(super) fn verify_async_block(&mut self, t: u32) {
+    pub(in crate::sim) fn verify_async_block(&mut self, t: u32) {
         self.pool(t).blocked = true;
         self.threads[t as usize].state = ThreadState::Delayed;
     }
@@ -171,7 +171,7 @@ impl Sim {
     }
 
     /// Verify thread `w` checks the next io_u of its batch from `at`.
-    fn verify_thread_next(&mut self, t: u32, w: usize, at: super::SimTime) {
+    fn verify_thread_next(&mut self, t: u32, w: usize, at: crate::sim::SimTime) {
         let algo = self.cfg.jobs[t as usize]
             .verify
             .as_ref()
@@ -198,7 +198,7 @@ impl Sim {
     /// Verify thread `w` of job `t` has checked its io_u: put_io_u frees it (waking the
     /// job thread if it waits for one); the thread goes on with its batch, then the
     /// list, or sleeps.
-    pub(super) fn verify_thread_done(&mut self, t: u32, w: usize) {
+    pub(in crate::sim) fn verify_thread_done(&mut self, t: u32, w: usize) {
         let now = self.now;
         let p = self.pool(t);
         let item = p.workers[w].cur.take().expect("an io_u in verification");

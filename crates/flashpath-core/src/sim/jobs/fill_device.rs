@@ -22,15 +22,15 @@
 //! failures only when its queue is full: up to iodepth of them).
 //! Units: nanoseconds, bytes.
 
-use super::{Sim, Submission, ThreadState};
 use crate::sim::Ev;
+use crate::sim::{Sim, Submission, ThreadState};
 use flashpath_hist::{batch_bucket, depth_level_bucket};
 
 impl Sim {
     /// If job thread `t` has written its fill_device region and has not yet failed, it
     /// issues the write that fails with ENOSPC and is marked to terminate; true when it
     /// did (the thread runs again once the system call has returned).
-    pub(super) fn fill_enospc(&mut self, t: u32) -> bool {
+    pub(in crate::sim) fn fill_enospc(&mut self, t: u32) -> bool {
         let now = self.now;
         let th = &self.threads[t as usize];
         let cfg = &self.cfg.jobs[th.cfg];

@@ -114,7 +114,7 @@ impl ErrorCount {
     }
 }
 
-use super::{Ev, Sim, ThreadState};
+use crate::sim::{Ev, Sim, ThreadState};
 use crate::stats::JobError;
 use crate::workload::Submission;
 use flashpath_hist::{batch_bucket, depth_level_bucket};
@@ -124,7 +124,7 @@ impl Sim {
     /// counts the issue (io_issues, total_io_u, depth 1) and no bytes, records the
     /// error (td_verror) and break_on_this_error decides; the system call's `cost` is
     /// spent on the thread's core.
-    pub(super) fn trim_failed(&mut self, t: u32, errno: i32, cost: u64) {
+    pub(in crate::sim) fn trim_failed(&mut self, t: u32, errno: i32, cost: u64) {
         let now = self.now;
         let th = &mut self.threads[t as usize];
         let policy = &self.cfg.jobs[th.cfg].errors;
@@ -163,7 +163,7 @@ impl Sim {
     /// verify thread) counts it and goes on when it is non-fatal; otherwise it ends the
     /// job (td_verror), and a synchronous engine's -1 return goes through
     /// break_on_this_error as errno 1 (EPERM), a read.
-    pub(super) fn verify_error(&mut self, t: u32, f: super::VerifyFailure) {
+    pub(in crate::sim) fn verify_error(&mut self, t: u32, f: crate::sim::VerifyFailure) {
         let now = self.now;
         let th = &mut self.threads[t as usize];
         let cfg = &self.cfg.jobs[th.cfg];
@@ -179,7 +179,7 @@ impl Sim {
             th.stats.errors.add(EILSEQ);
             // verify_fatal: a bad checksum (not a bad header, which returns before
             // verify_io_u's check) marks the job to terminate.
-            if fatal_flag && f.kind == super::FailureKind::Checksum {
+            if fatal_flag && f.kind == crate::sim::FailureKind::Checksum {
                 th.terminated = true;
             }
             true

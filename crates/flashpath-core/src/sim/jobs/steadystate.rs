@@ -28,8 +28,8 @@
 //! Real fio's gap is its setup time (milliseconds), so it attains that much earlier.
 //! The ticks stop once every steady-state job has finished.
 
-use super::{Ev, Sim, ThreadState};
 use crate::engine::SimTime;
+use crate::sim::{Ev, Sim, ThreadState};
 
 /// The criterion (fio's `steadystate=` word).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -132,7 +132,7 @@ struct SsData {
 
 /// The run's steady-state jobs (empty when no job has `ss_dur`: nothing is scheduled).
 #[derive(Default)]
-pub(super) struct SteadyState {
+pub(in crate::sim) struct SteadyState {
     /// Per thread (preconditioning ones included): `None` without `ss_dur`.
     data: Vec<Option<SsData>>,
     /// The timer is armed.
@@ -140,7 +140,7 @@ pub(super) struct SteadyState {
 }
 
 impl SteadyState {
-    pub(super) fn on(&self) -> bool {
+    pub(in crate::sim) fn on(&self) -> bool {
         self.data.iter().any(Option::is_some)
     }
 }
@@ -196,7 +196,7 @@ impl SsData {
     }
 }
 
-pub(super) fn setup(sim: &mut Sim) -> Result<(), String> {
+pub(in crate::sim) fn setup(sim: &mut Sim) -> Result<(), String> {
     let jobs = &sim.cfg.jobs;
     let from = sim.prefill;
     let mut data: Vec<Option<SsData>> = vec![None; jobs.len()];
@@ -290,7 +290,7 @@ fn same(a: &crate::workload::JobConfig, b: &crate::workload::JobConfig) -> bool 
 impl Sim {
     /// A reported job thread starts (its epoch): the steady-state timer is armed with
     /// the first one; the job's previous-check time is its epoch.
-    pub(super) fn ss_thread_started(&mut self, t: usize) {
+    pub(in crate::sim) fn ss_thread_started(&mut self, t: usize) {
         let now = self.now;
         if let Some(d) = self.ss.data.get_mut(t).and_then(Option::as_mut) {
             d.prev_time = now;
@@ -302,7 +302,7 @@ impl Sim {
     }
 
     /// Some steady-state job has not finished: the timer keeps running.
-    pub(super) fn ss_wanted(&self) -> bool {
+    pub(in crate::sim) fn ss_wanted(&self) -> bool {
         self.ss
             .data
             .iter()
@@ -311,7 +311,7 @@ impl Sim {
     }
 
     /// fio's `steadystate_check`, once a second.
-    pub(super) fn ss_check(&mut self) {
+    pub(in crate::sim) fn ss_check(&mut self) {
         let now = self.now;
         let mut prev_gid: Option<u32> = None;
         let (mut group_bw, mut group_iops, mut group_over) = (0u64, 0u64, 0u32);
@@ -415,7 +415,7 @@ impl Sim {
     }
 
     /// The job's steady-state result for its report (stat.c copies the td's `ss`).
-    pub(super) fn ss_result(&self, t: usize) -> Option<SteadyStateResult> {
+    pub(in crate::sim) fn ss_result(&self, t: usize) -> Option<SteadyStateResult> {
         let d = self.ss.data.get(t)?.as_ref()?;
         let c = self.cfg.jobs[t].steadystate.as_ref()?;
         let (bw, iops) = ring_order(d);

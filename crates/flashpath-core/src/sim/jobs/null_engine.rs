@@ -9,19 +9,19 @@
 //! system call's return (an upper bound, said so in docs/command-line.md), and the thread never
 //! sleeps: the completions are there when it looks.
 
-use super::{Sim, ThreadState};
 use crate::engine::SimTime;
 use crate::host::HostCosts;
+use crate::sim::{Sim, ThreadState};
 
 /// CPU work per I/O of a null job (booked in `thread_run` when the I/O is queued).
-pub(super) fn per_io_cost(costs: &HostCosts) -> SimTime {
+pub(in crate::sim) fn per_io_cost(costs: &HostCosts) -> SimTime {
     costs.syscall_return_ns
 }
 
 impl Sim {
     /// fio committed its queued null I/Os: each is issued and complete now, and the
     /// thread goes on at once to reap them.
-    pub(super) fn null_submitted(&mut self, t: u32) {
+    pub(in crate::sim) fn null_submitted(&mut self, t: u32) {
         let now = self.now;
         self.account_outstanding(t);
         let mut picked = std::mem::take(&mut self.threads[t as usize].submitting);
@@ -34,6 +34,6 @@ impl Sim {
         let th = &mut self.threads[t as usize];
         th.submitting = picked;
         th.state = ThreadState::Running;
-        self.q.push(now, super::Ev::ThreadRun(t));
+        self.q.push(now, crate::sim::Ev::ThreadRun(t));
     }
 }

@@ -13,12 +13,12 @@
 //! Leaves out: a round of several I/Os (iodepth_batch) is checked once, where fio checks
 //! each I/O. Units: nanoseconds.
 
-use super::{Ev, Sim, SimConfig};
 use crate::engine::SimTime;
+use crate::sim::{Ev, Sim, SimConfig};
 
 /// One flow_id group of running jobs.
 #[derive(Clone, Debug)]
-pub(super) struct FlowGroup {
+pub(in crate::sim) struct FlowGroup {
     id: u32,
     /// fio's flow->flow_counter (1 plus the running members' counts).
     shared: u64,
@@ -30,7 +30,7 @@ pub(super) struct FlowGroup {
 
 /// A thread's place in its group.
 #[derive(Clone, Copy, Debug)]
-pub(super) struct FlowSeat {
+pub(in crate::sim) struct FlowSeat {
     group: usize,
     weight: u64,
     /// fio's td->flow_counter.
@@ -45,7 +45,7 @@ pub(super) struct FlowSeat {
 }
 
 /// The groups of `cfg`'s jobs and each job's seat.
-pub(super) fn seats(cfg: &SimConfig) -> (Vec<FlowGroup>, Vec<Option<FlowSeat>>) {
+pub(in crate::sim) fn seats(cfg: &SimConfig) -> (Vec<FlowGroup>, Vec<Option<FlowSeat>>) {
     let mut groups: Vec<FlowGroup> = Vec::new();
     let seats = cfg
         .jobs
@@ -82,7 +82,7 @@ pub(super) fn seats(cfg: &SimConfig) -> (Vec<FlowGroup>, Vec<Option<FlowSeat>>) 
 impl Sim {
     /// flow_threshold_exceeded for thread `t` now: true if it must not issue (it then
     /// sleeps or spins until it runs again).
-    pub(super) fn flow_stalled(&mut self, t: u32) -> bool {
+    pub(in crate::sim) fn flow_stalled(&mut self, t: u32) -> bool {
         let now = self.now;
         let th = &mut self.threads[t as usize];
         let Some(seat) = th.flow.as_mut() else {
@@ -98,7 +98,7 @@ impl Sim {
                 self.wait_for_completions(t);
             } else {
                 seat.quiescing = false;
-                th.state = super::ThreadState::Delayed;
+                th.state = crate::sim::ThreadState::Delayed;
                 self.q.push(now + sleep, Ev::ThreadRun(t));
             }
             return true;
@@ -123,7 +123,7 @@ impl Sim {
             seat.quiescing = true;
             self.wait_for_completions(t);
         } else if sleep > 0 {
-            th.state = super::ThreadState::Delayed;
+            th.state = crate::sim::ThreadState::Delayed;
             self.q.push(now + sleep, Ev::ThreadRun(t));
         } else {
             seat.waiting = true;
@@ -136,7 +136,7 @@ impl Sim {
 
     /// Thread `t` issued `n` I/Os in its flow group: both counts move, and the group's
     /// spinning members look again.
-    pub(super) fn flow_issued(&mut self, t: u32, n: u64) {
+    pub(in crate::sim) fn flow_issued(&mut self, t: u32, n: u64) {
         if let Some(seat) = self.threads[t as usize].flow.as_mut() {
             seat.counter += n;
             self.flows[seat.group].shared += n;
@@ -146,7 +146,7 @@ impl Sim {
     }
 
     /// Thread `t` ends (flow_put): its count and weight leave the group.
-    pub(super) fn flow_exit(&mut self, t: u32) {
+    pub(in crate::sim) fn flow_exit(&mut self, t: u32) {
         if let Some(seat) = self.threads[t as usize].flow.as_mut() {
             if seat.joined {
                 seat.joined = false;

@@ -38,13 +38,13 @@
 //! steady state, replay), synchronous engines, buffered I/O, polled completion.
 //! Units: nanoseconds, bytes.
 
-use super::{rw_pieces, Ev, Io, Sim, SimConfig, ThreadState};
 use crate::engine::SimTime;
+use crate::sim::{rw_pieces, Ev, Io, Sim, SimConfig, ThreadState};
 use crate::workload::{rate_gate, Dir, JobConfig, Submission};
 use flashpath_hist::{batch_bucket, depth_level_bucket};
 
 #[derive(Debug)]
-pub(super) enum OffloadEv {
+pub(in crate::sim) enum OffloadEv {
     /// Worker `w` of thread `t` has made its io_submit system call: the bios go in.
     Submitted { t: u32, w: u32 },
     /// Worker `w`'s io_getevents has returned with its I/O: it completes it.
@@ -52,7 +52,7 @@ pub(super) enum OffloadEv {
 }
 
 /// A job's submit workers.
-pub(super) struct Pool {
+pub(in crate::sim) struct Pool {
     workers: Vec<Worker>,
     /// fio's wq->next_free_worker.
     next_free: usize,
@@ -74,7 +74,7 @@ struct Worker {
 impl Pool {
     /// The pool of an offload job (None for inline submission), its workers starting on
     /// the job thread's core.
-    pub(super) fn new(j: &JobConfig, core: u32) -> Option<Box<Pool>> {
+    pub(in crate::sim) fn new(j: &JobConfig, core: u32) -> Option<Box<Pool>> {
         if !j.offload {
             return None;
         }
@@ -103,7 +103,7 @@ impl Pool {
 }
 
 /// Refuses the offload jobs that are not modelled, naming why.
-pub(super) fn check(cfg: &SimConfig) -> Result<(), String> {
+pub(in crate::sim) fn check(cfg: &SimConfig) -> Result<(), String> {
     for j in cfg.jobs.iter().filter(|j| j.offload) {
         let why = if !matches!(j.submission, Submission::Async { .. }) {
             Some("a synchronous engine or trims (the workers are modelled for libaio)")
@@ -145,7 +145,7 @@ pub(super) fn check(cfg: &SimConfig) -> Result<(), String> {
 impl Sim {
     /// The job thread of an offload job runs (do_io's loop): it ends, waits, or generates
     /// the next I/O and hands it to a worker.
-    pub(super) fn offload_run(&mut self, t: u32) {
+    pub(in crate::sim) fn offload_run(&mut self, t: u32) {
         let now = self.now;
         let ti = t as usize;
         self.threads[ti].state = ThreadState::Running;
@@ -262,7 +262,7 @@ impl Sim {
     }
 
     /// Routes a worker's event.
-    pub(super) fn offload_handle(&mut self, e: OffloadEv) {
+    pub(in crate::sim) fn offload_handle(&mut self, e: OffloadEv) {
         match e {
             OffloadEv::Submitted { t, w } => {
                 let pool = self.threads[t as usize].offload.as_ref().expect("offload");
@@ -285,7 +285,7 @@ impl Sim {
 
     /// I/O `io` of offload job `t` has completed in the kernel: the worker waiting for it
     /// wakes and reaps it.
-    pub(super) fn offload_done(&mut self, t: u32, io: u32) {
+    pub(in crate::sim) fn offload_done(&mut self, t: u32, io: u32) {
         let now = self.now;
         let costs = &self.cfg.host.costs;
         let cost = costs.wakeup_ns + costs.aio_reap_ns;

@@ -49,9 +49,9 @@
 //! (fsync and O_SYNC write the range first), atime (relatime), direct I/O with the sync
 //! family (an error), the revoke records. Units: ns, bytes.
 
-use super::buffered::CacheIo;
-use super::{Ev, Sim};
 use crate::host::FS_BLOCK;
+use crate::sim::buffered::CacheIo;
+use crate::sim::{Ev, Sim};
 use crate::workload::Dir;
 
 /// Tags one descriptor block holds: 4096 B less the 12 B header and the 16 B UUID,
@@ -60,7 +60,7 @@ use crate::workload::Dir;
 const TAGS_PER_DESCRIPTOR: u64 = (4096 - 12 - 16) / 12;
 
 #[derive(Debug)]
-pub(super) enum JbdEv {
+pub(in crate::sim) enum JbdEv {
     /// kjournald2 runs (woken, or going on after a commit).
     Run,
     /// Its CPU work before a submission ended: the log blocks or the commit block go.
@@ -99,7 +99,7 @@ struct Inode {
     blocks: u64,
 }
 
-pub(super) struct Journal {
+pub(in crate::sim) struct Journal {
     on: bool,
     running: u64,
     running_blocks: u64,
@@ -122,7 +122,7 @@ pub(super) struct Journal {
 }
 
 impl Journal {
-    pub(super) fn new(cfg: &super::SimConfig) -> Self {
+    pub(in crate::sim) fn new(cfg: &crate::sim::SimConfig) -> Self {
         let on = cfg.host.fs.is_some();
         let mut unwritten = Vec::new();
         if on {
@@ -172,7 +172,7 @@ impl Journal {
 }
 
 /// What `Sim::new` refuses on an ext4 host.
-pub(super) fn check(cfg: &super::SimConfig) -> Result<(), String> {
+pub(in crate::sim) fn check(cfg: &crate::sim::SimConfig) -> Result<(), String> {
     let Some(fs) = &cfg.host.fs else {
         return Ok(());
     };
@@ -248,7 +248,7 @@ impl Sim {
 
     /// A write system call of job thread `t` on its file: file_update_time.
     #[inline]
-    pub(super) fn jbd_note_write(&mut self, t: u32) {
+    pub(in crate::sim) fn jbd_note_write(&mut self, t: u32) {
         if self.jbd.on {
             let b = self.fs().blocks_update;
             self.jbd_join(t, b, false);
@@ -257,7 +257,7 @@ impl Sim {
 
     /// Writeback maps pages a..b of thread `t`'s file: unwritten blocks are converted.
     #[inline]
-    pub(super) fn jbd_note_writeback(&mut self, t: u32, a: u64, b: u64) {
+    pub(in crate::sim) fn jbd_note_writeback(&mut self, t: u32, a: u64, b: u64) {
         if !self.jbd.on {
             return;
         }
@@ -279,7 +279,7 @@ impl Sim {
     }
 
     /// ext4_sync_file's choice for thread `t`: the tid to wait for, if not committed.
-    pub(super) fn jbd_needs_commit(&self, t: u32, datasync: bool) -> Option<u64> {
+    pub(in crate::sim) fn jbd_needs_commit(&self, t: u32, datasync: bool) -> Option<u64> {
         if !self.jbd.on {
             return None;
         }
@@ -294,7 +294,7 @@ impl Sim {
 
     /// jbd2_trans_will_send_data_barrier: the commit of `tid` has not sent its commit
     /// block yet.
-    pub(super) fn jbd_will_send_barrier(&self, tid: u64) -> bool {
+    pub(in crate::sim) fn jbd_will_send_barrier(&self, tid: u64) -> bool {
         tid == self.jbd.running
             || (tid == self.jbd.committing
                 && matches!(
@@ -304,7 +304,7 @@ impl Sim {
     }
 
     /// jbd2_log_start_commit for `tid`, asked by thread `t`: kjournald2 is woken.
-    pub(super) fn jbd_start_commit(&mut self, tid: u64, t: u32) {
+    pub(in crate::sim) fn jbd_start_commit(&mut self, tid: u64, t: u32) {
         if tid > self.jbd.commit_request {
             self.jbd.commit_request = tid;
             self.jbd.requester = t;
@@ -317,7 +317,7 @@ impl Sim {
         }
     }
 
-    pub(super) fn jbd_handle(&mut self, e: JbdEv) {
+    pub(in crate::sim) fn jbd_handle(&mut self, e: JbdEv) {
         match e {
             JbdEv::Run => self.jbd_run(),
             JbdEv::Submit => self.jbd_submit(),
@@ -420,7 +420,7 @@ impl Sim {
                 self.jbd_write(n + n.div_ceil(TAGS_PER_DESCRIPTOR), end, CacheIo::Journal);
             }
             Phase::CommitPrep => {
-                if super::buffered::queue_cache(&self.cfg).write_cache {
+                if crate::sim::buffered::queue_cache(&self.cfg).write_cache {
                     self.jbd.phase = Phase::PreFlush;
                     self.jbd_flush(end);
                 } else {
@@ -433,12 +433,12 @@ impl Sim {
     }
 
     /// Hook of `buf_io_done`: a journal request ended.
-    pub(super) fn jbd_io_done(&mut self) {
+    pub(in crate::sim) fn jbd_io_done(&mut self) {
         self.jbd.pending -= 1;
         if self.jbd.pending > 0 {
             return;
         }
-        let qc = super::buffered::queue_cache(&self.cfg);
+        let qc = crate::sim::buffered::queue_cache(&self.cfg);
         match self.jbd.phase {
             // The block layer's flush sequence goes on from the completion, without
             // kjournald2: the commit block, as a FUA write where the queue has native FUA.

@@ -41,14 +41,14 @@
 //! still served (CFS time-slices it with the spinner, which calls cond_resched).
 //! Units: nanoseconds.
 
-use super::{Sim, SimConfig, ThreadState};
 use crate::engine::SimTime;
 use crate::host::Kernel;
+use crate::sim::{Sim, SimConfig, ThreadState};
 use crate::workload::Submission;
 
 /// A thread's polling state.
 #[derive(Clone, Copy, Debug, Default)]
-pub(super) struct Spin {
+pub(in crate::sim) struct Spin {
     /// The thread reaps by polling (io_uring with hipri).
     pub on: bool,
     /// It is waiting for completions now, spinning since `from`.
@@ -59,7 +59,7 @@ pub(super) struct Spin {
 }
 
 /// Refuses what the kernel or the model cannot run.
-pub(super) fn check(cfg: &SimConfig) -> Result<(), String> {
+pub(in crate::sim) fn check(cfg: &SimConfig) -> Result<(), String> {
     for j in cfg.jobs.iter().filter(|j| j.hipri) {
         let (what, since) = match j.submission {
             Submission::Async { .. } => ("io_uring's IORING_SETUP_IOPOLL", Kernel::new(5, 1)),
@@ -91,7 +91,7 @@ pub(super) fn check(cfg: &SimConfig) -> Result<(), String> {
 impl Sim {
     /// Whether a thread of `cfg` spins for its completions: io_uring with hipri, or fio
     /// polling an asynchronous engine (iodepth_batch_complete_min=0).
-    pub(super) fn spins(cfg: &crate::workload::JobConfig) -> bool {
+    pub(in crate::sim) fn spins(cfg: &crate::workload::JobConfig) -> bool {
         match cfg.submission {
             Submission::Async {
                 batch_complete_min, ..
@@ -104,7 +104,7 @@ impl Sim {
     /// enough are already there (left by iodepth_batch_complete_max), it reaps them
     /// with its next io_getevents instead.
     #[inline]
-    pub(super) fn wait_for_completions(&mut self, t: u32) {
+    pub(in crate::sim) fn wait_for_completions(&mut self, t: u32) {
         let now = self.now;
         let th = &mut self.threads[t as usize];
         if !th.completed.is_empty() {
@@ -117,7 +117,7 @@ impl Sim {
                     th.state = ThreadState::Running;
                     let reap = self.cfg.host.costs.aio_reap_ns;
                     let end = self.cpu.run_l(th.core, now, reap, "aio reap");
-                    self.q.push(end, super::Ev::ThreadRun(t));
+                    self.q.push(end, crate::sim::Ev::ThreadRun(t));
                     return;
                 }
             }
@@ -136,7 +136,7 @@ impl Sim {
 
     /// A spinning thread sees the completions it waited for now: its core was busy
     /// spinning until now; it reaps at once (no wake-up). Returns when it runs on.
-    pub(super) fn iopoll_seen(&mut self, t: u32) -> SimTime {
+    pub(in crate::sim) fn iopoll_seen(&mut self, t: u32) -> SimTime {
         let now = self.now;
         let th = &mut self.threads[t as usize];
         // libaio's userspace_reap reads the ring without a system call.

@@ -18,12 +18,12 @@
 //!
 //! Units: nanoseconds, bytes.
 
-use super::{Ev, Sim, ThreadState};
 use crate::engine::SimTime;
+use crate::sim::{Ev, Sim, ThreadState};
 use crate::workload::{Dir, IoSpec, ReplayKind, ReplayOp, ReplaySource};
 
 /// A replay thread's position in its trace.
-pub(super) struct ReplayThread {
+pub(in crate::sim) struct ReplayThread {
     src: Box<dyn ReplaySource>,
     /// The operation taken from the source and not yet done.
     pending: Option<ReplayOp>,
@@ -34,7 +34,7 @@ pub(super) struct ReplayThread {
 }
 
 impl ReplayThread {
-    pub(super) fn new(src: Box<dyn ReplaySource>) -> Self {
+    pub(in crate::sim) fn new(src: Box<dyn ReplaySource>) -> Self {
         ReplayThread {
             src,
             pending: None,
@@ -49,7 +49,7 @@ impl Sim {
     /// the next I/O is set (`IoSource::replay_next`) and may be issued now, or the trace
     /// is over (the thread is then `terminated`); false if the thread sleeps, waits for
     /// its I/Os in flight, or fsyncs.
-    pub(super) fn replay_step(&mut self, t: u32) -> bool {
+    pub(in crate::sim) fn replay_step(&mut self, t: u32) -> bool {
         let now = self.now;
         let th = &mut self.threads[t as usize];
         let start = th.start;

@@ -5,11 +5,11 @@
 //! complete and are reaped (cleanup_pending_aio), and its report carries the error.
 //! Units: nanoseconds.
 
-use super::Sim;
+use crate::sim::Sim;
 use crate::stats::JobError;
 
 impl Sim {
-    pub(super) fn check_min_rate(&mut self, t: u32) {
+    pub(in crate::sim) fn check_min_rate(&mut self, t: u32) {
         let now = self.now;
         let th = &mut self.threads[t as usize];
         if now < th.measure_start || th.stats.error.is_some() {

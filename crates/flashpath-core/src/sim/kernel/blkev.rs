@@ -22,10 +22,10 @@
 //! appear as M/F): btt accounts a request's bytes as its I plus its merges, so this is
 //! what it needs to pair every Q with its D and C.
 
-use super::{Sim, Submission};
 use crate::device::config::Interface;
 use crate::engine::SimTime;
 use crate::host::block::{Bio, BioFate, ReqId};
+use crate::sim::{Sim, Submission};
 use crate::trace::{pid, BlkAction, BlkOp, TraceKind};
 use crate::workload::Dir;
 
@@ -37,7 +37,7 @@ const BLK_PLUG_FLUSH_SIZE: u64 = 128 * 1024;
 
 /// The plug of the submitting thread while its system call runs (trace only).
 #[derive(Default)]
-pub(super) struct PlugTrace {
+pub(in crate::sim) struct PlugTrace {
     active: bool,
     /// The plug covers the whole system call (io_submit), not each I/O.
     whole_call: bool,
@@ -55,7 +55,7 @@ impl Sim {
     /// thread, except for the flusher's background writeback and the journal's writes,
     /// which their kernel threads submit (the job is the one they are done for).
     fn bio_task(&self, io: u32) -> Option<u32> {
-        use super::buffered::CacheIo;
+        use crate::sim::buffered::CacheIo;
         let x = &self.ios[io as usize];
         let t = x.thread;
         (t as usize >= self.prefill).then_some(match x.cache {
@@ -68,7 +68,7 @@ impl Sim {
 
     /// The operation and flags of I/O `io`'s bios, as blktrace shows them.
     fn io_op(&self, io: u32) -> BlkOp {
-        use super::buffered::CacheIo;
+        use crate::sim::buffered::CacheIo;
         let x = &self.ios[io as usize];
         match x.cache {
             _ if x.trim => BlkOp::Discard,
@@ -151,7 +151,7 @@ impl Sim {
     /// Thread `t`'s system call starts submitting its `n` I/Os.
     #[cold]
     #[inline(never)]
-    pub(super) fn blk_syscall_start(&mut self, t: u32, n: usize) {
+    pub(in crate::sim) fn blk_syscall_start(&mut self, t: u32, n: usize) {
         let whole = self.blk_plug_mode(t, n, 0).0;
         self.blk_plug.whole_call = whole;
         self.blk_plug.active = whole;
@@ -160,7 +160,7 @@ impl Sim {
     /// One I/O of `len` bytes of the `n` of the call is submitted.
     #[cold]
     #[inline(never)]
-    pub(super) fn blk_io_start(&mut self, t: u32, n: usize, len: u64) {
+    pub(in crate::sim) fn blk_io_start(&mut self, t: u32, n: usize, len: u64) {
         if !self.blk_plug.whole_call && self.blk_plug_mode(t, n, len).1 {
             self.blk_plug.active = true;
         }
@@ -169,7 +169,7 @@ impl Sim {
     /// The I/O's bios are all submitted: its own plug (if any) is finished.
     #[cold]
     #[inline(never)]
-    pub(super) fn blk_io_end(&mut self, at: SimTime, t: u32) {
+    pub(in crate::sim) fn blk_io_end(&mut self, at: SimTime, t: u32) {
         if !self.blk_plug.whole_call && self.blk_plug.active {
             self.blk_plug_finish(at, t);
         }
@@ -178,7 +178,7 @@ impl Sim {
     /// The system call ends: the io_submit plug (if any) is finished.
     #[cold]
     #[inline(never)]
-    pub(super) fn blk_syscall_end(&mut self, at: SimTime, t: u32) {
+    pub(in crate::sim) fn blk_syscall_end(&mut self, at: SimTime, t: u32) {
         if self.blk_plug.whole_call {
             self.blk_plug_finish(at, t);
         }
@@ -188,7 +188,7 @@ impl Sim {
     /// Q for a bio about to enter the block layer.
     #[cold]
     #[inline(never)]
-    pub(super) fn blk_queue(&mut self, at: SimTime, bio: &Bio) {
+    pub(in crate::sim) fn blk_queue(&mut self, at: SimTime, bio: &Bio) {
         if let Some(p) = self.bio_task(bio.io) {
             self.blk_ev(at, None, BlkAction::Queue, bio, p);
         }
@@ -197,7 +197,7 @@ impl Sim {
     /// X: blk_queue_split cut `front` off a bio whose rest starts at `rest_sector`.
     #[cold]
     #[inline(never)]
-    pub(super) fn blk_split(&mut self, at: SimTime, front: &Bio, rest_sector: u64) {
+    pub(in crate::sim) fn blk_split(&mut self, at: SimTime, front: &Bio, rest_sector: u64) {
         if let Some(p) = self.bio_task(front.io) {
             let new_sector = rest_sector;
             self.blk_ev(at, None, BlkAction::Split { new_sector }, front, p);
@@ -208,7 +208,7 @@ impl Sim {
     /// (and P/U under `plug`).
     #[cold]
     #[inline(never)]
-    pub(super) fn blk_fates(&mut self, at: SimTime, plugged: bool) {
+    pub(in crate::sim) fn blk_fates(&mut self, at: SimTime, plugged: bool) {
         let Some(mut log) = self.block.log.take() else {
             return;
         };
@@ -315,7 +315,7 @@ impl Sim {
     /// traces it: Q and G of the bio (WRITE|SYNC|PREFLUSH, blkparse's `FWS`), D and C of
     /// the flush request (`FN`), then the C of the bio's own request, which
     /// blk_flush_complete_seq ends (blk_mq_end_request) once the flush is done.
-    pub(super) fn submit_preflush(&mut self, now: SimTime, io: u32, core: u32) {
+    pub(in crate::sim) fn submit_preflush(&mut self, now: SimTime, io: u32, core: u32) {
         self.block.submit_flush(now, io, core);
         if self.trace.is_some() {
             self.blk_plug.preflush = true;
@@ -328,7 +328,7 @@ impl Sim {
     /// request's CPU, in interrupt context) for request `r`.
     #[cold]
     #[inline(never)]
-    pub(super) fn blk_rq(&mut self, at: SimTime, r: ReqId, action: BlkAction, core: u32) {
+    pub(in crate::sim) fn blk_rq(&mut self, at: SimTime, r: ReqId, action: BlkAction, core: u32) {
         self.blk_rq_by(at, r, action, core, false);
     }
 
@@ -336,7 +336,7 @@ impl Sim {
     /// elevator: `blk_mq_try_issue_directly` runs queue_rq in the submitting task).
     #[cold]
     #[inline(never)]
-    pub(super) fn blk_rq_direct(&mut self, at: SimTime, r: ReqId, core: u32) {
+    pub(in crate::sim) fn blk_rq_direct(&mut self, at: SimTime, r: ReqId, core: u32) {
         self.blk_rq_by(at, r, BlkAction::Issue, core, true);
     }
 

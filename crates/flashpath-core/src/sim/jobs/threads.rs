@@ -4,10 +4,10 @@
 //! completion of an I/O and the thread's end. Each thread is one fio job (or clone of
 //! numjobs) on its own core; its statistics are fio's. Units: ns, bytes.
 
-use super::*;
+use crate::sim::*;
 
 impl Sim {
-    pub(super) fn thread_start(&mut self, t: u32) {
+    pub(in crate::sim) fn thread_start(&mut self, t: u32) {
         let now = self.now;
         let waits = &self.cfg.jobs[self.threads[t as usize].cfg].wait_for;
         if waits
@@ -56,7 +56,7 @@ impl Sim {
     }
 
     /// fio's disk statistics samples: once preconditioning is over, and at the end.
-    pub(super) fn disk_sample(&mut self, t: u32) {
+    pub(in crate::sim) fn disk_sample(&mut self, t: u32) {
         let now = self.now;
         if (t as usize) < self.prefill
             && self.threads[..self.prefill]
@@ -75,7 +75,7 @@ impl Sim {
     /// running now; `all`, every one, those not started yet too. A thread asleep in
     /// think time or a rate limit ends when it wakes (fio's signal would end the sleep at
     /// once: an approximation).
-    pub(super) fn exit_group(&mut self, t: usize) {
+    pub(in crate::sim) fn exit_group(&mut self, t: usize) {
         let (what, group) = (self.cfg.jobs[t].exit_what, self.cfg.jobs[t].group_id);
         for i in self.prefill..self.threads.len() {
             let th = &mut self.threads[i];
@@ -94,7 +94,7 @@ impl Sim {
         }
     }
 
-    pub(super) fn job_done_issuing(&self, t: u32) -> bool {
+    pub(in crate::sim) fn job_done_issuing(&self, t: u32) -> bool {
         let th = &self.threads[t as usize];
         let cfg = &self.cfg.jobs[th.cfg];
         if let Some(rt) = cfg.runtime_ns {
@@ -104,7 +104,7 @@ impl Sim {
         }
         let src_done = th.src.done();
         if src_done && cfg.fill_enospc {
-            // The free space is written: the next write fails (sim/fill_device.rs), and
+            // The free space is written: the next write fails (sim/jobs/fill_device.rs), and
             // fio then skips the job's verify phase (td->terminate).
             return true;
         }
@@ -118,7 +118,7 @@ impl Sim {
         th.terminated || src_done
     }
 
-    pub(super) fn account_outstanding(&mut self, t: u32) {
+    pub(in crate::sim) fn account_outstanding(&mut self, t: u32) {
         let now = self.now;
         let th = &mut self.threads[t as usize];
         if now > th.last_change {
@@ -131,7 +131,7 @@ impl Sim {
     }
 
     /// The thread runs: it reaps what completed, then issues as its engine allows.
-    pub(super) fn thread_run(&mut self, t: u32) {
+    pub(in crate::sim) fn thread_run(&mut self, t: u32) {
         if self.threads[t as usize].offload.is_some() {
             return self.offload_run(t);
         }
@@ -385,7 +385,7 @@ impl Sim {
                 // ioctl(BLKDISCARD): no pages to pin; the discard bios.
                 cost += c_block * nbios as u64;
             } else if direct {
-                // Buffered I/O books its page cache work in sim/buffered.rs.
+                // Buffered I/O books its page cache work in sim/kernel/buffered.rs.
                 let pin = match spec.dir {
                     Dir::Read => c_pin_read,
                     _ => c_pin,
@@ -437,7 +437,7 @@ impl Sim {
         self.q.push(end, Ev::Submitted(t));
     }
 
-    pub(super) fn alloc_io(&mut self, io: Io) -> u32 {
+    pub(in crate::sim) fn alloc_io(&mut self, io: Io) -> u32 {
         match self.free_ios.pop() {
             Some(i) => {
                 self.ios[i as usize] = io;
@@ -452,7 +452,7 @@ impl Sim {
 
     /// The system call's work is done: the bios enter the block layer (one plug: they
     /// are inserted together and the queue is run once).
-    pub(super) fn submitted(&mut self, t: u32) {
+    pub(in crate::sim) fn submitted(&mut self, t: u32) {
         let job = &self.cfg.jobs[self.threads[t as usize].cfg];
         if job.null_engine {
             return self.null_submitted(t);
@@ -471,7 +471,7 @@ impl Sim {
 
     /// The direct I/Os `picked` of thread `t` leave their system call on `core` now:
     /// their bios enter the block layer (one plug: inserted together, the queue run once).
-    pub(super) fn submit_direct(&mut self, t: u32, core: u32, picked: &[u32]) {
+    pub(in crate::sim) fn submit_direct(&mut self, t: u32, core: u32, picked: &[u32]) {
         let now = self.now;
         self.account_outstanding(t);
         let max_rw_sectors = self.block.max_sectors() as u64;
@@ -507,10 +507,10 @@ impl Sim {
 
     /// The bios of direct I/O `io` enter the block layer now from `core`: reads and
     /// writes cut at `kernel_bio` sectors (`kernel_bio_sectors`), discards as
-    /// `sim/discard.rs` splits them, each split again at the queue's limit
+    /// `sim/kernel/discard.rs` splits them, each split again at the queue's limit
     /// (`submit_kernel_bio`). Returns how many bios went in. The caller runs the queue.
     #[inline]
-    pub(super) fn submit_io_bios(
+    pub(in crate::sim) fn submit_io_bios(
         &mut self,
         io: u32,
         core: u32,
@@ -554,7 +554,7 @@ impl Sim {
 
     /// A bio enters the block layer now (blktrace's Q, then its fate: merged or a new
     /// request, when tracing).
-    pub(super) fn submit_bio(&mut self, bio: Bio) {
+    pub(in crate::sim) fn submit_bio(&mut self, bio: Bio) {
         if self.trace.is_some() {
             self.blk_queue(self.now, &bio);
         }
@@ -566,7 +566,7 @@ impl Sim {
     /// Q of the whole, then for each piece cut off the front an X and the Q of the
     /// rest, the piece itself going on as REQ_NOMERGE; the last piece is mergeable.
     /// Returns how many bios entered the block layer.
-    pub(super) fn submit_kernel_bio(&mut self, bio: Bio, max_sectors: u32) -> u32 {
+    pub(in crate::sim) fn submit_kernel_bio(&mut self, bio: Bio, max_sectors: u32) -> u32 {
         if bio.sectors <= max_sectors {
             self.submit_bio(bio);
             return 1;
@@ -599,7 +599,7 @@ impl Sim {
 
     /// A bio (at most max_sectors, already Q'd) goes into the block layer now: merged
     /// or a new request, traced when tracing.
-    pub(super) fn enter_bio(&mut self, bio: Bio) {
+    pub(in crate::sim) fn enter_bio(&mut self, bio: Bio) {
         let now = self.now;
         self.block.submit(now, bio);
         if self.trace.is_some() {
@@ -610,7 +610,7 @@ impl Sim {
     /// An I/O of thread `t` leaves its system call for the kernel now: its submission
     /// time, the thread's in-flight count and fio's depth histogram. Returns (direction,
     /// offset, length).
-    pub(super) fn note_issued(&mut self, t: u32, io: u32) -> (Dir, u64, u64) {
+    pub(in crate::sim) fn note_issued(&mut self, t: u32, io: u32) -> (Dir, u64, u64) {
         let x = &mut self.ios[io as usize];
         x.t_issued = self.now;
         let r = (x.dir, x.offset, x.len);
@@ -622,7 +622,7 @@ impl Sim {
     }
 
     /// What the thread does once its system call has returned (or its dispatch loop ended).
-    pub(super) fn after_submit(&mut self, t: u32) {
+    pub(in crate::sim) fn after_submit(&mut self, t: u32) {
         let now = self.now;
         let th = &self.threads[t as usize];
         let cfg = &self.cfg.jobs[th.cfg];
@@ -657,7 +657,7 @@ impl Sim {
         }
     }
 
-    pub(super) fn record_io(&mut self, t: u32, io: u32) {
+    pub(in crate::sim) fn record_io(&mut self, t: u32, io: u32) {
         let now = self.now;
         let x = &self.ios[io as usize];
         let (dir, len, t_start, t_issued) = (x.dir, x.len, x.t_start, x.t_issued);
@@ -722,7 +722,7 @@ impl Sim {
         }
     }
 
-    pub(super) fn thread_finish(&mut self, t: u32) {
+    pub(in crate::sim) fn thread_finish(&mut self, t: u32) {
         let now = self.now;
         self.account_outstanding(t);
         let th = &mut self.threads[t as usize];
@@ -782,7 +782,7 @@ impl Sim {
     }
 
     /// The block layer finished a request: its I/Os complete; their threads wake.
-    pub(super) fn req_end(&mut self, r: ReqId) {
+    pub(in crate::sim) fn req_end(&mut self, r: ReqId) {
         let now = self.now;
         let mut ios = std::mem::take(&mut self.scratch);
         ios.clear();
@@ -852,7 +852,7 @@ impl Sim {
     /// Q2G, G2I and I2D once per request (to the job of its first bio); D2C and Q2C once
     /// per bio it carries (btt's `update_d2c` adds a merged request's D2C for each bio),
     /// to each bio's job.
-    pub(super) fn record_request_spans(&mut self, r: ReqId) {
+    pub(in crate::sim) fn record_request_spans(&mut self, r: ReqId) {
         let now = self.now;
         let q = self.block.req(r);
         let Some(&first) = q.bios.first() else {
@@ -881,7 +881,7 @@ impl Sim {
         }
     }
 
-    pub(super) fn io_done(&mut self, t: u32, io: u32) {
+    pub(in crate::sim) fn io_done(&mut self, t: u32, io: u32) {
         if self.threads[t as usize].offload.is_some() {
             return self.offload_done(t, io);
         }
@@ -904,7 +904,7 @@ impl Sim {
             return;
         }
         if th.spin.waiting {
-            // io_uring's iopoll saw it (sim/iopoll.rs): no wake-up.
+            // io_uring's iopoll saw it (sim/kernel/iopoll.rs): no wake-up.
             let end = self.iopoll_seen(t);
             self.q.push(end, Ev::ThreadRun(t));
             return;

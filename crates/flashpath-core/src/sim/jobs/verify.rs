@@ -24,8 +24,8 @@
 //! Verify reads are ordinary reads in the job's statistics.
 //!
 //! A failure is EILSEQ: whether it ends the job or is counted and passed over
-//! (continue_on_error) is sim/errors.rs; with verify_async the reads are checked on
-//! the job's verify threads (sim/verify_async.rs).
+//! (continue_on_error) is sim/jobs/errors.rs; with verify_async the reads are checked on
+//! the job's verify threads (sim/jobs/verify_async.rs).
 //!
 //! Leaves out: the fsync and cache invalidation fio does before its verify phase
 //! (`fio_io_sync`), trim verification, verify_state files.
@@ -73,7 +73,7 @@ pub struct VerifyConfig {
     pub pattern_id: u32,
     pub pattern_per_offset: bool,
     /// fio's verify_async: threads that verify the job's reads off its thread (0: the
-    /// job's thread verifies; sim/verify_async.rs).
+    /// job's thread verifies; sim/jobs/verify_async.rs).
     pub async_threads: u32,
     /// fio's verify_async_cpus: the cores those threads may run on (empty: the job's
     /// own affinity).
@@ -188,7 +188,7 @@ impl VerifyFailure {
 }
 
 /// EILSEQ: fio's error for a verify failure.
-pub use super::errors::EILSEQ;
+pub use crate::sim::errors::EILSEQ;
 
 /// The content tag of 4 KiB block `lpn` written by write `numberio` of the job with
 /// `seed`: never `UNWRITTEN` or `ERASED`.
@@ -734,8 +734,8 @@ pub(crate) struct Verify {
     /// Per thread (None: the job does not verify).
     pub jobs: Vec<Option<JobVerify>>,
     reads: BTreeMap<u32, Reading>,
-    /// Per thread, its verify_async threads (sim/verify_async.rs).
-    pub pools: Vec<Option<super::verify_async::Pool>>,
+    /// Per thread, its verify_async threads (sim/jobs/verify_async.rs).
+    pub pools: Vec<Option<crate::sim::verify_async::Pool>>,
 }
 
 impl Verify {
@@ -789,7 +789,7 @@ impl Verify {
 
     /// Verify read `io` of thread `t` was reaped: checked now. Returns the 4 KiB
     /// blocks checked (for the CPU cost) and the failure found, if any (the caller
-    /// decides whether it ends the job: sim/errors.rs).
+    /// decides whether it ends the job: sim/jobs/errors.rs).
     pub fn read_reaped(&mut self, io: u32, t: usize) -> (u64, Option<VerifyFailure>) {
         let Some(r) = self.reads.remove(&io) else {
             return (0, None);
@@ -824,7 +824,7 @@ impl Verify {
 
 /// Checks the verify jobs of a run and builds their state (None: no job verifies, the
 /// device tracks no content).
-pub(crate) fn setup(cfg: &super::SimConfig) -> Result<Option<Box<Verify>>, String> {
+pub(crate) fn setup(cfg: &crate::sim::SimConfig) -> Result<Option<Box<Verify>>, String> {
     if cfg.jobs.iter().all(|j| j.verify.is_none()) {
         return Ok(None);
     }
@@ -911,10 +911,10 @@ pub(crate) fn issued(v: &mut Verify, t: usize, io: u32, spec: &IoSpec, verify_of
     }
 }
 
-impl super::Sim {
+impl crate::sim::Sim {
     /// A write command reaches the device: the data of its 4 KiB blocks, from the I/Os
     /// its bios carry, is staged in the device's port.
-    pub(super) fn verify_stage_write(&mut self, input: &crate::device::Input) {
+    pub(in crate::sim) fn verify_stage_write(&mut self, input: &crate::device::Input) {
         let (crate::device::Input::Command(c) | crate::device::Input::Continue(c)) = input else {
             return;
         };
@@ -955,7 +955,7 @@ impl super::Sim {
     }
 
     /// A request ends: if it read, what the device returned goes to its verify reads.
-    pub(super) fn verify_read_data(&mut self, r: crate::host::block::ReqId) {
+    pub(in crate::sim) fn verify_read_data(&mut self, r: crate::host::block::ReqId) {
         let Some(port) = self.dev.content_port() else {
             return;
         };
@@ -974,7 +974,7 @@ impl super::Sim {
     }
 
     /// verify_only: the dry run logs the job's writes at its start.
-    pub(super) fn verify_dry_run(&mut self, t: u32) {
+    pub(in crate::sim) fn verify_dry_run(&mut self, t: u32) {
         let v = self.verify.as_mut().expect("verifying");
         if let Some(j) = v.jobs[t as usize].as_mut() {
             if j.cfg.only {
@@ -990,7 +990,7 @@ impl super::Sim {
 
     /// I/O `io` of thread `t` is reaped: a write's piece may now be verified; a verify
     /// read is checked. Returns the 4 KiB blocks checked.
-    pub(super) fn verify_reaped(&mut self, t: u32, io: u32) -> u64 {
+    pub(in crate::sim) fn verify_reaped(&mut self, t: u32, io: u32) -> u64 {
         let v = self.verify.as_mut().expect("verifying");
         if v.is_read(io) {
             let (blocks, failure) = v.read_reaped(io, t as usize);
@@ -1012,19 +1012,19 @@ impl super::Sim {
 
     /// The CPU work of checking `blocks` 4 KiB blocks on thread `t`'s core; the thread
     /// goes on when it is done.
-    pub(super) fn verify_cpu(&mut self, t: u32, blocks: u64) {
+    pub(in crate::sim) fn verify_cpu(&mut self, t: u32, blocks: u64) {
         let algo = self.verify.as_ref().expect("verifying").jobs[t as usize]
             .as_ref()
             .map(|j| j.cfg.algo)
             .expect("a verifying job");
         let cost = self.cfg.host.costs.verify_per_4k_ns(algo) * blocks;
         let th = &mut self.threads[t as usize];
-        th.state = super::ThreadState::Running;
+        th.state = crate::sim::ThreadState::Running;
         // User time: fio's verify_io_u runs in fio itself.
         th.stats.usr_ns += cost;
         let core = th.core;
         let end = self.cpu.run_l(core, self.now, cost, "verify");
-        self.q.push(end, super::Ev::ThreadRun(t));
+        self.q.push(end, crate::sim::Ev::ThreadRun(t));
     }
 }
 

@@ -8,13 +8,13 @@
 //! SD cards are refused before a run.
 //! Units: 512-byte sectors.
 
-use super::Sim;
 use crate::device::config::Interface;
 use crate::host::discard_limits::{self as lim, MmcDiscardLimits};
+use crate::sim::Sim;
 use crate::workload::{Submission, Trim};
 
 #[derive(Default)]
-pub(super) struct DiscardState {
+pub(in crate::sim) struct DiscardState {
     /// The queue's discard_granularity, sectors (0: none).
     granularity: u32,
 }
@@ -22,12 +22,12 @@ pub(super) struct DiscardState {
 impl DiscardState {
     /// blk_bio_discard_split: the next discard request's length (sectors) of the
     /// `remaining` sectors at `sector`, under `max` sectors.
-    pub(super) fn split(&self, sector: u64, remaining: u64, max: u64) -> u64 {
+    pub(in crate::sim) fn split(&self, sector: u64, remaining: u64, max: u64) -> u64 {
         lim::discard_split(sector, remaining, max as u32, self.granularity)
     }
 
     /// The discard requests a trim of `len` bytes at `offset` becomes.
-    pub(super) fn pieces(&self, offset: u64, len: u64, max_bytes: u64) -> u32 {
+    pub(in crate::sim) fn pieces(&self, offset: u64, len: u64, max_bytes: u64) -> u32 {
         lim::discard_pieces(
             offset / 512,
             len / 512,
@@ -39,7 +39,7 @@ impl DiscardState {
 
 /// The queue's discard limits for the run's device and host: (max_discard_sectors,
 /// discard_granularity, the MMC core's limits), or why they cannot be computed.
-fn limits(cfg: &super::SimConfig) -> Result<(u32, u32, Option<MmcDiscardLimits>), String> {
+fn limits(cfg: &crate::sim::SimConfig) -> Result<(u32, u32, Option<MmcDiscardLimits>), String> {
     let dev = &cfg.device;
     match dev.interface {
         Interface::Emmc => {
@@ -77,7 +77,7 @@ fn limits(cfg: &super::SimConfig) -> Result<(u32, u32, Option<MmcDiscardLimits>)
 
 /// `Sim::new`: the queue's discard limits (none when the presets lack them: then the
 /// run has no trims, `check` saw to it).
-pub(super) fn setup(sim: &mut Sim) {
+pub(in crate::sim) fn setup(sim: &mut Sim) {
     if let Ok((max, granularity, _)) = limits(&sim.cfg) {
         sim.block.set_max_discard_sectors(max);
         sim.disc.granularity = granularity;
@@ -85,14 +85,14 @@ pub(super) fn setup(sim: &mut Sim) {
 }
 
 /// What `Sim::new` refuses about trims.
-pub(super) fn check(cfg: &super::SimConfig) -> Result<(), String> {
-    // A replay's trims (sim/replay.rs) are synchronous whatever the engine.
+pub(in crate::sim) fn check(cfg: &crate::sim::SimConfig) -> Result<(), String> {
+    // A replay's trims (sim/jobs/replay.rs) are synchronous whatever the engine.
     let replay_trims = |j: &crate::workload::JobConfig| j.replay.as_ref().is_some_and(|r| r.trims);
     for j in cfg
         .jobs
         .iter()
         .filter(|j| j.trim != Trim::None || replay_trims(j))
-        // A trim of a regular file fails in its ioctl (sim/errors.rs): no discard.
+        // A trim of a regular file fails in its ioctl (sim/jobs/errors.rs): no discard.
         .filter(|j| j.trim_errno.is_none())
     {
         crate::driver::refuse_trims(cfg.driver).map_err(|e| format!("job '{}': {e}", j.name))?;

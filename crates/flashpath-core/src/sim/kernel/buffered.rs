@@ -78,10 +78,10 @@
 //! writeback bio submitted up to then has ended, then, if the queue has a write cache
 //! (`queue_cache`), sends a flush request (REQ_OP_FLUSH) and waits for it: on eMMC
 //! (mmc-legacy, mmc-hsq) the dispatcher runs it synchronously (MMC_ISSUE_SYNC,
-//! sim/discard.rs): it waits for the host to be idle, then mmc_flush_cache sends CMD6
+//! driver/mmc/erase.rs): it waits for the host to be idle, then mmc_flush_cache sends CMD6
 //! SWITCH FLUSH_CACHE with an R1b busy (the busy-end interrupt, or CMD13 polling, then a
 //! CMD13 for the switch status) and the request ends inline; on UFS a SYNCHRONIZE CACHE
-//! command UPIU without data; on mmc-cqe a DCMD behind a queue barrier (sim/cqe.rs;
+//! command UPIU without data; on mmc-cqe a DCMD behind a queue barrier (driver/mmc/cqe.rs;
 //! hosts without a DCMD slot: an error). The eMMC queue has a write cache whenever the
 //! card does reliable writes, even with its cache off (write-through preset): then
 //! mmc_flush_cache sends nothing and the legacy and hsq drivers end the flush inline,
@@ -97,7 +97,7 @@
 //! Limitation: a page rewritten while under writeback before an fsync is not waited for
 //! by that fsync (Linux's WB_SYNC_ALL waits for it and writes it again).
 //!
-//! **On ext4** (a host with `[fs]`, sim/journal.rs): the jobs' regions are ext4 files and
+//! **On ext4** (a host with `[fs]`, sim/kernel/journal.rs): the jobs' regions are ext4 files and
 //! fsync follows ext4_sync_file (data=ordered): after the writeback wait above, if the
 //! file's inode is in a transaction not yet committed (i_sync_tid; i_datasync_tid for
 //! fdatasync=N and O_DSYNC, set only by writeback converting unwritten blocks), the
@@ -107,10 +107,10 @@
 //! writeback's result, so the journal requests are not in them. Writes note the mtime
 //! change at entry (file_update_time), writeback bios the conversion of unwritten blocks.
 
-use super::{Ev, Io, Sim, ThreadState};
 use crate::device::config::Interface;
 use crate::engine::SimTime;
 use crate::host::page_cache::{PageCache, PageState, PAGE};
+use crate::sim::{Ev, Io, Sim, ThreadState};
 use crate::stats::ddir_index;
 use crate::workload::{Dir, Fadvise, Submission};
 use std::collections::{BTreeSet, HashMap};
@@ -128,7 +128,7 @@ const OLD_MAX_READAHEAD_PAGES: u64 = 512;
 
 /// What an `Io` that is not a fio I/O does when it ends.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(super) enum CacheIo {
+pub(in crate::sim) enum CacheIo {
     /// A fio I/O (direct).
     #[default]
     None,
@@ -140,9 +140,9 @@ pub(super) enum CacheIo {
     Writeback { sync: bool },
     /// A cache flush request for an fsync.
     Flush,
-    /// A journal write or the flush of a commit (sim/journal.rs).
+    /// A journal write or the flush of a commit (sim/kernel/journal.rs).
     Journal,
-    /// The commit block written REQ_FUA on a queue with native FUA (sim/journal.rs):
+    /// The commit block written REQ_FUA on a queue with native FUA (sim/kernel/journal.rs):
     /// the driver sends it as a reliable write (eMMC) or with the FUA bit (UFS).
     JournalFua,
     /// A request from outside the simulation (`sim/external.rs`): no job thread.
@@ -150,7 +150,7 @@ pub(super) enum CacheIo {
 }
 
 #[derive(Debug)]
-pub(super) enum BufEv {
+pub(in crate::sim) enum BufEv {
     /// The thread goes on with its buffered operation.
     Step(u32),
     /// A woken thread is placed on a core and runs.
@@ -194,7 +194,7 @@ enum FsyncPhase {
     Wait,
     /// The flush request is in flight.
     Flush,
-    /// Waiting for the journal commit of transaction `seq_hi` (ext4, sim/journal.rs);
+    /// Waiting for the journal commit of transaction `seq_hi` (ext4, sim/kernel/journal.rs);
     /// `barrier`: a flush follows (the commit will not carry it).
     Commit { barrier: bool },
 }
@@ -270,13 +270,13 @@ pub struct CacheStats {
     pub evictions: u64,
     /// Host-data 4 KiB slots the device was asked to write (its own counter).
     pub device_write_slots: u64,
-    /// ext4 journal commits (sim/journal.rs).
+    /// ext4 journal commits (sim/kernel/journal.rs).
     pub commits: u64,
     /// Bytes written to the ext4 journal (log and commit blocks).
     pub journal_bytes: u64,
 }
 
-pub(super) struct Buffered {
+pub(in crate::sim) struct Buffered {
     cache: Option<PageCache>,
     threads: Vec<BufThread>,
     flusher_busy: bool,
@@ -288,7 +288,7 @@ pub(super) struct Buffered {
     wb_inflight: BTreeSet<u64>,
     wb_seq_of: HashMap<u32, u64>,
     /// Bios built by the current page cache operation, submitted when its CPU work ends.
-    pub(super) batch: Vec<crate::host::block::Bio>,
+    pub(in crate::sim) batch: Vec<crate::host::block::Bio>,
     /// Batches waiting for their CPU work to end (`BufEv::Submit`), and free slots.
     deferred: Vec<(Vec<crate::host::block::Bio>, u32)>,
     free_deferred: Vec<u32>,
@@ -299,7 +299,7 @@ pub(super) struct Buffered {
 }
 
 impl Buffered {
-    pub(super) fn new(cfg: &super::SimConfig) -> Self {
+    pub(in crate::sim) fn new(cfg: &crate::sim::SimConfig) -> Self {
         let any = cfg.jobs.iter().any(|j| !j.direct);
         let cache = match (&cfg.host.memory, any) {
             (Some(m), true) => Some(PageCache::new((m.cache_bytes / PAGE).max(1))),
@@ -346,7 +346,7 @@ impl Buffered {
     }
 
     /// Counts a completed write for fio's fsync=N.
-    pub(super) fn note_done(&mut self, t: u32, dir: Dir) {
+    pub(in crate::sim) fn note_done(&mut self, t: u32, dir: Dir) {
         self.threads[t as usize].last_was_sync = false;
         if dir == Dir::Write {
             self.threads[t as usize].writes += 1;
@@ -356,7 +356,7 @@ impl Buffered {
 
 /// What `Sim::new` refuses: buffered jobs without `[memory]`;
 /// the sync family on drivers whose flush is not modelled.
-pub(super) fn check(cfg: &super::SimConfig) -> Result<(), String> {
+pub(in crate::sim) fn check(cfg: &crate::sim::SimConfig) -> Result<(), String> {
     for j in &cfg.jobs {
         if !j.direct && cfg.host.memory.is_none() {
             return Err(format!(
@@ -404,7 +404,7 @@ pub(super) fn check(cfg: &super::SimConfig) -> Result<(), String> {
 /// without it the flush sequence emulates FUA with a flush after the write. Without
 /// `write_cache` both flags are dropped (generic_make_request_checks).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct QueueCache {
+pub(in crate::sim) struct QueueCache {
     pub write_cache: bool,
     pub fua: bool,
 }
@@ -422,7 +422,7 @@ pub(super) struct QueueCache {
 ///   devices report (JESD220 supports FUA in WRITE(10); estimate that every modelled
 ///   part sets it).
 /// - SD cards: none (the modelled kernels declare no cache for SD).
-pub(super) fn queue_cache(cfg: &super::SimConfig) -> QueueCache {
+pub(in crate::sim) fn queue_cache(cfg: &crate::sim::SimConfig) -> QueueCache {
     let cache_on = cfg.device.cache_on();
     match cfg.device.interface {
         Interface::Emmc => {
@@ -489,7 +489,7 @@ impl Sim {
         )
     }
 
-    pub(super) fn buf_handle(&mut self, e: BufEv) {
+    pub(in crate::sim) fn buf_handle(&mut self, e: BufEv) {
         match e {
             BufEv::Step(t) => self.buf_step(t),
             BufEv::Woken(t) => self.buf_woken(t),
@@ -516,7 +516,7 @@ impl Sim {
 
     /// The bios built since the last call go to the block layer at `at`, when the CPU
     /// work that built them (page allocation or writepages, on `core`) has ended.
-    pub(super) fn submit_batch(&mut self, at: SimTime, core: u32) {
+    pub(in crate::sim) fn submit_batch(&mut self, at: SimTime, core: u32) {
         if self.buf.batch.is_empty() {
             return;
         }
@@ -537,7 +537,7 @@ impl Sim {
     /// A page cache request ended with these spans (pre, hw, irq time). If its job's
     /// system call waits for it (a read on its pages, an O_SYNC write's writeback), they
     /// are recorded when that call returns; otherwise now, post ending here.
-    pub(super) fn buf_request_spans(&mut self, io: u32, pre: u64, hw: u64, irq: SimTime) {
+    pub(in crate::sim) fn buf_request_spans(&mut self, io: u32, pre: u64, hw: u64, irq: SimTime) {
         let now = self.now;
         let x = &self.ios[io as usize];
         let (t, lo, hi, kind, d) = (
@@ -576,7 +576,7 @@ impl Sim {
     }
 
     /// Hook of `submitted` for a buffered job's read or write.
-    pub(super) fn buf_submitted(&mut self, t: u32) {
+    pub(in crate::sim) fn buf_submitted(&mut self, t: u32) {
         self.account_outstanding(t);
         let mut picked = std::mem::take(&mut self.threads[t as usize].submitting);
         debug_assert!(
@@ -930,7 +930,7 @@ impl Sim {
     fn cache_bios(&mut self, t: u32, a: u64, b: u64, dir: Dir, kind: CacheIo, core: u32) -> u64 {
         let max = self.block.max_sectors() as u64 * 512;
         let splits = self.cfg.host.kernel.splits_bios();
-        let bio_max = super::kernel_bio_sectors(max / 512, splits) * 512;
+        let bio_max = crate::sim::kernel_bio_sectors(max / 512, splits) * 512;
         let now = self.now;
         let writeback = matches!(kind, CacheIo::Writeback { .. });
         if writeback {
@@ -943,7 +943,7 @@ impl Sim {
         while off < end {
             let len = (end - off).min(bio_max);
             let io = self.alloc_cache_io(t, dir, off, len, kind);
-            let pieces = super::rw_pieces(len, max, splits);
+            let pieces = crate::sim::rw_pieces(len, max, splits);
             self.ios[io as usize].parts_left = pieces;
             if writeback {
                 self.buf.wb_seq += 1;
@@ -969,7 +969,7 @@ impl Sim {
 
     /// An `Io` the page cache issues now for job thread `t` (one bio: readahead fill,
     /// writeback or flush).
-    pub(super) fn alloc_cache_io(
+    pub(in crate::sim) fn alloc_cache_io(
         &mut self,
         t: u32,
         dir: Dir,
@@ -1153,7 +1153,7 @@ impl Sim {
     /// blkdev_fsync (nothing dirty to write, then blkdev_issue_flush: a flush request
     /// where the queue has a write cache). An asynchronous one returns -EIOCBQUEUED and
     /// skips it.
-    pub(super) fn o_sync_direct(&mut self, t: u32, io: u32) {
+    pub(in crate::sim) fn o_sync_direct(&mut self, t: u32, io: u32) {
         let job = &self.cfg.jobs[self.threads[t as usize].cfg];
         if !job.o_sync {
             return;
@@ -1168,7 +1168,7 @@ impl Sim {
 
     /// The O_SYNC direct write `io` is done: its system call goes on with blkdev_fsync
     /// over the written range, and returns when that ends.
-    pub(super) fn o_sync_direct_fsync(&mut self, t: u32, io: u32) {
+    pub(in crate::sim) fn o_sync_direct_fsync(&mut self, t: u32, io: u32) {
         let x = &mut self.ios[io as usize];
         x.sync_after = false;
         let (lo, hi) = (x.offset / PAGE, (x.offset + x.len).div_ceil(PAGE));
@@ -1181,7 +1181,7 @@ impl Sim {
     /// fio's get_rw_ddir picks the sync before the next I/O, so a job whose last write
     /// completes the count ends without it (do_io's loop ends first: 16 writes with
     /// fsync=4 make 3 fsyncs).
-    pub(super) fn buf_sync_due(&mut self, t: u32) -> bool {
+    pub(in crate::sim) fn buf_sync_due(&mut self, t: u32) -> bool {
         let n = self.cfg.jobs[self.threads[t as usize].cfg].fsync_every;
         if n == 0 || self.buf.threads[t as usize].writes < n || self.job_done_issuing(t) {
             return false;
@@ -1210,7 +1210,7 @@ impl Sim {
     }
 
     /// Hook of `thread_run` when the job is done issuing and drained: end_fsync.
-    pub(super) fn buf_end_fsync(&mut self, t: u32) -> bool {
+    pub(in crate::sim) fn buf_end_fsync(&mut self, t: u32) -> bool {
         let job = &self.cfg.jobs[self.threads[t as usize].cfg];
         let bt = &self.buf.threads[t as usize];
         if !job.end_fsync || bt.end_fsync_done || bt.last_was_sync {
@@ -1223,8 +1223,8 @@ impl Sim {
         true
     }
 
-    /// A replayed sync (sim/replay.rs): fsync(2) from the thread now.
-    pub(super) fn buf_fsync_now(&mut self, t: u32) {
+    /// A replayed sync (sim/jobs/replay.rs): fsync(2) from the thread now.
+    pub(in crate::sim) fn buf_fsync_now(&mut self, t: u32) {
         let now = self.now;
         self.observe_sync(t, false);
         self.fsync_start(t, now, 0, u64::MAX, After::Resume { record: true }, true);
@@ -1369,7 +1369,7 @@ impl Sim {
 
     /// Hook of the journal: transaction `seq` is committed; fsyncs waiting for it or an
     /// earlier one wake.
-    pub(super) fn buf_commit_done(&mut self, seq: u64) {
+    pub(in crate::sim) fn buf_commit_done(&mut self, seq: u64) {
         for w in 0..self.buf.threads.len() {
             if let Op::Fsync {
                 phase: FsyncPhase::Commit { .. },
@@ -1385,7 +1385,7 @@ impl Sim {
     }
 
     /// Hook of `req_end`: a cache `Io` ended (all its parts).
-    pub(super) fn buf_io_done(&mut self, io: u32) {
+    pub(in crate::sim) fn buf_io_done(&mut self, io: u32) {
         let now = self.now;
         let x = &self.ios[io as usize];
         let (kind, t, lo, hi) = (
@@ -1466,7 +1466,7 @@ impl Sim {
     /// Hook of `req_end`: a request ended; a flusher asleep for a tag goes on once no
     /// bio waits for one.
     #[inline]
-    pub(super) fn buf_tags_freed(&mut self) {
+    pub(in crate::sim) fn buf_tags_freed(&mut self) {
         if self.buf.flusher_blocked && self.block_tags_waiting() == 0 {
             self.flusher_continue();
         }
@@ -1572,7 +1572,7 @@ impl Sim {
     }
 
     /// The page cache's statistics as they stand now (at the end: dirty pages left).
-    pub(super) fn buf_stats(&self) -> CacheStats {
+    pub(in crate::sim) fn buf_stats(&self) -> CacheStats {
         let mut s = self.buf.stats.clone();
         if let Some(c) = &self.buf.cache {
             s.dirty_left_bytes = c.dirty() * PAGE;
