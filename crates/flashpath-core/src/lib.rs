@@ -6,7 +6,9 @@
 //!        ▲                                                                    │
 //!        └──────────── completion: IRQ → driver → block → thread ◀────────────┘
 //! ```
-//! All wiring between layers is in [`sim`]'s `route`.
+//! The layers: `workload/` (what a job asks for), `host/` (cores, block layer, page
+//! cache), `driver/` (host controller drivers and their bus or link), `device/`. All the
+//! wiring between them is in [`sim`].
 
 pub mod blktrace;
 pub mod config;

@@ -3,8 +3,11 @@
 //! carried out in order as soon as it returns.
 //!
 //! While a driver handles an input it is out of its place in `Sim`: nothing it asks of
-//! its context reaches the driver again (a command for the device and the end of a
-//! block request, the two steps that would, are outputs).
+//! its context reaches the driver again. A command given to the device comes back with
+//! the device's immediate outputs for the driver to handle itself; the end of a block
+//! request, whose completion can run the queue again, is an output, carried out after
+//! the call, and the driver hears of it as `Input::Ended`.
+//! Units: ns.
 
 use super::*;
 use crate::driver::{DriverCtx, Event, HostDriver, Input, Output};

@@ -1,27 +1,23 @@
 //! The simulation: the event loop and the one place where the layers are wired together.
 //!
 //! ```text
-//!  Thread ──submit (syscall, pin, bio)──▶ Block layer ──dispatch──▶ MMC driver (legacy)
-//!    ▲                                                                 │ prep / pre_req
-//!    │ wake-up, syscall return                                          ▼
-//!    └── block completion ◀── post_req ◀── CMD13 ◀── IRQ ◀── bus ◀──▶ device
+//!  job thread (jobs/) ──system call, page cache (kernel/)──▶ block layer (host/block.rs)
+//!     ▲                                                          │ Kick: run the queue
+//!     │ wake-up, system call returns                              ▼
+//!     └── block completion ◀── Output::EndRequest ◀── driver (driver/) ◀──▶ device (device/)
 //! ```
 //!
-//! Each arrow that costs time costs it on a resource: a host core (`Cpu`), the MMC bus,
-//! or inside the device. Events are handled in (time, insertion) order; `route` turns a
-//! layer's output into the next layer's input, so the request path reads top to bottom
-//! in `handle`.
+//! Each arrow that costs time costs it on a resource: a host core (`Cpu`), the driver's
+//! bus or link, or inside the device. Events are handled in (time, insertion) order in
+//! `handle`; a layer's output becomes the next layer's input here: the device's through
+//! `route_device` (to the driver), the driver's through `driver_ctx.rs` (to the block
+//! layer's completion).
 //!
-//! The job threads are in `threads.rs`, the MMC drivers' dispatch in `mmc.rs`.
-//!
-//! The legacy MMC path (docs/kernel-behaviour.md §1, `mmc.rs`) in events: a thread that inserts a request
-//! into the scheduler runs the hardware queue asynchronously (blk-mq with an elevator
-//! inserts with `async = true`), so a kblockd worker wakes on the thread's core, becomes
-//! the dispatcher and stays in `queue_rq` while there is work: it prepares the next
-//! request (prep + DMA map) while the current one is on the bus,
-//! sleeps in `mmc_blk_rw_wait`, is woken by the interrupt of the current one, polls CMD13
-//! after a write, starts the prepared request, then runs `post_req` and ends the finished
-//! request. A completion that finds no waiter goes to the `mmc_complete` kworker.
+//! Here: the event loop and the run's set-up (`mod.rs`), the driver's context and its
+//! outputs (`driver_ctx.rs`), the request source for requests from outside
+//! (`external.rs`), and what watches a run (`observer.rs`, `progress.rs`,
+//! `occupancy.rs`). fio's job threads are in `jobs/`, the kernel above the block layer
+//! in `kernel/`.
 
 use crate::device::{self, Device, DeviceConfig};
 use crate::driver::{self, HostDriver};

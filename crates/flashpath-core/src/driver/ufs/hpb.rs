@@ -15,10 +15,11 @@
 //! ```
 //!
 //! The READ BUFFER's entries are what the device's map held when its data left the
-//! device (`Device::hpb_entries` at ReadReady). The map_work kworker runs on the IRQ
+//! device (`DriverCtx::device_map_entries` at ReadReady). The map_work kworker runs on the IRQ
 //! core (an unbound workqueue's worker is woken near the CPU that queued it). The
 //! driver's requests take a block-layer tag and a UTP slot like any command. Leaves
 //! out: the 5.15-only WRITE BUFFER 03h at init; device resets (hpb_op 2).
+//! Units: ns; entries and regions as ufshpb.c counts them.
 
 use super::{Ufs, UfsEv};
 use crate::device::hpb::{HpbControl, HpbHints, HPB_READ, HPB_READ_BUFFER, HPB_WRITE_BUFFER};
