@@ -34,6 +34,7 @@ use crate::host::{DriverKind, HostConfig};
 use crate::stats::SystemStats;
 use crate::trace::{BlkAction, TraceKind};
 
+pub mod kind;
 pub mod mmc;
 pub mod ufs;
 
