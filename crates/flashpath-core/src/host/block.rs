@@ -46,7 +46,7 @@
 //! Leaves out: I/O priorities, zoned write locking, multiple hardware queues.
 //! Units: 512-byte sectors, nanoseconds.
 
-use super::Scheduler;
+use super::{discard_limits, Scheduler};
 use crate::engine::SimTime;
 use crate::workload::Dir;
 use std::collections::VecDeque;
@@ -404,6 +404,8 @@ pub struct BlockLayer {
     max_sectors: u32,
     /// The queue's max_discard_sectors (0: the device takes no discards).
     max_discard_sectors: u32,
+    /// The queue's discard_granularity, sectors (0: none).
+    discard_granularity: u32,
     reqs: Vec<Request>,
     free: Vec<ReqId>,
     /// Requests in the scheduler (flushes apart).
@@ -448,6 +450,7 @@ impl BlockLayer {
             nr_requests,
             max_sectors: (max_request_bytes / 512) as u32,
             max_discard_sectors: 0,
+            discard_granularity: 0,
             reqs: Vec::with_capacity(nr_requests as usize),
             free: Vec::new(),
             nqueued: 0,
@@ -479,6 +482,27 @@ impl BlockLayer {
     /// The queue's max_discard_sectors (blk_queue_max_discard_sectors).
     pub fn set_max_discard_sectors(&mut self, sectors: u32) {
         self.max_discard_sectors = sectors;
+    }
+    /// The queue's max_discard_sectors and discard_granularity (sectors), as the driver
+    /// sets them from the device's registers (`host/discard_limits.rs`).
+    pub fn set_discard_limits(&mut self, max_sectors: u32, granularity: u32) {
+        self.max_discard_sectors = max_sectors;
+        self.discard_granularity = granularity;
+    }
+    /// blk_bio_discard_split: the next discard request's length (sectors) of the
+    /// `remaining` sectors at `sector`, under `max` sectors.
+    pub fn discard_split(&self, sector: u64, remaining: u64, max: u64) -> u64 {
+        discard_limits::discard_split(sector, remaining, max as u32, self.discard_granularity)
+    }
+    /// The discard requests a trim of `len` bytes at `offset` becomes, in pieces of at
+    /// most `max_bytes` (__blkdev_issue_discard, then blk_bio_discard_split).
+    pub fn discard_pieces(&self, offset: u64, len: u64, max_bytes: u64) -> u32 {
+        discard_limits::discard_pieces(
+            offset / 512,
+            len / 512,
+            (max_bytes / 512) as u32,
+            self.discard_granularity,
+        )
     }
     pub fn max_discard_sectors(&self) -> u32 {
         self.max_discard_sectors

@@ -374,8 +374,6 @@ pub struct Sim {
     jbd: journal::Journal,
     /// The submitting thread's plug, for block-event traces.
     blk_plug: blkev::PlugTrace,
-    /// The queue's discard granularity (`sim/kernel/discard.rs`).
-    disc: discard::DiscardState,
     /// Followers of the reported jobs' I/Os (`sim/observer.rs`).
     observers: Vec<Box<dyn IoObserver>>,
     /// fio's flow_id groups (sim/jobs/flow.rs).
@@ -537,7 +535,6 @@ impl Sim {
             prefill,
             trace: None,
             blk_plug: blkev::PlugTrace::default(),
-            disc: discard::DiscardState::default(),
             observers: Vec::new(),
             flows,
             verify,

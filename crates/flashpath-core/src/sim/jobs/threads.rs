@@ -370,7 +370,8 @@ impl Sim {
             let nbios = if spec.trim {
                 // __blkdev_issue_discard and blk_bio_discard_split: pieces of at most
                 // max_discard_sectors, granularity-aligned.
-                self.disc.pieces(spec.offset, spec.len, max_discard_bytes)
+                self.block
+                    .discard_pieces(spec.offset, spec.len, max_discard_bytes)
             } else {
                 rw_pieces(spec.len, max_bytes, splits)
             };
@@ -531,7 +532,7 @@ impl Sim {
         let mut pieces = 0;
         while sector < end {
             let n = if discard {
-                self.disc.split(sector, end - sector, max_sectors)
+                self.block.discard_split(sector, end - sector, max_sectors)
             } else {
                 (end - sector).min(kernel_bio)
             } as u32;

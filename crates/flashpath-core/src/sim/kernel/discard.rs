@@ -13,30 +13,6 @@ use crate::host::discard_limits::{self as lim, MmcDiscardLimits};
 use crate::sim::Sim;
 use crate::workload::{Submission, Trim};
 
-#[derive(Default)]
-pub(in crate::sim) struct DiscardState {
-    /// The queue's discard_granularity, sectors (0: none).
-    granularity: u32,
-}
-
-impl DiscardState {
-    /// blk_bio_discard_split: the next discard request's length (sectors) of the
-    /// `remaining` sectors at `sector`, under `max` sectors.
-    pub(in crate::sim) fn split(&self, sector: u64, remaining: u64, max: u64) -> u64 {
-        lim::discard_split(sector, remaining, max as u32, self.granularity)
-    }
-
-    /// The discard requests a trim of `len` bytes at `offset` becomes.
-    pub(in crate::sim) fn pieces(&self, offset: u64, len: u64, max_bytes: u64) -> u32 {
-        lim::discard_pieces(
-            offset / 512,
-            len / 512,
-            (max_bytes / 512) as u32,
-            self.granularity,
-        )
-    }
-}
-
 /// The queue's discard limits for the run's device and host: (max_discard_sectors,
 /// discard_granularity, the MMC core's limits), or why they cannot be computed.
 fn limits(cfg: &crate::sim::SimConfig) -> Result<(u32, u32, Option<MmcDiscardLimits>), String> {
@@ -79,8 +55,7 @@ fn limits(cfg: &crate::sim::SimConfig) -> Result<(u32, u32, Option<MmcDiscardLim
 /// run has no trims, `check` saw to it).
 pub(in crate::sim) fn setup(sim: &mut Sim) {
     if let Ok((max, granularity, _)) = limits(&sim.cfg) {
-        sim.block.set_max_discard_sectors(max);
-        sim.disc.granularity = granularity;
+        sim.block.set_discard_limits(max, granularity);
     }
 }
 
