@@ -148,6 +148,33 @@ pub fn mmc_pref_erase(capacity_bytes: u64, erase_size: u32) -> u32 {
     pref
 }
 
+/// The MMC core's discard limits for `device` on `host`, or why they cannot be
+/// computed (the card's `[ext_csd]` registers and the host's busy-timeout fields).
+pub fn mmc_limits(
+    device: &crate::device::DeviceConfig,
+    host: &super::HostConfig,
+) -> Result<MmcDiscardLimits, String> {
+    let Some(card) = &device.ext_csd else {
+        return Err(format!(
+            "device '{}' has no [ext_csd] section (erase group, TRIM_MULT...): the MMC core derives max_discard_sectors from it",
+            device.name
+        ));
+    };
+    let m = &host.mmc;
+    let (Some(busy), Some(need_r1b)) = (m.max_busy_timeout_ms, m.need_rsp_busy) else {
+        return Err(format!(
+            "host '{}' lacks mmc.max_busy_timeout or mmc.need_rsp_busy: mmc_calc_max_discard and mmc_do_erase need them",
+            host.name
+        ));
+    };
+    Ok(mmc_discard_limits(
+        card,
+        device.capacity_bytes,
+        busy,
+        need_r1b,
+    ))
+}
+
 /// The MMC core's discard limits for `card` of `capacity_bytes` on a host with
 /// `max_busy_timeout_ms` (0: none) and MMC_CAP_NEED_RSP_BUSY `need_rsp_busy`.
 pub fn mmc_discard_limits(

@@ -124,18 +124,9 @@ pub(crate) struct Erase {
 
 impl Erase {
     pub(crate) fn new(device: &DeviceConfig, host: &HostConfig) -> Erase {
-        let m = &host.mmc;
-        let mmc = match (device.interface, &device.ext_csd) {
-            (Interface::Emmc, Some(card)) => match (m.max_busy_timeout_ms, m.need_rsp_busy) {
-                (Some(busy), Some(need_r1b)) => Some(lim::mmc_discard_limits(
-                    card,
-                    device.capacity_bytes,
-                    busy,
-                    need_r1b,
-                )),
-                _ => None,
-            },
-            _ => None,
+        let mmc = match device.interface {
+            Interface::Emmc => lim::mmc_limits(device, host).ok(),
+            Interface::Ufs | Interface::Sd => None,
         };
         Erase {
             mmc,

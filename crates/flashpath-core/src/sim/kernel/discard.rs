@@ -9,37 +9,22 @@
 //! Units: 512-byte sectors.
 
 use crate::device::config::Interface;
-use crate::host::discard_limits::{self as lim, MmcDiscardLimits};
+use crate::host::discard_limits as lim;
 use crate::sim::Sim;
 use crate::workload::{Submission, Trim};
 
 /// The queue's discard limits for the run's device and host: (max_discard_sectors,
-/// discard_granularity, the MMC core's limits), or why they cannot be computed.
-fn limits(cfg: &crate::sim::SimConfig) -> Result<(u32, u32, Option<MmcDiscardLimits>), String> {
+/// discard_granularity), or why they cannot be computed.
+fn limits(cfg: &crate::sim::SimConfig) -> Result<(u32, u32), String> {
     let dev = &cfg.device;
     match dev.interface {
         Interface::Emmc => {
-            let Some(card) = &dev.ext_csd else {
-                return Err(format!(
-                    "device '{}' has no [ext_csd] section (erase group, TRIM_MULT...): the MMC core derives max_discard_sectors from it",
-                    dev.name
-                ));
-            };
-            let m = &cfg.host.mmc;
-            let (Some(busy), Some(need_r1b)) = (m.max_busy_timeout_ms, m.need_rsp_busy) else {
-                return Err(format!(
-                    "host '{}' lacks mmc.max_busy_timeout or mmc.need_rsp_busy: mmc_calc_max_discard and mmc_do_erase need them",
-                    cfg.host.name
-                ));
-            };
-            let l = lim::mmc_discard_limits(card, dev.capacity_bytes, busy, need_r1b);
-            Ok((l.max_discard, l.granularity, Some(l)))
+            lim::mmc_limits(dev, &cfg.host).map(|l| (l.max_discard, l.granularity))
         }
         Interface::Ufs => match &dev.block_limits {
             Some(b) => Ok((
                 lim::ufs_max_discard_sectors(b.max_unmap_lba_count),
                 lim::UFS_LOGICAL_BLOCK_SECTORS,
-                None,
             )),
             None => Err(format!(
                 "device '{}' has no [block_limits] section (MAXIMUM UNMAP LBA COUNT): sd_config_discard takes max_discard_sectors from it",
@@ -47,14 +32,14 @@ fn limits(cfg: &crate::sim::SimConfig) -> Result<(u32, u32, Option<MmcDiscardLim
             )),
         },
         // SD erase (CMD32/33/38) is not modelled: trims on SD are refused.
-        Interface::Sd => Ok((0, 0, None)),
+        Interface::Sd => Ok((0, 0)),
     }
 }
 
 /// `Sim::new`: the queue's discard limits (none when the presets lack them: then the
 /// run has no trims, `check` saw to it).
 pub(in crate::sim) fn setup(sim: &mut Sim) {
-    if let Ok((max, granularity, _)) = limits(&sim.cfg) {
+    if let Ok((max, granularity)) = limits(&sim.cfg) {
         sim.block.set_discard_limits(max, granularity);
     }
 }
@@ -71,7 +56,7 @@ pub(in crate::sim) fn check(cfg: &crate::sim::SimConfig) -> Result<(), String> {
         .filter(|j| j.trim_errno.is_none())
     {
         crate::driver::refuse_trims(cfg.driver).map_err(|e| format!("job '{}': {e}", j.name))?;
-        let (max, _, _) = limits(cfg).map_err(|e| format!("job '{}': {e}", j.name))?;
+        let (max, _) = limits(cfg).map_err(|e| format!("job '{}': {e}", j.name))?;
         if max == 0 {
             return Err(format!(
                 "job '{}': the device takes no discards (max_discard_sectors 0)",
