@@ -4,7 +4,7 @@
 
 use super::Mmc;
 use crate::driver::DriverCtx;
-use crate::engine::SimTime;
+use crate::engine::{FifoResource, SimTime};
 use crate::host::block::ReqId;
 use crate::trace::TraceKind;
 use crate::workload::Dir;
@@ -20,13 +20,7 @@ impl Mmc {
         req: Option<ReqId>,
     ) -> SimTime {
         let cmd_ns = self.host.bus.command_ns();
-        let mut t = at;
-        for &opcode in opcodes {
-            let (s, e) = self.bus.book(t, cmd_ns);
-            ctx.trace(s, req, TraceKind::Command { opcode, end: e });
-            t = e;
-        }
-        t
+        commands(&mut self.bus, ctx, cmd_ns, at, opcodes, req)
     }
 
     /// A data transfer of `dur` on the bus from `at`; returns its end.
@@ -85,4 +79,23 @@ impl Mmc {
         ctx.trace(t, Some(req), TraceKind::Irq { core });
         t
     }
+}
+
+/// Commands of `cmd_ns` each (with their responses) one after the other on `line` from
+/// `at`, each traced with its opcode; returns when the last response is in.
+pub(super) fn commands(
+    line: &mut FifoResource,
+    ctx: &mut impl DriverCtx,
+    cmd_ns: u64,
+    at: SimTime,
+    opcodes: &[u8],
+    req: Option<ReqId>,
+) -> SimTime {
+    let mut t = at;
+    for &opcode in opcodes {
+        let (s, e) = line.book(t, cmd_ns);
+        ctx.trace(s, req, TraceKind::Command { opcode, end: e });
+        t = e;
+    }
+    t
 }

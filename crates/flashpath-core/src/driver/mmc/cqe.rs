@@ -293,8 +293,8 @@ impl Mmc {
         self.cqe.in_flight == 0 && self.cqe.dcmd.is_none()
     }
 
-    /// `n` commands on the CMD line from `at`, traced; returns when the last response
-    /// is in.
+    /// `n` commands on the CQE's own CMD line from `at`, traced; returns when the last
+    /// response is in.
     fn cqe_cmds(
         &mut self,
         ctx: &mut impl DriverCtx,
@@ -303,13 +303,7 @@ impl Mmc {
         req: Option<ReqId>,
     ) -> SimTime {
         let cmd_ns = self.host.bus.command_ns();
-        let mut t = at;
-        for &opcode in opcodes {
-            let (s, e) = self.cqe.cmd.book(t, cmd_ns);
-            ctx.trace(s, req, TraceKind::Command { opcode, end: e });
-            t = e;
-        }
-        t
+        super::bus::commands(&mut self.cqe.cmd, ctx, cmd_ns, at, opcodes, req)
     }
 
     /// The device holds task `r`: a read starts fetching its data now.
