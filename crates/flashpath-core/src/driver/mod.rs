@@ -2,28 +2,28 @@
 //! the bus or link to the device.
 //!
 //! ```text
-//!  block layer ──Kick (a queue run on a core)──▶ ┌────────────┐ ──Output::Device──▶ device
-//!  its own timers ──Event──────────────────────▶ │   driver   │ ◀──Input::Device── (routed)
-//!  the device's outputs ──Device───────────────▶ │ (its state)│ ──Output::EndRequest──▶ block
-//!                                                └────────────┘      completion, then Ended
+//!  block layer ──Input::Kick (a queue run on a core)──▶ ┌─────────────┐
+//!  its own timed steps ──Input::Event─────────────────▶ │   driver    │ ──ctx.device──▶ device
+//!  the device's later outputs ──Input::Device─────────▶ │ (its state, │ ◀─ immediate outputs
+//!                                                       │ bus / link) │
+//!  block completion ◀──Output::EndRequest, then Input::Ended ─┘
 //! ```
 //!
-//! A driver has the device's shape: `handle(now, input, ctx)`, its outputs emitted to
-//! `ctx`. It owns all of its state and its link or bus; it is built from the `--driver`
-//! choice in one place (`build`). What it needs from the kernel around it (a request from the block layer's
-//! dispatch, time on a core, a kworker's wake-up, a timer, the trace) it asks of
-//! [`DriverCtx`], which the simulation lends for the length of one call. What would
-//! re-enter the driver (a command handed to the device, whose outputs come back to the
-//! driver; the end of a block request, whose completions may run the queue again) it
-//! emits as an [`Output`]; the simulation carries each out, in order, as soon as the
-//! call returns, and the end of a request comes back as `Input::Ended`, so that the
-//! driver's own steps after it run where they ran in the kernel.
+//! A driver has the device's shape: `handle(now, input, ctx)`. It owns all of its state
+//! and its bus or link; it is built from the `--driver` choice in one place (`build`).
+//! What it needs from the kernel around it (the block layer's requests, time on a core,
+//! a kworker's wake-up, a timer, the device, the trace) it asks of [`DriverCtx`], which
+//! the simulation lends for the length of one call. A command given to the device comes
+//! back with the device's immediate outputs, which the driver handles on the spot; the
+//! device's later outputs arrive as `Input::Device`. The end of a block request, whose
+//! completion can run the queue again (and so reach the driver), is an [`Output`]: the
+//! simulation carries it out as soon as the call returns and tells the driver with
+//! `Input::Ended`, so the driver's own steps after it run where they ran in the kernel.
 //!
 //! The drivers: UFS (`ufs/`, HPB inside it) and MMC (`mmc/`: the legacy path, the host
 //! software queue, the command queue engine, the rtsx SD host, discards and flushes).
-//! A command given to the device comes back with the device's outputs at once
-//! (`DriverCtx::device`), as the kernel sees a command's immediate effects; the
-//! device's later outputs arrive as `Input::Device`.
+//! The `--driver` choices and what other code may ask of them: `kind.rs`.
+//! Leaves out: drivers as loadable pieces (the set is closed and dispatched here once).
 //! Units: ns (`SimTime`), bytes.
 
 use crate::device::{self, DeviceConfig};
@@ -198,7 +198,9 @@ pub fn build(
     device: &DeviceConfig,
 ) -> Result<Box<Driver>, String> {
     Ok(Box::new(match kind {
-        DriverKind::Ufs | DriverKind::UfsHpb { .. } => Driver::Ufs(ufs::Ufs::new(host, device)),
+        DriverKind::Ufs | DriverKind::UfsHpb { .. } => {
+            Driver::Ufs(ufs::Ufs::new(kind, host, device))
+        }
         DriverKind::MmcLegacy
         | DriverKind::MmcHsq { .. }
         | DriverKind::MmcCqe { .. }

@@ -174,7 +174,7 @@ impl Mmc {
     }
 
     /// The dispatcher on `core` took discard `r` (or a flush the card's cache makes a
-    /// no-op, `Sim::mmc_flush_is_noop`) at `at` (queue_rq, MMC_ISSUE_SYNC):
+    /// no-op, `mmc_flush_noop`) at `at` (queue_rq, MMC_ISSUE_SYNC):
     /// mmc_blk_wait_for_idle, then the erase sequence (or the flush's inline end).
     pub(crate) fn mmc_sync_dispatch(
         &mut self,
@@ -386,7 +386,7 @@ impl Mmc {
         ctx.wake(core, t)
     }
 
-    /// Routed device output: the device finished unmapping (DAT0 busy released) at `at`.
+    /// The device's output: the device finished unmapping (DAT0 busy released) at `at`.
     pub(crate) fn discard_busy_end(&mut self, ctx: &mut impl DriverCtx, r: ReqId, at: SimTime) {
         let i = r as usize;
         if self.dev_ready_at.len() <= i {

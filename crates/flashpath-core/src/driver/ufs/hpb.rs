@@ -123,8 +123,15 @@ pub(crate) fn configure_device(kind: DriverKind, device: &mut DeviceConfig) {
 }
 
 impl HpbState {
-    /// The HPB driver, when the device runs HPB (`configure_device` left its section).
-    pub(super) fn new(host: &HostConfig, device: &DeviceConfig) -> Option<Box<HpbState>> {
+    /// The HPB driver of an HPB driver `kind`, when the device has an `[hpb]` section.
+    pub(super) fn new(
+        kind: DriverKind,
+        host: &HostConfig,
+        device: &DeviceConfig,
+    ) -> Option<Box<HpbState>> {
+        let DriverKind::UfsHpb { .. } = kind else {
+            return None;
+        };
         let h = device.hpb?;
         let lpns = (device.capacity_bytes / 4096) as u32;
         let host_hpb = host.ufs.as_ref().and_then(|u| u.hpb);

@@ -123,8 +123,9 @@ pub(crate) fn check(kind: DriverKind, host: &HostConfig) -> Result<(), String> {
 }
 
 impl Ufs {
-    /// The driver for `host` (whose `[ufs]` section `check_driver` found) and `device`.
-    pub fn new(host: &HostConfig, device: &DeviceConfig) -> Ufs {
+    /// The driver `kind` (ufs, or ufs-hpb in a control mode) for `host` (whose `[ufs]`
+    /// section `check` found) and `device`.
+    pub fn new(kind: DriverKind, host: &HostConfig, device: &DeviceConfig) -> Ufs {
         Ufs {
             cfg: host
                 .ufs
@@ -136,7 +137,7 @@ impl Ufs {
             nr_requests: host.block.nr_requests,
             dispatcher: None,
             slots: 0,
-            hpb: hpb::HpbState::new(host, device),
+            hpb: hpb::HpbState::new(kind, host, device),
             h2d: FifoResource::new(),
             d2h: FifoResource::new(),
             rtt: 0,
