@@ -26,12 +26,14 @@
 //! addresses the raw device).
 //! Units: bytes, nanoseconds.
 
+pub mod error_policy;
 mod files;
 mod gauss;
 mod lfsr;
 mod offsets;
 mod rate;
 mod replay;
+pub mod steady_state;
 mod strided;
 pub mod verify_algo;
 
@@ -307,15 +309,15 @@ pub struct JobConfig {
     /// source does. Its region (`offset`, `size`) is the span the trace covers.
     pub replay: Option<Replay>,
     /// fio's verify family (`sim/jobs/verify.rs`); `None`: verify=0.
-    pub verify: Option<crate::sim::VerifyConfig>,
+    pub verify: Option<verify_algo::VerifyConfig>,
     /// fio's continue_on_error and ignore_error (`sim/jobs/errors.rs`).
-    pub errors: crate::sim::errors::ErrorPolicy,
+    pub errors: error_policy::ErrorPolicy,
     /// The errno a trim's ioctl(BLKDISCARD) fails with (fio's os_trim on Linux): ENOTTY
     /// for a job on regular files; `None` on the block device, where it is a discard.
     pub trim_errno: Option<i32>,
     /// fio's steady-state detection (`steadystate`, `ss_dur`, `ss_ramp`): the job (or
     /// its group) ends once the criterion holds (`sim/jobs/steadystate.rs`).
-    pub steadystate: Option<crate::sim::steadystate::SteadyStateConfig>,
+    pub steadystate: Option<steady_state::SteadyStateConfig>,
     /// fio's fill_device on a filesystem or device with less free space than the job
     /// would write: the region (`offset..offset + size`, `io_limit` = `size`) ends where
     /// the free space does, and once the job has issued it, its next write fails with
@@ -348,7 +350,7 @@ pub struct FlowConfig {
     pub sleep_ns: u64,
 }
 
-pub use crate::sim::steadystate::{SsCriterion, SteadyStateConfig};
+pub use steady_state::{SsCriterion, SteadyStateConfig};
 
 /// posix_fadvise advice on a file (mm/fadvise.c), as it changes the file's readahead.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]

@@ -34,76 +34,8 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use crate::device::content::{ERASED, UNWRITTEN};
-pub use crate::workload::verify_algo::{default_cost_per_4k_ns, VerifyAlgo};
+pub use crate::workload::verify_algo::{default_cost_per_4k_ns, VerifyAlgo, VerifyConfig};
 use crate::workload::{Dir, IoSource, IoSpec};
-
-/// A job's verify options, typed (the CLI maps fio's).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct VerifyConfig {
-    pub algo: VerifyAlgo,
-    /// fio's do_verify: run the verify phase after the write phase.
-    pub do_verify: bool,
-    /// Bytes per verify header (fio's verify_interval; its default is the write block
-    /// size). A multiple of 4 KiB here, or a divisor of it (512, 1024, 2048: each
-    /// 4 KiB block then holds whole intervals of one write, checked by its tag).
-    pub interval: u64,
-    /// Where the header sits in its interval (fio's verify_offset), a multiple of 4 KiB
-    /// below `interval`.
-    pub header_offset: u64,
-    /// fio's verify_backlog (0: off) and verify_backlog_batch (0: = backlog).
-    pub backlog: u64,
-    pub backlog_batch: u64,
-    /// fio's verify_only: the write phase is a dry run.
-    pub only: bool,
-    /// fio's verify_fatal: stop at the first bad header of an I/O (the job ends at its
-    /// first failing I/O either way, td->error).
-    pub fatal: bool,
-    /// fio checks the header's numberio: a writing job with one block size, not
-    /// time_based, not verify_only (verify_header).
-    pub check_numberio: bool,
-    /// fio takes the expected rand_seed from the header (a job that does not mix reads
-    /// and writes, or one with verify_backlog): stale data at the right offset passes
-    /// the seed check.
-    pub seed_from_header: bool,
-    /// Any fio write at the right offset will do (verify_only, a job that only reads):
-    /// fio checks the header's offset, not whose write it was, then the data under it.
-    pub any_writer: bool,
-    /// verify=pattern: the pattern's identity (every block written holds it) and
-    /// whether it carries the block's offset (`%o`).
-    pub pattern_id: u32,
-    pub pattern_per_offset: bool,
-    /// fio's verify_async: threads that verify the job's reads off its thread (0: the
-    /// job's thread verifies; sim/jobs/verify_async.rs).
-    pub async_threads: u32,
-    /// fio's verify_async_cpus: the cores those threads may run on (empty: the job's
-    /// own affinity).
-    pub async_cpus: Vec<u32>,
-}
-
-impl VerifyConfig {
-    /// fio's defaults for `verify=ALGO` on a writing job of one 4 KiB block size:
-    /// verify after the write phase, a header per 4 KiB at its start, no backlog,
-    /// numberio and seed checked, verified in the job's thread.
-    pub fn new(algo: VerifyAlgo) -> Self {
-        VerifyConfig {
-            algo,
-            do_verify: true,
-            interval: 4096,
-            header_offset: 0,
-            backlog: 0,
-            backlog_batch: 0,
-            only: false,
-            fatal: false,
-            check_numberio: true,
-            seed_from_header: true,
-            any_writer: false,
-            pattern_id: 0,
-            pattern_per_offset: false,
-            async_threads: 0,
-            async_cpus: Vec::new(),
-        }
-    }
-}
 
 /// How a verify read failed, as fio reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]
