@@ -250,6 +250,19 @@ pub fn counters(sys: &SystemStats) -> Vec<(String, Vec<(String, u64)>)> {
             d.read_ahead_discarded_pages,
         ));
     }
+    if d.wb != Default::default() {
+        // WriteBooster's SLC buffer (device/write_booster.rs), in 4 KiB slots.
+        let w = d.wb;
+        device.extend([
+            ("wb_slc_slots".to_string(), w.slc_slots),
+            ("wb_tlc_slots".to_string(), w.tlc_slots),
+            ("wb_flushed_slots".to_string(), w.flushed_slots),
+            ("wb_flush_rows".to_string(), w.flush_rows),
+            ("wb_slc_reads".to_string(), w.slc_reads),
+            ("wb_used_slots".to_string(), w.used_slots),
+            ("wb_used_peak_slots".to_string(), w.used_peak_slots),
+        ]);
+    }
     if d.housekeeping_moves > 0 {
         device.extend([
             ("housekeeping_moves".to_string(), d.housekeeping_moves),

@@ -625,7 +625,12 @@ impl AuDevice {
                 let (_, t) = self.ctrl.book(now, self.c.nand.fw_per_command_ns);
                 out.emit(t, done(tag, DevStatus::Ok));
             }
-            Input::ProgramDone { .. } | Input::GcStep { .. } | Input::HousekeepingStep { .. } => {
+            Input::Hibern8(_) => {}
+            Input::ProgramDone { .. }
+            | Input::GcStep { .. }
+            | Input::HousekeepingStep { .. }
+            | Input::WbFlushStep { .. }
+            | Input::WbIdleCheck => {
                 panic!("the allocation-unit device sets no timers")
             }
         }

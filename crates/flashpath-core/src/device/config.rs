@@ -33,8 +33,9 @@ pub struct RawDeviceConfig {
     pub interface: Option<String>,
     /// The fastest bus speed mode the card or eMMC supports (optional; absent: any the
     /// host offers). eMMC: "legacy", "hs52", "ddr52", "hs200", "hs400"; SD: "default-speed",
-    /// "high-speed", "sdr50", "ddr50", "sdr104". The host runs the slower of its own
-    /// mode and this one (`CardBusMode`).
+    /// "high-speed", "sdr50", "ddr50", "sdr104"; UFS: its fastest HS gear, "hs-g1" ..
+    /// "hs-g5". The host runs the slower of its own mode and this one (`CardBusMode`;
+    /// UFS: the driver's link, driver/ufs/link.rs).
     pub bus_mode: Option<String>,
     /// The host presets the device goes with (the board it was measured on, or one of
     /// its class), first the one `--device NAME` alone runs it on; optional.
@@ -55,6 +56,8 @@ pub struct RawDeviceConfig {
     /// UFS Host Performance Booster descriptors and policy (`[hpb]`); optional, required
     /// by the HPB drivers (`ufs-hpb`, `ufs-hpb-hcm`).
     pub hpb: Option<super::hpb::RawHpb>,
+    /// UFS WriteBooster (`[write_booster]`): the SLC write buffer; optional.
+    pub write_booster: Option<super::write_booster::RawWriteBooster>,
     /// Allocation units (`[allocation_unit]`): required with `ftl.kind =
     /// "allocation-unit"`, refused otherwise.
     pub allocation_unit: Option<super::allocation_unit::RawAllocationUnit>,
@@ -143,6 +146,10 @@ pub struct RawController {
     pub fw_per_command: Option<String>,
     /// Additional firmware time per 4 KiB of data in the command, e.g. "1us".
     pub fw_per_4kib: Option<String>,
+    /// Firmware time a write command takes beyond `fw_per_command`: its FTL work (the
+    /// L2P update, block allocation and write-buffer bookkeeping), which no other value
+    /// costs. Optional (page-mapped FTL): absent = 0.
+    pub fw_per_write: Option<String>,
     /// Whether a read command whose page a die's page register still holds (from an
     /// earlier command, with no program, erase or map read on the die since) is served
     /// from the register without an array read (tR). Firmware-specific.
@@ -257,8 +264,14 @@ pub struct DeviceConfig {
     /// UFS HPB (`[hpb]`), if the device supports it. The simulation clears it when the
     /// driver does not use HPB, and sets its control mode from the driver.
     pub hpb: Option<super::hpb::HpbDeviceConfig>,
+    /// UFS WriteBooster (`[write_booster]`), if the device has it; its flags are set by
+    /// the driver (`driver::configure_device`), off until then.
+    pub write_booster: Option<super::write_booster::WriteBoosterConfig>,
     /// The fastest bus mode the device supports (`bus_mode`), if the preset limits it.
     pub bus_mode: Option<CardBusMode>,
+    /// UFS: the fastest M-PHY HS gear the device supports (`bus_mode = "hs-g4"`), if the
+    /// preset limits it; the link runs the slower of it and the host's gear.
+    pub ufs_max_gear: Option<u32>,
     /// The host presets it goes with (`hosts`), first the one picked by default.
     pub hosts: Vec<String>,
     /// The drivers that run it (`drivers`), first the one picked by default.
@@ -367,6 +380,8 @@ pub struct NandDeviceConfig {
     pub cache_program: bool,
     pub fw_per_command_ns: u64,
     pub fw_per_4kib_ns: u64,
+    /// `controller.fw_per_write` (0 when absent).
+    pub fw_per_write_ns: u64,
     /// A read command is served from a page register that still holds its page from an
     /// earlier command (no tR); false: every command reads the array (a read of several
     /// planes of one row within a command still shares one tR).
@@ -475,7 +490,9 @@ impl DeviceConfig {
             ext_csd: None,
             block_limits: None,
             hpb: None,
+            write_booster: None,
             bus_mode: None,
+            ufs_max_gear: None,
             hosts: Vec::new(),
             drivers: Vec::new(),
         }
@@ -501,6 +518,7 @@ impl DeviceConfig {
             cache_program: false,
             fw_per_command_ns: 10_000,
             fw_per_4kib_ns: 1_000,
+            fw_per_write_ns: 0,
             reuse_page_register: true,
             read_ahead_bytes: None,
             map_entries_per_segment: 1024,
@@ -531,7 +549,9 @@ impl DeviceConfig {
             ext_csd: None,
             block_limits: None,
             hpb: None,
+            write_booster: None,
             bus_mode: None,
+            ufs_max_gear: None,
             hosts: Vec::new(),
             drivers: Vec::new(),
         }
@@ -721,6 +741,10 @@ pub fn validate(raw: &RawDeviceConfig) -> Result<DeviceConfig, ConfigError> {
         0,
         NS_PER_MS,
     )?;
+    let fw_per_write_ns = match &c.fw_per_write {
+        None => 0,
+        Some(v) => time_in("controller.fw_per_write", v, 0, NS_PER_MS)?,
+    };
     // Page types, read retry and wear: the same for either FTL (`nand_timing`).
     let timing = super::nand_timing::validate(
         raw.page_types.as_ref(),
@@ -762,6 +786,8 @@ pub fn validate(raw: &RawDeviceConfig) -> Result<DeviceConfig, ConfigError> {
             for (present, field) in [
                 (raw.block_limits.is_some(), "block_limits"),
                 (raw.hpb.is_some(), "hpb"),
+                (raw.write_booster.is_some(), "write_booster"),
+                (c.fw_per_write.is_some(), "controller.fw_per_write"),
             ] {
                 if present {
                     return Err(ConfigError::new(
@@ -784,7 +810,9 @@ pub fn validate(raw: &RawDeviceConfig) -> Result<DeviceConfig, ConfigError> {
                 ext_csd,
                 block_limits: None,
                 hpb: None,
+                write_booster: None,
                 bus_mode: bus_mode_of(raw, interface)?,
+                ufs_max_gear: None,
                 hosts: names_of(&raw.hosts, "hosts")?,
                 drivers: names_of(&raw.drivers, "drivers")?,
             });
@@ -989,6 +1017,7 @@ pub fn validate(raw: &RawDeviceConfig) -> Result<DeviceConfig, ConfigError> {
         cache_program: n.cache_program.unwrap_or(false),
         fw_per_command_ns,
         fw_per_4kib_ns,
+        fw_per_write_ns,
         reuse_page_register,
         read_ahead_bytes,
         map_entries_per_segment,
@@ -1057,6 +1086,18 @@ pub fn validate(raw: &RawDeviceConfig) -> Result<DeviceConfig, ConfigError> {
         }
         Some(h) => Some(super::hpb::validate(h, capacity_bytes).map_err(|e| e.within("hpb"))?),
     };
+    let write_booster = match &raw.write_booster {
+        None => None,
+        Some(_) if interface != Interface::Ufs => {
+            return Err(ConfigError::new(
+                "write_booster",
+                "is a UFS feature (JESD220E WriteBooster); this device is not UFS",
+            ))
+        }
+        Some(w) => {
+            Some(super::write_booster::validate(w, &nand).map_err(|e| e.within("write_booster"))?)
+        }
+    };
     Ok(DeviceConfig {
         name: crate::config::text_field("name", req(&raw.name, "name")?)?.to_string(),
         description: crate::config::text_field(
@@ -1070,7 +1111,9 @@ pub fn validate(raw: &RawDeviceConfig) -> Result<DeviceConfig, ConfigError> {
         ext_csd,
         block_limits,
         hpb,
+        write_booster,
         bus_mode: bus_mode_of(raw, interface)?,
+        ufs_max_gear: ufs_gear_of(raw, interface)?,
         hosts: names_of(&raw.hosts, "hosts")?,
         drivers: names_of(&raw.drivers, "drivers")?,
     })
@@ -1099,19 +1142,44 @@ fn bus_mode_of(
     let Some(name) = &raw.bus_mode else {
         return Ok(None);
     };
+    if interface == Interface::Ufs {
+        // A UFS link's gear (`ufs_gear_of`).
+        return Ok(None);
+    }
     CardBusMode::parse(interface, name)
         .map(Some)
         .ok_or_else(|| {
             let known = match interface {
                 Interface::Sd => "default-speed, high-speed, sdr50, ddr50, sdr104",
                 Interface::Emmc => "legacy, hs52, ddr52, hs200, hs400",
-                Interface::Ufs => "none: a UFS link's gear is the host's [ufs] setting",
+                Interface::Ufs => unreachable!("ufs_gear_of"),
             };
             ConfigError::new(
                 "bus_mode",
                 format!("'{name}' is not a bus mode of this interface ({known})"),
             )
         })
+}
+
+/// UFS `bus_mode`, if given: the device's fastest HS gear, "hs-g1" .. "hs-g5".
+fn ufs_gear_of(raw: &RawDeviceConfig, interface: Interface) -> Result<Option<u32>, ConfigError> {
+    let Some(name) = raw
+        .bus_mode
+        .as_ref()
+        .filter(|_| interface == Interface::Ufs)
+    else {
+        return Ok(None);
+    };
+    match name
+        .strip_prefix("hs-g")
+        .and_then(|g| g.parse::<u32>().ok())
+    {
+        Some(g @ 1..=5) => Ok(Some(g)),
+        _ => Err(ConfigError::new(
+            "bus_mode",
+            format!("'{name}' is not a UFS link gear (hs-g1, hs-g2, hs-g3, hs-g4, hs-g5)"),
+        )),
+    }
 }
 
 /// The `[ext_csd]` section, if any: eMMC devices only.

@@ -10,7 +10,9 @@
 //! ```
 //!
 //! The L2P entry of an LPN is a `Ppa`, `UNMAPPED`, or `BUF_FLAG | slot` when the newest
-//! data is in the write buffer. Memory grows with the data touched: the L2P and the
+//! data is in the write buffer. A `Ppa` at or above `tlc_slots()` is a slot of the
+//! WriteBooster buffer (`super::write_booster`), which keeps its own reverse map: the
+//! blocks here never count it. Memory grows with the data touched: the L2P and the
 //! reverse map are allocated in chunks on first use; per-block metadata are flat arrays.
 //!
 //! Leaves out: bad blocks, wear levelling beyond FIFO reuse of free blocks, map pages
@@ -73,6 +75,8 @@ pub struct PageMap {
     open: Vec<[OpenBlock; 2]>,
     /// Erased p2l arrays kept for reuse, so steady state allocates nothing.
     spare_p2l: Vec<Box<[u32]>>,
+    /// Physical slots of all blocks (the first WriteBooster address).
+    tlc_slots: u32,
 }
 
 impl PageMap {
@@ -108,6 +112,7 @@ impl PageMap {
                 .collect(),
             open: vec![[OpenBlock::default(); 2]; dies as usize],
             spare_p2l: Vec::new(),
+            tlc_slots: blocks as u32 * slots_per_block,
         }
     }
 
@@ -204,11 +209,39 @@ impl PageMap {
     pub fn supersede(&mut self, lpn: Lpn, entry: u32) -> u32 {
         assert!(entry == UNMAPPED || entry & BUF_FLAG != 0);
         let old = self.get(lpn);
-        if old != UNMAPPED && old & BUF_FLAG == 0 {
+        if old != UNMAPPED && old & BUF_FLAG == 0 && old < self.tlc_slots() {
             self.invalidate(old, lpn);
         }
         self.set(lpn, entry);
         old
+    }
+
+    /// Physical slots of the blocks here (addresses at or above are the WriteBooster
+    /// buffer's).
+    #[inline]
+    pub fn tlc_slots(&self) -> u32 {
+        self.tlc_slots
+    }
+
+    /// `lpn`'s data is now in WriteBooster buffer slot `ppa` (its program has ended and
+    /// the L2P still named the write buffer slot it came from).
+    pub fn map_slc(&mut self, lpn: Lpn, ppa: Ppa) {
+        debug_assert!(ppa >= self.tlc_slots() && ppa & BUF_FLAG == 0);
+        self.set(lpn, ppa);
+    }
+
+    /// A WriteBooster flush moves valid `lpn` from buffer slot `src` to slot `dst` here
+    /// (already allocated).
+    pub fn migrate(&mut self, lpn: Lpn, src: Ppa, dst: Ppa) {
+        assert_eq!(self.get(lpn), src, "migrating a stale slot");
+        assert!(src >= self.tlc_slots());
+        let b = self.block_of(dst) as usize;
+        let off = (dst % self.slots_per_block) as usize;
+        let p2l = self.p2l[b].as_mut().unwrap();
+        assert_eq!(p2l[off], INVALID);
+        p2l[off] = lpn;
+        self.valid[b] += 1;
+        self.set(lpn, dst);
     }
 
     fn invalidate(&mut self, ppa: Ppa, lpn: Lpn) {
@@ -427,7 +460,7 @@ impl PageMap {
         let mut owned = vec![0u32; self.valid.len()];
         for lpn in 0..self.user_lpns {
             let e = self.get(lpn);
-            if e == UNMAPPED || e & BUF_FLAG != 0 {
+            if e == UNMAPPED || e & BUF_FLAG != 0 || e >= self.tlc_slots() {
                 continue;
             }
             let b = self.block_of(e) as usize;

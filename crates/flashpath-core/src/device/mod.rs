@@ -88,6 +88,7 @@ pub mod hpb;
 pub mod map_cache;
 pub mod nand_timing;
 pub mod page_mapped;
+pub mod write_booster;
 pub mod write_buffer;
 
 pub use config::{validate, DeviceConfig, DeviceModel, RawDeviceConfig};
@@ -187,6 +188,15 @@ pub enum Input {
     HousekeepingStep {
         die: u32,
     },
+    /// WriteBooster (`write_booster`): the next flush row on `die` is due.
+    WbFlushStep {
+        die: u32,
+    },
+    /// WriteBooster: the device checks whether it has been idle long enough to flush.
+    WbIdleCheck,
+    /// UFS: the link enters (`true`) or leaves hibern8 (the host controller's
+    /// auto-hibern8; sent by the UFS driver only to a device with WriteBooster).
+    Hibern8(bool),
     /// SD: the open multi-block stream continues with this read or write, data only (no
     /// command; see the contract above).
     Continue(DevCommand),
@@ -270,6 +280,8 @@ pub struct DeviceStats {
     /// the slots they moved.
     pub housekeeping_moves: u64,
     pub housekeeping_slots: u64,
+    /// WriteBooster (`write_booster`): the SLC buffer's counters.
+    pub wb: write_booster::WbStats,
 }
 
 impl DeviceStats {
@@ -353,6 +365,9 @@ impl Device {
                 d.set_seed(seed);
                 if let Some(h) = cfg.hpb {
                     d.enable_hpb(h);
+                }
+                if let Some(w) = cfg.write_booster {
+                    d.enable_write_booster(w);
                 }
                 Inner::PageMapped(Box::new(d))
             }
@@ -520,6 +535,8 @@ impl Model for IdealDevice {
                 );
                 return;
             }
+            // No WriteBooster buffer to flush.
+            Input::Hibern8(_) => return,
             _ => panic!("the ideal device sets no timers"),
         };
         if cmd.lba + cmd.sectors as u64 > self.capacity_sectors {

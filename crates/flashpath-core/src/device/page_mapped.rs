@@ -98,6 +98,8 @@ use crate::trace::{NandSlice, NandUnit};
 
 #[path = "housekeeping.rs"]
 mod housekeeping;
+#[path = "write_booster_flush.rs"]
+mod write_booster_flush;
 
 const NONE: u32 = u32::MAX;
 
@@ -192,6 +194,8 @@ pub struct PageMappedDevice {
     seed: u64,
     /// Rows of foreground housekeeping still to move, per die (`housekeeping.rs`).
     hk_rows: Vec<u32>,
+    /// UFS WriteBooster's SLC buffer, when the device has one (`write_booster_flush.rs`).
+    wb: Option<Box<super::write_booster::SlcBuffer>>,
 }
 
 /// The tags of the data the device holds: per write buffer slot and per NAND slot.
@@ -335,6 +339,7 @@ impl PageMappedDevice {
             ages: BlockAges::new(dies * c.blocks_per_plane),
             seed: 0,
             hk_rows: vec![0; dies as usize],
+            wb: None,
             c: c.clone(),
         }
     }
@@ -345,8 +350,11 @@ impl PageMappedDevice {
     }
 
     /// The reported jobs start: the data on the device is `wear.data_age` old.
+    /// The reported jobs start: the data is `[wear] data_age` old, and the device has
+    /// been idle since it was written (its WriteBooster buffer flushed).
     pub fn age_data(&mut self) {
         self.ages.age_all(self.c.timing.wear_data_age_ns);
+        self.wb_settle();
     }
 
     /// Row `row`'s index within its block (its page type follows from it).
@@ -387,7 +395,10 @@ impl PageMappedDevice {
         if self.content.is_none() {
             self.content = Some(Box::new(PmContent {
                 port: Port::default(),
-                nand: BlockTags::new(self.ftl.blocks(), self.ftl.slots_per_block()),
+                nand: BlockTags::new(
+                    self.ftl.blocks() + self.wb_blocks(),
+                    self.ftl.slots_per_block(),
+                ),
                 buf: vec![UNWRITTEN; self.buf.capacity() as usize],
                 gc_fault: false,
             }));
@@ -528,6 +539,10 @@ impl PageMappedDevice {
             && self.buf.is_clean()
             && self.gc.iter().all(|g| g.victim == NONE && !g.scheduled)
             && self.hk_rows.iter().all(|&r| r == 0)
+            && self
+                .wb
+                .as_ref()
+                .is_none_or(|w| w.flush_scheduled.iter().all(|&s| !s))
     }
 
     /// Full consistency check (slow; tests): the FTL's invariants, and every L2P entry
@@ -630,7 +645,11 @@ impl PageMappedDevice {
             Input::Command(cmd) => {
                 self.command(now, cmd, out);
                 self.hpb_hints(now, cmd.tag, out);
+                self.wb_command(now, out);
             }
+            Input::WbFlushStep { die } => self.wb_flush_step(now, die, out),
+            Input::WbIdleCheck => self.wb_idle_check(now, out),
+            Input::Hibern8(enter) => self.wb_hibern8(now, enter, out),
             Input::ProgramDone { die } => self.program_done(now, die, out),
             Input::GcStep { die } => self.gc_step(now, die, out),
             Input::HousekeepingStep { die } => self.housekeeping_step(now, die, out),
@@ -1067,7 +1086,12 @@ impl PageMappedDevice {
         avail: SimTime,
         last_tr: &mut (u32, u32),
     ) -> SimTime {
-        let die = self.ftl.die_of(ppa);
+        let slc = self.wb_holds(ppa);
+        let die = if slc {
+            self.wb.as_ref().unwrap().die_of(ppa)
+        } else {
+            self.ftl.die_of(ppa)
+        };
         let ch = self.channel_of(die);
         let page = ppa / self.slots_per_page;
         let row = self.ftl.row_of(ppa);
@@ -1082,6 +1106,15 @@ impl PageMappedDevice {
             self.page_reg[reg] = page;
             self.stats.page_register_hits += 1;
             avail.max(self.dies[d].free_at())
+        } else if slc {
+            // WriteBooster's SLC page: one sense level, no retry (write_booster.rs).
+            let t_r = self.wb.as_ref().unwrap().cfg.t_read_ns;
+            let (_, e) = self.book_die(d as u32, "wb read", avail, t_r);
+            self.page_reg[reg] = page;
+            *last_tr = (die, row);
+            self.stats.nand_page_reads += 1;
+            self.stats.wb.slc_reads += 1;
+            e
         } else {
             let row_in_block = self.row_in_block(ppa);
             self.stats.page_type_reads[self.c.timing.page_type(row_in_block)] += 1;
@@ -1116,7 +1149,7 @@ impl PageMappedDevice {
     /// the previous one is still being accepted).
     fn write(&mut self, now: SimTime, cmd: DevCommand, out: &mut Outbox<Input, Output>) {
         let (first, end) = Self::lpn_range(&cmd);
-        let fw = self.fw_ns(end - first);
+        let fw = self.fw_ns(end - first) + self.c.fw_per_write_ns;
         self.write_with(now, fw, cmd, out)
     }
 
@@ -1277,6 +1310,10 @@ impl PageMappedDevice {
         if self.housekeeping_holds(die) {
             return false;
         }
+        if self.wb_takes_row(die) {
+            // An SLC row waits for the die (cache program is modelled within TLC blocks).
+            return !p.active;
+        }
         !p.active
             || (self.c.cache_program
                 && !p.cached_active
@@ -1293,18 +1330,31 @@ impl PageMappedDevice {
             return false;
         }
         let free = self.ftl.free_blocks(die);
-        let base = self
-            .ftl
-            .alloc_row(die, Stream::Host)
-            .expect("can_alloc_host promised a row");
-        let block = self.ftl.block_of(base);
-        if base.is_multiple_of(self.ftl.slots_per_block()) {
-            self.ages.programmed(block, now);
-        }
-        let t_prog = self
-            .c
-            .timing
-            .t_prog_row(self.row_in_block(base), self.c.t_prog_ns);
+        let slc = self.wb_takes_row(die);
+        let (base, block, t_prog) = if slc {
+            // WriteBooster: the row goes to the die's SLC ring (write_booster.rs).
+            let w = self.wb.as_mut().unwrap();
+            let base = w.alloc_row(die, &mut self.stats.wb);
+            self.stats.wb.slc_slots += n as u64;
+            (base, NONE, w.cfg.t_prog_ns)
+        } else {
+            let base = self
+                .ftl
+                .alloc_row(die, Stream::Host)
+                .expect("can_alloc_host promised a row");
+            let block = self.ftl.block_of(base);
+            if base.is_multiple_of(self.ftl.slots_per_block()) {
+                self.ages.programmed(block, now);
+            }
+            if self.wb.as_ref().is_some_and(|w| w.cfg.enabled) {
+                self.stats.wb.tlc_slots += n as u64;
+            }
+            let t_prog = self
+                .c
+                .timing
+                .t_prog_row(self.row_in_block(base), self.c.t_prog_ns);
+            (base, block, t_prog)
+        };
         let prog = &mut self.die_prog[die as usize];
         // A die that is programming takes this row into its cache register (80h-15h).
         let cached = prog.active;
@@ -1317,7 +1367,11 @@ impl PageMappedDevice {
         };
         for (i, &(slot, lpn)) in take[..n as usize].iter().enumerate() {
             let ppa = base + i as u32;
-            self.ftl.place(ppa, lpn);
+            if slc {
+                self.wb.as_mut().unwrap().place(ppa, lpn);
+            } else {
+                self.ftl.place(ppa, lpn);
+            }
             units.push((slot, lpn, ppa));
             if let Some(c) = &mut self.content {
                 // The row's data leaves the buffer for the die now.
@@ -1325,7 +1379,9 @@ impl PageMappedDevice {
             }
         }
         self.take_scratch = take;
-        self.gc_host_row(now, die, n, free);
+        if !slc {
+            self.gc_host_row(now, die, n, free);
+        }
         self.stats.host_slots_programmed += n as u64;
         self.stats.padding_slots += (self.slots_per_row - n) as u64;
         self.stats.nand_page_programs += self.c.planes_per_die as u64;
@@ -1356,7 +1412,7 @@ impl PageMappedDevice {
         };
         self.invalidate_registers(die);
         out.timer(end, Input::ProgramDone { die });
-        if self.housekeeping_due(base) {
+        if !slc && self.housekeeping_due(base) {
             self.housekeeping_start(now, die, out);
         }
         if self.ftl.needs_gc(die) {
@@ -1370,9 +1426,16 @@ impl PageMappedDevice {
         assert!(self.die_prog[die as usize].active);
         // The row that finished is the running one (a cached row ends after it).
         let mut last_seg = NONE;
+        let slc = units.first().is_some_and(|u| self.wb_holds(u.2));
         for &(slot, lpn, ppa) in &units {
             let current = self.ftl.get(lpn) == BUF_FLAG | slot;
-            self.ftl.complete(ppa, lpn, current);
+            if slc {
+                if current {
+                    self.ftl.map_slc(lpn, ppa);
+                }
+            } else {
+                self.ftl.complete(ppa, lpn, current);
+            }
             if current {
                 let seg = self.segment_of(lpn);
                 if seg != last_seg {
@@ -1383,6 +1446,9 @@ impl PageMappedDevice {
             self.buf.release(slot);
         }
         units.clear();
+        if slc {
+            self.wb_row_done(die, out);
+        }
         let prog = &mut self.die_prog[die as usize];
         if prog.cached_active {
             // The cached row is programming now; the cache register is free.

@@ -156,8 +156,11 @@ pub fn check(kind: DriverKind, host: &HostConfig, device: &DeviceConfig) -> Resu
 }
 
 /// Sets up the device as driver `kind` finds it (HPB's control mode).
-pub fn configure_device(kind: DriverKind, device: &mut DeviceConfig) {
+pub fn configure_device(kind: DriverKind, host: &HostConfig, device: &mut DeviceConfig) {
     ufs::hpb::configure_device(kind, device);
+    if kind.is_ufs() {
+        ufs::auto_hibern8::configure_device(host, device);
+    }
 }
 
 impl Driver {

@@ -820,7 +820,7 @@ impl RawHost {
             mmc,
             bus,
             ufs: match &self.ufs {
-                Some(u) => Some(u.validate()?),
+                Some(u) => Some(u.validate(kernel)?),
                 None => None,
             },
             memory: match &self.memory {

@@ -2,7 +2,9 @@
 //! costs (ufshcd), interrupt aggregation, and the M-PHY/UniPro link between host
 //! controller and device.
 //!
-//! Link: M-PHY HS-Gear × rate series × lanes, 8b/10b coded (docs/kernel-behaviour.md §7), full
+//! Link: M-PHY HS-Gear × rate series × lanes, 8b/10b coded (docs/kernel-behaviour.md §7;
+//! at HS-G5 too: an assumption, since no primary text on HS-G5's coding was read, and
+//! the UFS 4.0 parts' published reads, 4.2-4.4 GB/s, stay under its 4.66 GB/s), full
 //! duplex: each direction is its own resource. Every UPIU carries a 32-byte header
 //! (JEDEC UFS 2.1 §10.6: COMMAND, RESPONSE, DATA IN/OUT and READY_TO_TRANSFER are 32
 //! bytes before any data segment); UniPro then cuts it into L2 frames of at most
@@ -10,7 +12,7 @@
 //! acknowledgement/flow-control frames flowing back, link power states (hibern8),
 //! clock scaling. Units: ns of CPU time, bytes, bytes/s.
 
-use super::cost;
+use super::{cost, Kernel};
 use crate::config::{bytes_field, ns_field, ConfigError};
 use serde::Deserialize;
 
@@ -58,7 +60,32 @@ pub struct UfsHostConfig {
     pub frame_overhead_bytes: u64,
     /// The HPB driver's costs and memory reserve (`hpb_*` fields), if the preset has them.
     pub hpb: Option<UfsHpbHostConfig>,
+    /// What the driver sets for WriteBooster and auto-hibern8 (`wb_*`, `auto_hibern8`).
+    pub wb: UfsWbHostConfig,
 }
+
+/// The driver's WriteBooster flags and the controller's auto-hibern8 idle timer.
+/// Linux (ufshcd_configure_wb, 5.8 and later) sets fWriteBoosterEn and
+/// fWriteBoosterBufferFlushDuringHibernate, and fWriteBoosterBufferFlushEn unless the
+/// host has UFSHCI_QUIRK_SKIP_MANUAL_WB_FLUSH_CTRL (ufs-mediatek sets it); ufshcd_init
+/// sets the auto-hibern8 idle timer (AHIT) to 150 ms where the controller has it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UfsWbHostConfig {
+    /// fWriteBoosterEn (sysfs `wb_on`).
+    pub on: bool,
+    /// fWriteBoosterBufferFlushEn (sysfs `enable_wb_buf_flush`).
+    pub buf_flush: bool,
+    /// fWriteBoosterBufferFlushDuringHibernate.
+    pub flush_during_h8: bool,
+    /// Auto-hibern8 idle timer (0: off).
+    pub auto_hibern8_ns: u64,
+}
+
+/// The first Linux with WriteBooster support (ufshcd.c, "scsi: ufs: Add write booster
+/// feature support", v5.8).
+pub const WB_KERNEL: Kernel = Kernel::new(5, 8);
+/// ufshcd_init's default auto-hibern8 idle timer: AHIT timer 150, scale 3 (1 ms).
+pub const AHIT_DEFAULT_NS: u64 = 150_000_000;
 
 /// The ufshpb driver's CPU costs and its map-page reserve (`hpb_*` fields of `[ufs]`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -94,13 +121,23 @@ impl UfsHostConfig {
         )
     }
 
-    /// Line rate of one lane in Mbit/s (M-PHY 3.0 HS gears, rate series A and B).
+    /// Line rate of one lane in Mbit/s (M-PHY HS gears, rate series A and B): each gear
+    /// doubles the one before. HS-G1..G3 are M-PHY 3.0's (docs/kernel-behaviour.md §7);
+    /// HS-G4 (M-PHY 4.0, "11.6 Gbps") and HS-G5 (M-PHY 5.0 with UniPro 2.0, "23.32 Gbps
+    /// per lane and per direction", MIPI's UniPro v2.0 announcement, Aug 2022) follow
+    /// the doubling; no primary table of their rate A values was read.
     pub fn lane_mbps(gear: u32, rate_b: bool) -> Option<f64> {
         let base = if rate_b { 1457.6 } else { 1248.0 };
         match gear {
-            1..=4 => Some(base * (1u32 << (gear - 1)) as f64),
+            1..=5 => Some(base * (1u32 << (gear - 1)) as f64),
             _ => None,
         }
+    }
+
+    /// Payload bytes per second of `lanes` lanes at `gear` after 8b/10b coding.
+    pub fn link_rate(gear: u32, rate_b: bool, lanes: u32) -> Option<u64> {
+        // 8b/10b: 8 payload bits per 10 line bits; Mbit/s × 10^6 / 10 = bytes/s.
+        Self::lane_mbps(gear, rate_b).map(|m| (m * 100_000.0).round() as u64 * lanes as u64)
     }
 
     /// A zero-cost UFS host (HS-G3B × 2 link, no framing) for analytic tests.
@@ -124,6 +161,12 @@ impl UfsHostConfig {
             frame_payload_bytes: u64::MAX / 2,
             frame_overhead_bytes: 0,
             hpb: None,
+            wb: UfsWbHostConfig {
+                on: false,
+                buf_flush: false,
+                flush_during_h8: false,
+                auto_hibern8_ns: 0,
+            },
         }
     }
 }
@@ -165,6 +208,14 @@ pub struct RawUfs {
     pub hpb_read_timeout_expiries: Option<u32>,
     pub hpb_timeout_polling_interval: Option<String>,
     pub hpb_inflight_map_req: Option<u32>,
+    /// WriteBooster as the driver sets it (optional): absent = what the kernel does
+    /// (`UfsWbHostConfig`); `wb_on = true` needs Linux 5.8 or later.
+    pub wb_on: Option<bool>,
+    pub wb_buf_flush: Option<bool>,
+    pub wb_flush_during_h8: Option<bool>,
+    /// Auto-hibern8 idle timer, e.g. "150ms" ("0" = off); absent = 150 ms on kernels
+    /// with WriteBooster support, off before.
+    pub auto_hibern8: Option<String>,
 }
 
 impl RawUfs {
@@ -235,7 +286,50 @@ impl RawUfs {
         Ok(p)
     }
 
-    pub fn validate(&self) -> Result<UfsHostConfig, ConfigError> {
+    /// The driver's WriteBooster flags and auto-hibern8 on `kernel`.
+    fn wb(&self, kernel: Kernel) -> Result<UfsWbHostConfig, ConfigError> {
+        let has_wb = kernel >= WB_KERNEL;
+        if !has_wb {
+            for (f, v) in [
+                ("wb_on", self.wb_on),
+                ("wb_buf_flush", self.wb_buf_flush),
+                ("wb_flush_during_h8", self.wb_flush_during_h8),
+            ] {
+                if v == Some(true) {
+                    return Err(ConfigError::new(
+                        format!("ufs.{f}"),
+                        format!(
+                            "Linux {}.{} has no WriteBooster support (ufshcd.c has it from 5.8)",
+                            kernel.major, kernel.minor
+                        ),
+                    ));
+                }
+            }
+        }
+        let auto_hibern8_ns = match &self.auto_hibern8 {
+            Some(s) => {
+                let ns = ns_field("ufs.auto_hibern8", s)?;
+                // AHIT: a 10-bit timer in units of 1 us .. 100 ms (scale 0..5).
+                if ns > 1023 * 100_000_000 {
+                    return Err(ConfigError::new(
+                        "ufs.auto_hibern8",
+                        "is past AHIT's range (1023 x 100 ms)",
+                    ));
+                }
+                ns
+            }
+            None if has_wb => AHIT_DEFAULT_NS,
+            None => 0,
+        };
+        Ok(UfsWbHostConfig {
+            on: self.wb_on.unwrap_or(has_wb),
+            buf_flush: self.wb_buf_flush.unwrap_or(has_wb),
+            flush_during_h8: self.wb_flush_during_h8.unwrap_or(has_wb),
+            auto_hibern8_ns,
+        })
+    }
+
+    pub fn validate(&self, kernel: Kernel) -> Result<UfsHostConfig, ConfigError> {
         if !(1..=32).contains(&self.nutrs) {
             return Err(ConfigError::new(
                 "ufs.nutrs",
@@ -258,10 +352,10 @@ impl RawUfs {
                 ))
             }
         };
-        let mbps = UfsHostConfig::lane_mbps(self.gear, rate_b).ok_or_else(|| {
+        UfsHostConfig::lane_mbps(self.gear, rate_b).ok_or_else(|| {
             ConfigError::new(
                 "ufs.gear",
-                format!("HS-G{} does not exist (1..=4)", self.gear),
+                format!("HS-G{} does not exist (1..=5)", self.gear),
             )
         })?;
         if !matches!(self.lanes, 1 | 2) {
@@ -270,8 +364,8 @@ impl RawUfs {
                 format!("{} lanes: UFS links have 1 or 2", self.lanes),
             ));
         }
-        // 8b/10b: 8 payload bits per 10 line bits; Mbit/s × 10^6 / 10 = bytes/s.
-        let link_bytes_per_s = (mbps * 100_000.0).round() as u64 * self.lanes as u64;
+        let link_bytes_per_s =
+            UfsHostConfig::link_rate(self.gear, rate_b, self.lanes).expect("the gear was checked");
         let intr_aggr = if self.intr_aggr {
             if !(1..=31).contains(&self.intr_aggr_counter) {
                 return Err(ConfigError::new(
@@ -351,6 +445,7 @@ impl RawUfs {
         };
         Ok(UfsHostConfig {
             hpb,
+            wb: self.wb(kernel)?,
             nutrs: self.nutrs,
             queuecommand_ns: cost("ufs.queuecommand", &self.queuecommand)?,
             queuecommand_per_4k_ns: cost("ufs.queuecommand_per_4k", &self.queuecommand_per_4k)?,
@@ -382,7 +477,11 @@ mod tests {
         let mbps = UfsHostConfig::lane_mbps(3, true).unwrap();
         assert_eq!((mbps * 100_000.0).round() as u64 * 2, 1_166_080_000);
         assert_eq!(UfsHostConfig::lane_mbps(4, true).unwrap(), 11660.8);
-        assert_eq!(UfsHostConfig::lane_mbps(5, true), None);
+        // HS-G5B: MIPI's "23.32 Gbps per lane"; two lanes carry 4.66 GB/s after 8b/10b.
+        let g5 = UfsHostConfig::lane_mbps(5, true).unwrap();
+        assert_eq!(g5, 23321.6);
+        assert_eq!((g5 * 100_000.0).round() as u64 * 2, 4_664_320_000);
+        assert_eq!(UfsHostConfig::lane_mbps(6, true), None);
     }
 
     #[test]

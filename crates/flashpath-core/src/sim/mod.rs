@@ -445,7 +445,7 @@ impl Sim {
         check_driver(&cfg)?;
         let card_mode = cfg.device.bus_mode;
         cfg.host.bus.negotiate(card_mode);
-        driver::configure_device(cfg.driver, &mut cfg.device);
+        driver::configure_device(cfg.driver, &cfg.host, &mut cfg.device);
         iopoll::check(&cfg)?;
         offload::check(&cfg)?;
         buffered::check(&cfg)?;

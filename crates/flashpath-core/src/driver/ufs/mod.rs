@@ -27,8 +27,9 @@
 //! Discards (fio trims) are SCSI UNMAP (sd.c sd_setup_unmap_cmnd, one block descriptor
 //! per request): a COMMAND UPIU, a READY_TO_TRANSFER and DATA OUT of the 24-byte
 //! parameter list, the device unmaps the range, then the RESPONSE.
-//! Leaves out: task management, query requests, clock gating/hibern8, auto-hibern8,
-//! error handling, the legacy (non-mq) SCSI request path of 4.4 kernels, several DATA
+//! Auto-hibern8 (`auto_hibern8.rs`) runs for a device that flushes WriteBooster in
+//! hibern8. Leaves out: task management, query requests, clock gating, hibern8 entry and
+//! exit times, error handling, the legacy (non-mq) SCSI request path of 4.4 kernels, several DATA
 //! IN streams interleaved by the device (each read's data goes out in one piece).
 //! Units: ns, bytes.
 
@@ -43,7 +44,9 @@ use crate::trace::{BlkAction, Ctx, TraceKind};
 use crate::workload::Dir;
 use std::collections::VecDeque;
 
+pub mod auto_hibern8;
 pub mod hpb;
+pub mod link;
 
 /// UPIU transaction codes (JEDEC UFS 2.1 §10.5), used as `TraceKind::Command` opcodes.
 pub mod upiu {
@@ -75,6 +78,8 @@ pub enum UfsEv {
     Done(ReqId),
     /// The HPB driver's work items and timers (`hpb.rs`).
     Hpb(hpb::HpbEv),
+    /// The auto-hibern8 idle timer of generation `gen` expired (`auto_hibern8.rs`).
+    AutoHibern8(u32),
 }
 
 /// The UFS host driver and its link: all of its state.
@@ -108,6 +113,8 @@ pub struct Ufs {
     in_completion: bool,
     /// The device's outputs of a command given synchronously.
     dev_emits: Vec<(SimTime, device::Output)>,
+    /// Auto-hibern8, when the device flushes WriteBooster in hibern8 (`auto_hibern8.rs`).
+    ah8: Option<auto_hibern8::AutoHibern8>,
 }
 
 /// A UFS driver needs the host preset's `[ufs]` section.
@@ -126,11 +133,13 @@ impl Ufs {
     /// The driver `kind` (ufs, or ufs-hpb in a control mode) for `host` (whose `[ufs]`
     /// section `check` found) and `device`.
     pub fn new(kind: DriverKind, host: &HostConfig, device: &DeviceConfig) -> Ufs {
+        let mut cfg = host
+            .ufs
+            .clone()
+            .expect("the simulation checked the [ufs] section");
+        link::negotiate(&mut cfg, device);
         Ufs {
-            cfg: host
-                .ufs
-                .clone()
-                .expect("the simulation checked the [ufs] section"),
+            cfg,
             irq_core: host.irq_core,
             irq_ns: host.costs.irq_ns,
             direct_issue: host.block.scheduler == Scheduler::None,
@@ -146,6 +155,7 @@ impl Ufs {
             aggr_gen: 0,
             in_completion: false,
             dev_emits: Vec::new(),
+            ah8: auto_hibern8::AutoHibern8::new(host, device),
         }
     }
 }
@@ -219,6 +229,7 @@ impl Ufs {
             UfsEv::WriteAccepted(r) => self.write_accepted(now, r, ctx),
             UfsEv::Response(r) => self.response(now, r, ctx),
             UfsEv::Hpb(e) => self.hpb_event(now, e, ctx),
+            UfsEv::AutoHibern8(gen) => self.ah8_expired(gen, ctx),
             UfsEv::AggrTimeout(g) => {
                 if g == self.aggr_gen && !self.aggr_pending.is_empty() {
                     self.irq(now, ctx);
@@ -312,6 +323,7 @@ impl Ufs {
     /// UPIU; the dispatcher (if any) goes on with the next request.
     #[inline]
     fn doorbell(&mut self, now: SimTime, r: ReqId, core: u32, ctx: &mut impl DriverCtx) {
+        self.ah8_doorbell(ctx);
         let in_flight = self.slots;
         ctx.trace(
             now,
@@ -508,6 +520,7 @@ impl Ufs {
     /// for the aggregated interrupt.
     #[inline]
     fn response(&mut self, now: SimTime, r: ReqId, ctx: &mut impl DriverCtx) {
+        self.ah8_response(now, ctx);
         self.aggr_pending.push(r);
         match self.cfg.intr_aggr {
             None => self.irq(now, ctx),
