@@ -64,6 +64,18 @@ pub const SHIPPED: &[(&str, &str)] = &[
         "devices/microsd-lexar-633x-32g.toml",
         include_str!("../../../presets/devices/microsd-lexar-633x-32g.toml"),
     ),
+    (
+        "devices/ufs31-512g.toml",
+        include_str!("../../../presets/devices/ufs31-512g.toml"),
+    ),
+    (
+        "devices/ufs40-512g.toml",
+        include_str!("../../../presets/devices/ufs40-512g.toml"),
+    ),
+    (
+        "hosts/sm8650-phone.toml",
+        include_str!("../../../presets/hosts/sm8650-phone.toml"),
+    ),
 ];
 
 pub const DEFAULT_DEVICE: &str = "emmc51-hs400-32g";
