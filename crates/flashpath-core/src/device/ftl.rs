@@ -235,6 +235,11 @@ impl PageMap {
     pub fn migrate(&mut self, lpn: Lpn, src: Ppa, dst: Ppa) {
         assert_eq!(self.get(lpn), src, "migrating a stale slot");
         assert!(src >= self.tlc_slots());
+        self.map_moved(lpn, dst);
+    }
+
+    /// `lpn`'s valid data is now in slot `dst` (already allocated, not yet owned).
+    fn map_moved(&mut self, lpn: Lpn, dst: Ppa) {
         let b = self.block_of(dst) as usize;
         let off = (dst % self.slots_per_block) as usize;
         let p2l = self.p2l[b].as_mut().unwrap();
@@ -417,13 +422,7 @@ impl PageMap {
     pub fn relocate(&mut self, lpn: Lpn, src: Ppa, dst: Ppa) {
         assert_eq!(self.get(lpn), src, "relocating a stale page");
         self.invalidate(src, lpn);
-        let b = self.block_of(dst) as usize;
-        let off = (dst % self.slots_per_block) as usize;
-        let p2l = self.p2l[b].as_mut().unwrap();
-        assert_eq!(p2l[off], INVALID);
-        p2l[off] = lpn;
-        self.valid[b] += 1;
-        self.set(lpn, dst);
+        self.map_moved(lpn, dst);
     }
 
     /// Erases a closed block with no valid data and returns it to its die's free list.

@@ -214,12 +214,7 @@ impl PageMappedDevice {
                 }
                 let base = self.ftl.alloc_row(die, Stream::Host).unwrap();
                 for (i, &(lpn, src)) in rows[..n].iter().enumerate() {
-                    let dst = base + i as u32;
-                    self.ftl.migrate(lpn, src, dst);
-                    if let Some(c) = &mut self.content {
-                        let v = c.nand.get(src);
-                        c.nand.set(dst, v);
-                    }
+                    self.wb_move(lpn, src, base + i as u32);
                 }
                 self.stats.wb.flushed_slots += n as u64;
                 self.stats.wb.flush_rows += 1;
@@ -228,6 +223,15 @@ impl PageMappedDevice {
             self.invalidate_registers(die);
         }
         self.gc_scratch = rows;
+    }
+
+    /// `lpn`'s data moves from buffer slot `src` to TLC slot `dst`, its content tag with it.
+    fn wb_move(&mut self, lpn: Lpn, src: Ppa, dst: Ppa) {
+        self.ftl.migrate(lpn, src, dst);
+        if let Some(c) = &mut self.content {
+            let v = c.nand.get(src);
+            c.nand.set(dst, v);
+        }
     }
 
     /// Moves `valid` (lpn, SLC address) into the next TLC row of `die`, through the
@@ -249,12 +253,7 @@ impl PageMappedDevice {
         }
         let mut last_seg = NONE;
         for (i, &(lpn, src)) in valid.iter().enumerate() {
-            let dst = base + i as u32;
-            self.ftl.migrate(lpn, src, dst);
-            if let Some(c) = &mut self.content {
-                let v = c.nand.get(src);
-                c.nand.set(dst, v);
-            }
+            self.wb_move(lpn, src, base + i as u32);
             let seg = self.segment_of(lpn);
             if seg != last_seg {
                 self.map_update(seg, xend);
