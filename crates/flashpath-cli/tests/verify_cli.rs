@@ -316,6 +316,48 @@ fn verify_passes_through_every_driver_and_ftl() {
     }
 }
 
+/// Data through UFS WriteBooster's SLC buffer: a 64 MiB buffer, random 4 KiB reads and
+/// writes over 128 MiB verified as they go (verify_backlog), with idle gaps in which the
+/// device flushes the buffer into TLC: every block reads back what was last written,
+/// whether it is in the buffer, flushed, or moved by a flush while being rewritten.
+#[test]
+fn verify_passes_through_writebooster_and_its_flush() {
+    let (code, out, err) = run(&[
+        "fio",
+        "--device",
+        "ufs31-512g",
+        "--set",
+        "device.write_booster.size=64MiB",
+        "--name=v",
+        "--rw=randrw",
+        "--bs=4k",
+        "--size=128m",
+        "--io_size=256m",
+        "--direct=1",
+        "--ioengine=libaio",
+        "--iodepth=16",
+        "--verify=crc32c",
+        "--verify_backlog=64",
+        "--verify_state_save=0",
+        "--thinktime=50ms",
+        "--thinktime_blocks=3000",
+        "--output-format=json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["jobs"][0]["error"], 0);
+    let d = &v["flashpath"]["device"];
+    let n = |k: &str| d[k].as_u64().unwrap();
+    assert!(
+        n("wb_slc_reads") > 1000,
+        "reads served from the buffer: {d}"
+    );
+    assert!(
+        n("wb_flushed_slots") > 10_000,
+        "flushed during the gaps: {d}"
+    );
+}
+
 #[test]
 fn pattern_verify_passes_and_meta_checks_headers() {
     for v in [
