@@ -37,7 +37,7 @@ pub const SYSTEM_OPTIONS: &[(&str, &str)] = &[
         "host driver (default: the host's own where it fits the device, else the first \
          the device's preset names that fits): mmc-legacy, mmc-hsq, mmc-hsq-v6, \
          mmc-hsq-limit2, mmc-hsq-dynamic, mmc-cqe, mmc-cqe-oldest-first, ufs, ufs-hpb, \
-         ufs-hpb-hcm, sd-rtsx, sd-rtsx-multiseq",
+         ufs-hpb-hcm, ufs-mcq, sd-rtsx, sd-rtsx-multiseq",
     ),
     (
         "--set FIELD=VALUE",

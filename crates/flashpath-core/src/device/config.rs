@@ -37,6 +37,9 @@ pub struct RawDeviceConfig {
     /// "hs-g5". The host runs the slower of its own mode and this one (`CardBusMode`;
     /// UFS: the driver's link, driver/ufs/link.rs).
     pub bus_mode: Option<String>,
+    /// UFS: bQueueDepth of the device descriptor, 1-256 (optional; required by
+    /// `ufs-mcq`).
+    pub queue_depth: Option<u32>,
     /// The host presets the device goes with (the board it was measured on, or one of
     /// its class), first the one `--device NAME` alone runs it on; optional.
     pub hosts: Option<Vec<String>>,
@@ -272,6 +275,9 @@ pub struct DeviceConfig {
     /// UFS: the fastest M-PHY HS gear the device supports (`bus_mode = "hs-g4"`), if the
     /// preset limits it; the link runs the slower of it and the host's gear.
     pub ufs_max_gear: Option<u32>,
+    /// UFS: the device descriptor's bQueueDepth (`queue_depth`), if the preset gives it:
+    /// commands the device queues (MCQ's depth is the smaller of it and the host's MAC).
+    pub ufs_queue_depth: Option<u32>,
     /// The host presets it goes with (`hosts`), first the one picked by default.
     pub hosts: Vec<String>,
     /// The drivers that run it (`drivers`), first the one picked by default.
@@ -493,6 +499,7 @@ impl DeviceConfig {
             write_booster: None,
             bus_mode: None,
             ufs_max_gear: None,
+            ufs_queue_depth: None,
             hosts: Vec::new(),
             drivers: Vec::new(),
         }
@@ -552,6 +559,7 @@ impl DeviceConfig {
             write_booster: None,
             bus_mode: None,
             ufs_max_gear: None,
+            ufs_queue_depth: None,
             hosts: Vec::new(),
             drivers: Vec::new(),
         }
@@ -813,6 +821,7 @@ pub fn validate(raw: &RawDeviceConfig) -> Result<DeviceConfig, ConfigError> {
                 write_booster: None,
                 bus_mode: bus_mode_of(raw, interface)?,
                 ufs_max_gear: None,
+                ufs_queue_depth: None,
                 hosts: names_of(&raw.hosts, "hosts")?,
                 drivers: names_of(&raw.drivers, "drivers")?,
             });
@@ -1114,6 +1123,7 @@ pub fn validate(raw: &RawDeviceConfig) -> Result<DeviceConfig, ConfigError> {
         write_booster,
         bus_mode: bus_mode_of(raw, interface)?,
         ufs_max_gear: ufs_gear_of(raw, interface)?,
+        ufs_queue_depth: queue_depth_of(raw, interface)?,
         hosts: names_of(&raw.hosts, "hosts")?,
         drivers: names_of(&raw.drivers, "drivers")?,
     })
@@ -1178,6 +1188,22 @@ fn ufs_gear_of(raw: &RawDeviceConfig, interface: Interface) -> Result<Option<u32
         _ => Err(ConfigError::new(
             "bus_mode",
             format!("'{name}' is not a UFS link gear (hs-g1, hs-g2, hs-g3, hs-g4, hs-g5)"),
+        )),
+    }
+}
+
+/// UFS `queue_depth` (bQueueDepth), if given.
+fn queue_depth_of(raw: &RawDeviceConfig, interface: Interface) -> Result<Option<u32>, ConfigError> {
+    match raw.queue_depth {
+        None => Ok(None),
+        Some(_) if interface != Interface::Ufs => Err(ConfigError::new(
+            "queue_depth",
+            "is a UFS device descriptor field (bQueueDepth); this device is not UFS",
+        )),
+        Some(q @ 1..=256) => Ok(Some(q)),
+        Some(q) => Err(ConfigError::new(
+            "queue_depth",
+            format!("{q} is not 1..=256 (bQueueDepth)"),
         )),
     }
 }

@@ -34,6 +34,12 @@ pub enum DriverKind {
     UfsHpb {
         control: crate::device::hpb::HpbControl,
     },
+    /// The UFS driver in multi-circular queue mode (UFSHCI 4.0; Linux 6.3 and later,
+    /// drivers/ufs/core/ufs-mcq.c, `driver/ufs/mcq.rs`): a submission and completion
+    /// queue per CPU, each submission queue's tail pointer its doorbell, up to
+    /// min(the host's MAC, the device's bQueueDepth) commands outstanding instead of
+    /// the single doorbell's 32.
+    UfsMcq,
     /// The eMMC 5.1 command queue engine (CQHCI, docs/kernel-behaviour.md §3): tasks queued in
     /// the device with CMD44/45, executed with CMD46/47 in the order the device's
     /// `policy` chooses; needs the host preset's `[cqe]` section.
@@ -48,7 +54,7 @@ pub enum DriverKind {
 }
 
 /// Every driver's `--driver` name, in the order listings give them.
-pub const DRIVER_NAMES: [&str; 12] = [
+pub const DRIVER_NAMES: [&str; 13] = [
     "mmc-legacy",
     "mmc-hsq",
     "mmc-hsq-v6",
@@ -59,6 +65,7 @@ pub const DRIVER_NAMES: [&str; 12] = [
     "ufs",
     "ufs-hpb",
     "ufs-hpb-hcm",
+    "ufs-mcq",
     "sd-rtsx",
     "sd-rtsx-multiseq",
 ];
@@ -107,6 +114,7 @@ impl DriverKind {
             "ufs-hpb-hcm" => Ok(DriverKind::UfsHpb {
                 control: crate::device::hpb::HpbControl::Host,
             }),
+            "ufs-mcq" => Ok(DriverKind::UfsMcq),
             // The device reports ready reads before writes (see device::cq::CqPolicy).
             "mmc-cqe" => Ok(DriverKind::MmcCqe {
                 policy: CqPolicy::ReadsFirst,
@@ -147,6 +155,7 @@ impl DriverKind {
             DriverKind::UfsHpb {
                 control: crate::device::hpb::HpbControl::Host,
             } => "ufs-hpb-hcm",
+            DriverKind::UfsMcq => "ufs-mcq",
             DriverKind::SdRtsx { multi_seq: false } => "sd-rtsx",
             DriverKind::SdRtsx { multi_seq: true } => "sd-rtsx-multiseq",
         }
@@ -155,8 +164,9 @@ impl DriverKind {
     /// maps), so that hipri I/O completes by polling instead of its interrupt
     /// (sim/kernel/iopoll.rs). None of the modelled drivers has them: mmc_mq_ops has no `.poll`
     /// in any kernel (drivers/mmc/core/queue.c, including hsq and CQE, which share it;
-    /// rtsx SD cards too), and ufshcd's `.mq_poll = ufshcd_poll` comes with MCQ in 6.3,
-    /// after the modelled UFS hosts' kernels.
+    /// rtsx SD cards too), and ufshcd's `.mq_poll = ufshcd_poll` comes with MCQ in 6.3:
+    /// `ufs-mcq` has them (one poll queue by default, ufs-mcq.c `poll_queues`), and a
+    /// hipri job on it is refused, its polling not being modelled (`driver/ufs/mcq.rs`).
     pub fn poll_queues(self) -> bool {
         match self {
             DriverKind::MmcLegacy
@@ -165,6 +175,7 @@ impl DriverKind {
             | DriverKind::SdRtsx { .. }
             | DriverKind::Ufs
             | DriverKind::UfsHpb { .. } => false,
+            DriverKind::UfsMcq => true,
         }
     }
     /// Whether the driver runs the eMMC command queue engine (the host preset's `[cqe]`
@@ -174,7 +185,10 @@ impl DriverKind {
     }
     /// The UFS host controller driver, with or without HPB.
     pub fn is_ufs(self) -> bool {
-        matches!(self, DriverKind::Ufs | DriverKind::UfsHpb { .. })
+        matches!(
+            self,
+            DriverKind::Ufs | DriverKind::UfsHpb { .. } | DriverKind::UfsMcq
+        )
     }
     /// The device interface the driver talks to.
     pub fn interface(self) -> crate::device::config::Interface {
@@ -182,7 +196,9 @@ impl DriverKind {
             DriverKind::MmcLegacy | DriverKind::MmcHsq { .. } | DriverKind::MmcCqe { .. } => {
                 crate::device::config::Interface::Emmc
             }
-            DriverKind::Ufs | DriverKind::UfsHpb { .. } => crate::device::config::Interface::Ufs,
+            DriverKind::Ufs | DriverKind::UfsHpb { .. } | DriverKind::UfsMcq => {
+                crate::device::config::Interface::Ufs
+            }
             DriverKind::SdRtsx { .. } => crate::device::config::Interface::Sd,
         }
     }

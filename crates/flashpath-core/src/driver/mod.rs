@@ -152,6 +152,7 @@ impl HostDriver for Driver {
 /// interface).
 pub fn check(kind: DriverKind, host: &HostConfig, device: &DeviceConfig) -> Result<(), String> {
     ufs::check(kind, host)?;
+    ufs::mcq::check(kind, host, device)?;
     ufs::hpb::check(kind, host, device)
 }
 
@@ -167,7 +168,7 @@ impl Driver {
     /// The blk-mq tags the queue gets (`nr`: the host's nr_requests).
     pub fn tags(&self, nr: u32) -> u32 {
         match self {
-            Driver::Ufs(_) => nr,
+            Driver::Ufs(d) => d.tags(nr),
             Driver::Mmc(d) => d.tags(nr),
         }
     }
@@ -201,7 +202,7 @@ pub fn build(
     device: &DeviceConfig,
 ) -> Result<Box<Driver>, String> {
     Ok(Box::new(match kind {
-        DriverKind::Ufs | DriverKind::UfsHpb { .. } => {
+        DriverKind::Ufs | DriverKind::UfsHpb { .. } | DriverKind::UfsMcq => {
             Driver::Ufs(ufs::Ufs::new(kind, host, device))
         }
         DriverKind::MmcLegacy

@@ -62,6 +62,9 @@ pub struct UfsHostConfig {
     pub hpb: Option<UfsHpbHostConfig>,
     /// What the driver sets for WriteBooster and auto-hibern8 (`wb_*`, `auto_hibern8`).
     pub wb: UfsWbHostConfig,
+    /// MCQ: the controller's MAC, most commands outstanding over all its queues
+    /// (`mcq_mac`; required by `ufs-mcq`).
+    pub mcq_mac: Option<u32>,
 }
 
 /// The driver's WriteBooster flags and the controller's auto-hibern8 idle timer.
@@ -167,6 +170,7 @@ impl UfsHostConfig {
                 flush_during_h8: false,
                 auto_hibern8_ns: 0,
             },
+            mcq_mac: None,
         }
     }
 }
@@ -216,6 +220,8 @@ pub struct RawUfs {
     /// Auto-hibern8 idle timer, e.g. "150ms" ("0" = off); absent = 150 ms on kernels
     /// with WriteBooster support, off before.
     pub auto_hibern8: Option<String>,
+    /// MCQ: the controller's MAC (1-256), optional; required by `ufs-mcq`.
+    pub mcq_mac: Option<u32>,
 }
 
 impl RawUfs {
@@ -446,6 +452,16 @@ impl RawUfs {
         Ok(UfsHostConfig {
             hpb,
             wb: self.wb(kernel)?,
+            mcq_mac: match self.mcq_mac {
+                None => None,
+                Some(m @ 1..=256) => Some(m),
+                Some(m) => {
+                    return Err(ConfigError::new(
+                        "ufs.mcq_mac",
+                        format!("{m} is not 1..=256 (the MCQ capability's MAC field + 1)"),
+                    ))
+                }
+            },
             nutrs: self.nutrs,
             queuecommand_ns: cost("ufs.queuecommand", &self.queuecommand)?,
             queuecommand_per_4k_ns: cost("ufs.queuecommand_per_4k", &self.queuecommand_per_4k)?,

@@ -191,7 +191,10 @@ impl Mmc {
                 self.disc.waiting = Some((r, core));
                 self.mmc_sync_host_idle(ctx, at);
             }
-            DriverKind::Ufs | DriverKind::UfsHpb { .. } | DriverKind::SdRtsx { .. } => {
+            DriverKind::Ufs
+            | DriverKind::UfsHpb { .. }
+            | DriverKind::UfsMcq
+            | DriverKind::SdRtsx { .. } => {
                 unreachable!("discards on this driver do not take the MMC path")
             }
         }

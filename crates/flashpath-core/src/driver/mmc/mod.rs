@@ -371,7 +371,7 @@ impl Mmc {
                         self.hsq.in_flight += 1;
                         sched(ctx, end, MmcEv::HsqQueued(r));
                     }
-                    DriverKind::Ufs | DriverKind::UfsHpb { .. } => {
+                    DriverKind::Ufs | DriverKind::UfsHpb { .. } | DriverKind::UfsMcq => {
                         unreachable!("the ufs driver has its own dispatch")
                     }
                     DriverKind::MmcCqe { .. } => self.cqe_issue(ctx, core, end, r),

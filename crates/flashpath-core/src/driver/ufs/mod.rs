@@ -47,6 +47,7 @@ use std::collections::VecDeque;
 pub mod auto_hibern8;
 pub mod hpb;
 pub mod link;
+pub mod mcq;
 
 /// UPIU transaction codes (JEDEC UFS 2.1 §10.5), used as `TraceKind::Command` opcodes.
 pub mod upiu {
@@ -115,6 +116,8 @@ pub struct Ufs {
     dev_emits: Vec<(SimTime, device::Output)>,
     /// Auto-hibern8, when the device flushes WriteBooster in hibern8 (`auto_hibern8.rs`).
     ah8: Option<auto_hibern8::AutoHibern8>,
+    /// Multi-circular queue mode (`ufs-mcq`, `mcq.rs`): `cfg.nutrs` is its depth.
+    mcq: bool,
 }
 
 /// A UFS driver needs the host preset's `[ufs]` section.
@@ -138,6 +141,10 @@ impl Ufs {
             .clone()
             .expect("the simulation checked the [ufs] section");
         link::negotiate(&mut cfg, device);
+        let mcq = kind == DriverKind::UfsMcq;
+        if mcq {
+            cfg.nutrs = mcq::queue_depth(host, device);
+        }
         Ufs {
             cfg,
             irq_core: host.irq_core,
@@ -156,6 +163,7 @@ impl Ufs {
             in_completion: false,
             dev_emits: Vec::new(),
             ah8: auto_hibern8::AutoHibern8::new(host, device),
+            mcq,
         }
     }
 }
