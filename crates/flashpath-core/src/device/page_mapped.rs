@@ -71,7 +71,8 @@
 //!   cache to non-volatile storage; SCSI FUA on UFS): those are done once the buffer is
 //!   clean, i.e. once their data and everything buffered before it is programmed (the
 //!   buffer drains in arrival order; a partial row goes out padded, as for a flush).
-//! - No SLC cache, no wear levelling beyond FIFO reuse of erased blocks, no power loss.
+//! - An SLC cache only as UFS WriteBooster (`write_booster_flush.rs`); no wear levelling
+//!   beyond FIFO reuse of erased blocks, no power loss.
 //!   Foreground housekeeping (`housekeeping.rs`, `ftl.housekeeping_move`): a die whose
 //!   host block is full then moves that much data (time and counters only).
 //! - Content (`super::content`, when tracked): a write's tags go into its buffer slots
@@ -349,7 +350,6 @@ impl PageMappedDevice {
         self.seed = seed;
     }
 
-    /// The reported jobs start: the data on the device is `wear.data_age` old.
     /// The reported jobs start: the data is `[wear] data_age` old, and the device has
     /// been idle since it was written (its WriteBooster buffer flushed).
     pub fn age_data(&mut self) {
