@@ -232,7 +232,7 @@ const BAD_SETS: &[(Kind, &str, &str, &str)] = &[
         Kind::Device,
         "nnad.t_read",
         "60us",
-        "--set nnad.t_read=60us (emmc51-hs400-32g): nnad.t_read: no such field in a device preset (unknown field `nnad`, expected one of `name`, `kind`, `description`, `interface`, `bus_mode`, `hosts`, `drivers`, `geometry`, `nand`, `controller`, `map_cache`, `write_buffer`, `ftl`, `ext_csd`, `block_limits`, `hpb`, `write_booster`, `allocation_unit`, `page_types`, `read_retry`, `wear`, `estimates`)",
+        "--set nnad.t_read=60us (emmc51-hs400-32g): nnad.t_read: no such field in a device preset (unknown field `nnad`, expected one of `name`, `kind`, `description`, `interface`, `bus_mode`, `queue_depth`, `hosts`, `drivers`, `geometry`, `nand`, `controller`, `map_cache`, `write_buffer`, `ftl`, `ext_csd`, `block_limits`, `hpb`, `write_booster`, `allocation_unit`, `page_types`, `read_retry`, `wear`, `estimates`)",
     ),
     (
         Kind::Device,
