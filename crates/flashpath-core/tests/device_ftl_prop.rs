@@ -209,3 +209,113 @@ proptest! {
         }
     }
 }
+
+/// The fill `PageMappedDevice::precondition` makes when the layout cannot be a formula:
+/// rows round robin over the dies from `die0`, each LPN placed and completed.
+fn explicit_fill(ftl: &mut PageMap, first: u32, end: u32, die0: u32) -> u32 {
+    let (dies, spr) = (ftl.dies(), ftl.slots_per_row());
+    let (mut rr, mut base, mut pos) = (die0, 0, spr);
+    for lpn in first..end {
+        if pos == spr {
+            let d = (0..dies)
+                .map(|i| (rr + i) % dies)
+                .find(|&d| ftl.can_alloc_host(d))
+                .expect("room");
+            base = ftl.alloc_row(d, Stream::Host).unwrap();
+            pos = 0;
+            rr = (d + 1) % dies;
+        }
+        ftl.supersede(lpn, UNMAPPED);
+        ftl.place(base + pos, lpn);
+        ftl.complete(base + pos, lpn, true);
+        pos += 1;
+    }
+    rr
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 96,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    /// A sequential layout kept as a formula is the explicit fill: the same map, the
+    /// same valid counts and free blocks, and after the same writes, discards and GC
+    /// passes, the same slots chosen and the same map.
+    #[test]
+    fn formula_layout_is_the_explicit_fill(
+        dies in 2..4u32,
+        die0 in 0..3u32,
+        span in (0..200u32, 1..200u32),
+        ops in prop::collection::vec(op(), 0..400),
+    ) {
+        let die0 = die0 % dies;
+        let user = dies * BLOCKS * ROW * ROWS * 5 / 8;
+        let first = span.0 % user;
+        let end = (first + span.1).min(user);
+        let mut a = PageMap::new(user, dies, BLOCKS, ROW, ROWS, 2);
+        let mut b = PageMap::new(user, dies, BLOCKS, ROW, ROWS, 2);
+        let rr_a = a.map_sequential(first, end, die0).expect("a fresh map");
+        let rr_b = explicit_fill(&mut b, first, end, die0);
+        prop_assert_eq!(rr_a, rr_b);
+        prop_assert!(a.map_sequential(first, end, die0).is_none(), "only once, on a fresh map");
+        a.check_invariants();
+        for lpn in 0..user {
+            prop_assert_eq!(a.get(lpn), b.get(lpn), "lpn {}", lpn);
+        }
+        for blk in 0..a.blocks() {
+            prop_assert_eq!(a.valid_in(blk), b.valid_in(blk), "block {}", blk);
+        }
+        prop_assert_eq!(a.touched_l2p_chunks(), 0);
+        let (mut ca, mut cb) = (BTreeMap::new(), BTreeMap::new());
+        for lpn in first..end {
+            ca.insert(a.get(lpn), 0);
+            cb.insert(b.get(lpn), 0);
+        }
+        for op in &ops {
+            match *op {
+                Op::Write(lpn) => {
+                    let lpn = lpn % user;
+                    let die = lpn % dies;
+                    let pa = loop {
+                        if a.needs_gc(die) {
+                            gc_once(&mut a, die, &mut ca);
+                            gc_once(&mut b, die, &mut cb);
+                        }
+                        match (a.write_direct(die, lpn), b.write_direct(die, lpn)) {
+                            (Some(pa), Some(pb)) => {
+                                prop_assert_eq!(pa, pb);
+                                break pa;
+                            }
+                            (None, None) => {
+                                let ga = gc_once(&mut a, die, &mut ca);
+                                prop_assert_eq!(ga, gc_once(&mut b, die, &mut cb));
+                                prop_assert!(ga, "die {} full", die);
+                            }
+                            (x, y) => prop_assert!(false, "{:?} vs {:?}", x, y),
+                        }
+                    };
+                    ca.insert(pa, 0);
+                    cb.insert(pa, 0);
+                }
+                Op::Discard(lpn) => {
+                    let lpn = lpn % user;
+                    prop_assert_eq!(a.supersede(lpn, UNMAPPED), b.supersede(lpn, UNMAPPED));
+                }
+                Op::Gc(die) => {
+                    let die = die % dies;
+                    prop_assert_eq!(gc_once(&mut a, die, &mut ca), gc_once(&mut b, die, &mut cb));
+                }
+            }
+        }
+        a.check_invariants();
+        for lpn in 0..user {
+            prop_assert_eq!(a.get(lpn), b.get(lpn), "lpn {}", lpn);
+        }
+        for blk in 0..a.blocks() {
+            prop_assert_eq!(a.valid_in(blk), b.valid_in(blk), "block {}", blk);
+            prop_assert_eq!(a.erase_count(blk), b.erase_count(blk), "block {}", blk);
+        }
+    }
+}

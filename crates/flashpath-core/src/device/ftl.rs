@@ -15,6 +15,15 @@
 //! blocks here never count it. Memory grows with the data touched: the L2P and the
 //! reverse map are allocated in chunks on first use; per-block metadata are flat arrays.
 //!
+//! A sequential precondition on a fresh map (`map_sequential`) is kept as a formula,
+//! not as entries: LPN `first + i` sits in slot `i % slots_per_row` of the `i /
+//! slots_per_row`-th row, the rows dealt round robin over the dies, each die filling its
+//! blocks in order, as the explicit fill would place them. An L2P chunk holds no memory
+//! until one of its entries changes (it is then filled from the formula), and a block
+//! the formula fills whole holds no reverse map until it is erased: its slot's LPN is
+//! the formula's inverse, valid while the L2P still names the slot. So a device of any
+//! capacity starts sequentially filled at no memory and no time.
+//!
 //! Leaves out: bad blocks, wear levelling beyond FIFO reuse of free blocks, map pages
 //! stored among data pages (the map lives in a reserved area; see `map_cache`).
 
@@ -77,6 +86,21 @@ pub struct PageMap {
     spare_p2l: Vec<Box<[u32]>>,
     /// Physical slots of all blocks (the first WriteBooster address).
     tlc_slots: u32,
+    rows_per_block: u32,
+    /// The sequential layout kept as a formula, if any.
+    seq: Option<SeqLayout>,
+    /// Per die: its first blocks the sequential layout fills whole (they have no
+    /// reverse map until erased).
+    seq_blocks: Vec<u32>,
+}
+
+/// A sequential fill of LPNs `first..end` on a fresh map, its rows dealt round robin
+/// over the dies from `die0`.
+#[derive(Clone, Copy, Debug)]
+struct SeqLayout {
+    first: Lpn,
+    end: Lpn,
+    die0: u32,
 }
 
 impl PageMap {
@@ -113,6 +137,9 @@ impl PageMap {
             open: vec![[OpenBlock::default(); 2]; dies as usize],
             spare_p2l: Vec::new(),
             tlc_slots: blocks as u32 * slots_per_block,
+            rows_per_block,
+            seq: None,
+            seq_blocks: vec![0; dies as usize],
         }
     }
 
@@ -176,26 +203,176 @@ impl PageMap {
         debug_assert!(lpn < self.user_lpns);
         match &self.l2p[(lpn >> L2P_CHUNK_SHIFT) as usize] {
             Some(c) => c[lpn as usize & (L2P_CHUNK - 1)],
-            None => UNMAPPED,
+            None => self.seq_get(lpn),
+        }
+    }
+
+    /// `lpn`'s entry in a chunk never changed: the sequential layout's slot, or none.
+    #[inline]
+    fn seq_get(&self, lpn: Lpn) -> u32 {
+        match self.seq {
+            Some(s) if lpn >= s.first && lpn < s.end => self.seq_ppa(&s, lpn),
+            _ => UNMAPPED,
         }
     }
 
     #[inline]
     fn set(&mut self, lpn: Lpn, v: u32) {
-        let chunk = &mut self.l2p[(lpn >> L2P_CHUNK_SHIFT) as usize];
-        if chunk.is_none() {
-            if v == UNMAPPED {
+        let c = (lpn >> L2P_CHUNK_SHIFT) as usize;
+        if self.l2p[c].is_none() {
+            let first = (c << L2P_CHUNK_SHIFT) as Lpn;
+            if v == UNMAPPED && !self.seq_covers(first, first + L2P_CHUNK as Lpn) {
                 return;
             }
-            *chunk = Some(vec![UNMAPPED; L2P_CHUNK].into_boxed_slice());
+            let mut arr = vec![UNMAPPED; L2P_CHUNK].into_boxed_slice();
+            if self.seq.is_some() {
+                let end = (first as usize + L2P_CHUNK).min(self.user_lpns as usize);
+                for (i, e) in arr[..end - first as usize].iter_mut().enumerate() {
+                    *e = self.seq_get(first + i as Lpn);
+                }
+            }
+            self.l2p[c] = Some(arr);
         }
-        chunk.as_mut().unwrap()[lpn as usize & (L2P_CHUNK - 1)] = v;
+        self.l2p[c].as_mut().unwrap()[lpn as usize & (L2P_CHUNK - 1)] = v;
     }
 
-    /// Whether the L2P chunk holding `lpn` was ever written (else all of it is unmapped).
+    /// Whether the sequential layout maps any LPN of `a..b`.
+    fn seq_covers(&self, a: Lpn, b: Lpn) -> bool {
+        self.seq.is_some_and(|s| a < s.end && s.first < b)
+    }
+
+    /// Whether the L2P chunk holding `lpn` may map anything (else all of it is unmapped).
     #[inline]
     pub fn chunk_touched(&self, lpn: Lpn) -> bool {
-        self.l2p[(lpn >> L2P_CHUNK_SHIFT) as usize].is_some()
+        let c = lpn >> L2P_CHUNK_SHIFT;
+        self.l2p[c as usize].is_some()
+            || self.seq_covers(c << L2P_CHUNK_SHIFT, (c + 1) << L2P_CHUNK_SHIFT)
+    }
+
+    // ------------------------------------------------------------ sequential layout
+
+    /// The slot the sequential layout gives `lpn` (within it).
+    #[inline]
+    fn seq_ppa(&self, s: &SeqLayout, lpn: Lpn) -> Ppa {
+        let i = (lpn - s.first) as u64;
+        let spr = self.slots_per_row as u64;
+        let dies = self.dies as u64;
+        let (r, pos) = (i / spr, i % spr);
+        let die = (s.die0 as u64 + r) % dies;
+        let k = r / dies;
+        let rpb = self.rows_per_block as u64;
+        let block = die * self.blocks_per_die as u64 + k / rpb;
+        (block * self.slots_per_block as u64 + (k % rpb) * spr + pos) as Ppa
+    }
+
+    /// The LPN the sequential layout put in `ppa` (INVALID for a slot it left empty).
+    fn seq_lpn(&self, ppa: Ppa) -> u32 {
+        let Some(s) = self.seq else { return INVALID };
+        let spr = self.slots_per_row as u64;
+        let dies = self.dies as u64;
+        let b = (ppa / self.slots_per_block) as u64;
+        let off = (ppa % self.slots_per_block) as u64;
+        let (die, kb) = (
+            b / self.blocks_per_die as u64,
+            b % self.blocks_per_die as u64,
+        );
+        let k = kb * self.rows_per_block as u64 + off / spr;
+        let r = k * dies + (die + dies - s.die0 as u64) % dies;
+        let lpn = s.first as u64 + r * spr + off % spr;
+        if lpn < s.end as u64 {
+            lpn as u32
+        } else {
+            INVALID
+        }
+    }
+
+    /// Whether `block` is one the sequential layout filled whole and that still has
+    /// no reverse map of its own (never erased since).
+    #[inline]
+    fn seq_block(&self, block: u32) -> bool {
+        let b = block as usize;
+        self.p2l[b].is_none()
+            && self.state[b] != BlockState::Free
+            && block % self.blocks_per_die < self.seq_blocks[(block / self.blocks_per_die) as usize]
+    }
+
+    /// The LPN recorded for slot `ppa` (INVALID if none), from the reverse map or the
+    /// sequential layout.
+    #[inline]
+    fn recorded(&self, ppa: Ppa) -> u32 {
+        let b = self.block_of(ppa);
+        match &self.p2l[b as usize] {
+            Some(p2l) => p2l[(ppa % self.slots_per_block) as usize],
+            None if self.seq_block(b) => self.seq_lpn(ppa),
+            None => INVALID,
+        }
+    }
+
+    /// Maps LPNs `first..end` as a sequential write would have placed them, rows round
+    /// robin over the dies from `die0`, at no memory (see the module header). Only on a
+    /// fresh map, and only if no die would need more than all but one of its blocks
+    /// (the explicit fill would need GC then); returns the die after the last row, or
+    /// None (nothing done) when it does not apply.
+    pub fn map_sequential(&mut self, first: Lpn, end: Lpn, die0: u32) -> Option<u32> {
+        let fresh = self.seq.is_none()
+            && self
+                .free
+                .iter()
+                .all(|f| f.len() == self.blocks_per_die as usize)
+            && self.l2p.iter().all(|c| c.is_none());
+        if !fresh || first >= end || end > self.user_lpns || die0 >= self.dies {
+            return None;
+        }
+        let spr = self.slots_per_row as u64;
+        let rpb = self.rows_per_block as u64;
+        let dies = self.dies as u64;
+        let rows = ((end - first) as u64).div_ceil(spr);
+        let rows_of =
+            |d: u64| rows / dies + u64::from((d + dies - die0 as u64) % dies < rows % dies);
+        if (0..dies).any(|d| rows_of(d) > (self.blocks_per_die as u64 - 1) * rpb) {
+            return None;
+        }
+        let s = SeqLayout { first, end, die0 };
+        self.seq = Some(s);
+        for d in 0..dies {
+            let r = rows_of(d);
+            let used = r.div_ceil(rpb) as u32;
+            self.seq_blocks[d as usize] = (r / rpb) as u32;
+            for kb in 0..used {
+                let b = self.free[d as usize].pop_front().unwrap();
+                debug_assert_eq!(b, d as u32 * self.blocks_per_die + kb);
+                let bi = b as usize;
+                self.state[bi] = BlockState::Closed;
+                let base = b * self.slots_per_block;
+                let filled = (r - kb as u64 * rpb).min(rpb) as u32 * self.slots_per_row;
+                if kb < self.seq_blocks[d as usize] {
+                    // Whole rows; the fill's last row may be partly padding.
+                    let padding = (filled - self.slots_per_row..filled)
+                        .filter(|&o| self.seq_lpn(base + o) == INVALID)
+                        .count() as u32;
+                    self.valid[bi] = filled - padding;
+                } else {
+                    // The partly filled block: an ordinary reverse map.
+                    let mut arr = vec![INVALID; self.slots_per_block as usize].into_boxed_slice();
+                    let mut n = 0;
+                    for o in 0..filled {
+                        arr[o as usize] = self.seq_lpn(base + o);
+                        n += u32::from(arr[o as usize] != INVALID);
+                    }
+                    self.p2l[bi] = Some(arr);
+                    self.valid[bi] = n;
+                }
+                if kb + 1 == used {
+                    self.state[bi] = BlockState::Open;
+                    self.open[d as usize][Stream::Host as usize] = OpenBlock {
+                        block: b,
+                        next: filled,
+                        active: true,
+                    };
+                }
+            }
+        }
+        Some(((die0 as u64 + rows) % dies) as u32)
     }
 
     /// The first LPN of the L2P chunk after the one holding `lpn`.
@@ -252,11 +429,25 @@ impl PageMap {
     fn invalidate(&mut self, ppa: Ppa, lpn: Lpn) {
         let b = self.block_of(ppa) as usize;
         let off = (ppa % self.slots_per_block) as usize;
-        let p2l = self.p2l[b]
-            .as_mut()
-            .expect("mapped page in a block with no reverse map");
-        assert_eq!(p2l[off], lpn, "reverse map disagrees with L2P at ppa {ppa}");
-        p2l[off] = INVALID;
+        match self.p2l[b].as_mut() {
+            Some(p2l) => {
+                assert_eq!(p2l[off], lpn, "reverse map disagrees with L2P at ppa {ppa}");
+                p2l[off] = INVALID;
+            }
+            None => {
+                // The sequential layout's slot: the L2P stops naming it (the caller
+                // changes the entry), which is what makes it invalid.
+                assert!(
+                    self.seq_block(b as u32),
+                    "mapped page in a block with no reverse map"
+                );
+                assert_eq!(
+                    self.seq_lpn(ppa),
+                    lpn,
+                    "sequential layout disagrees at ppa {ppa}"
+                );
+            }
+        }
         assert!(self.valid[b] > 0);
         self.valid[b] -= 1;
     }
@@ -402,14 +593,13 @@ impl PageMap {
     /// The valid slots of `row` in `block`, written into `out` as (lpn, ppa); returns
     /// how many.
     pub fn valid_in_row(&self, block: u32, row: u32, out: &mut [(Lpn, Ppa)]) -> usize {
-        let Some(p2l) = &self.p2l[block as usize] else {
+        if self.p2l[block as usize].is_none() && !self.seq_block(block) {
             return 0;
-        };
+        }
         let mut n = 0;
         let base = block * self.slots_per_block + row * self.slots_per_row;
         for i in 0..self.slots_per_row {
-            let off = (row * self.slots_per_row + i) as usize;
-            let lpn = p2l[off];
+            let lpn = self.recorded(base + i);
             if lpn != INVALID && self.get(lpn) == base + i {
                 out[n] = (lpn, base + i);
                 n += 1;
@@ -447,9 +637,7 @@ impl PageMap {
 
     /// Whether `ppa` currently holds the valid copy of some LPN, and which.
     pub fn owner(&self, ppa: Ppa) -> Option<Lpn> {
-        let b = self.block_of(ppa) as usize;
-        let p2l = self.p2l[b].as_ref()?;
-        let lpn = p2l[(ppa % self.slots_per_block) as usize];
+        let lpn = self.recorded(ppa);
         (lpn != INVALID && self.get(lpn) == ppa).then_some(lpn)
     }
 
@@ -463,25 +651,19 @@ impl PageMap {
                 continue;
             }
             let b = self.block_of(e) as usize;
-            let p2l = self.p2l[b]
-                .as_ref()
-                .expect("mapped into a block without reverse map");
-            assert_eq!(
-                p2l[(e % self.slots_per_block) as usize],
-                lpn,
-                "lpn {lpn} → ppa {e} not owned"
+            assert!(
+                self.p2l[b].is_some() || self.seq_block(b as u32),
+                "mapped into a block without reverse map"
             );
+            assert_eq!(self.recorded(e), lpn, "lpn {lpn} → ppa {e} not owned");
             owned[b] += 1;
         }
         for (b, &owned_b) in owned.iter().enumerate() {
             assert_eq!(owned_b, self.valid[b], "block {b} valid count");
-            if let Some(p2l) = &self.p2l[b] {
-                let names = p2l
-                    .iter()
-                    .enumerate()
-                    .filter(|(i, &l)| {
-                        l != INVALID && self.get(l) == b as u32 * self.slots_per_block + *i as u32
-                    })
+            if self.p2l[b].is_some() || self.seq_block(b as u32) {
+                let base = b as u32 * self.slots_per_block;
+                let names = (base..base + self.slots_per_block)
+                    .filter(|&p| self.owner(p).is_some())
                     .count() as u32;
                 assert_eq!(names, self.valid[b], "block {b} reverse map");
             }

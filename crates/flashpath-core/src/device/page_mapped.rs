@@ -582,6 +582,16 @@ impl PageMappedDevice {
             .div_ceil(SECTORS_PER_LPN)
             .min(self.ftl.user_lpns() as u64) as Lpn;
         let dies = self.c.dies();
+        if self.content.is_none() {
+            // On a fresh device the layout is a formula (`ftl::PageMap::map_sequential`).
+            if let Some(rr) = self.ftl.map_sequential(first, end, self.rr) {
+                self.rr = rr;
+                for d in 0..dies {
+                    self.invalidate_registers(d);
+                }
+                return;
+            }
+        }
         let mut base = 0;
         let mut pos = self.slots_per_row;
         for lpn in first..end {
