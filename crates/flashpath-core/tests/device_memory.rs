@@ -1,21 +1,31 @@
 //! Memory grows with the data touched, not the capacity: building a 256 GiB device
-//! allocates about as little as a 32 GiB one (per-block arrays only).
+//! allocates about as little as a 32 GiB one (per-block arrays only); a sequential
+//! precondition of a terabyte costs no map; data written costs the L2P's 4 bytes per
+//! page and a bounded reverse map (the rest of it goes to the scratch file).
 use flashpath_core::device::{Device, DeviceConfig};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 struct Counting;
+/// Bytes allocated so far (never decreases).
 static ALLOCATED: AtomicUsize = AtomicUsize::new(0);
+/// Bytes live now.
+static LIVE: AtomicUsize = AtomicUsize::new(0);
 
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
         ALLOCATED.fetch_add(l.size(), Ordering::Relaxed);
+        LIVE.fetch_add(l.size(), Ordering::Relaxed);
         System.alloc(l)
     }
     unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        LIVE.fetch_sub(l.size(), Ordering::Relaxed);
         System.dealloc(p, l)
     }
 }
+
+/// The tests here measure the process's allocations: one at a time.
+static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 #[global_allocator]
 static A: Counting = Counting;
@@ -32,6 +42,7 @@ fn bytes_to_build(cfg: &DeviceConfig) -> usize {
 
 #[test]
 fn building_grows_with_blocks_not_with_capacity() {
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
     let small = DeviceConfig::from_toml_str(PRESET).unwrap();
     // The same device with 8× the blocks and capacity: 256 GiB-class.
     let big_text = PRESET
@@ -48,4 +59,70 @@ fn building_grows_with_blocks_not_with_capacity() {
     // A flat L2P would be 4 B per 4 KiB: 29 MiB and 233 MiB.
     assert!(s < 2 << 20, "32 GiB device allocated {s} bytes");
     assert!(b < 4 << 20, "256 GiB device allocated {b} bytes");
+}
+
+/// The UFS 4.0 preset at 1 TB: 16 dies of 512 Gbit.
+fn terabyte() -> DeviceConfig {
+    let text = include_str!("../../../presets/devices/ufs40-512g.toml")
+        .replace(
+            "capacity = \"511101108224B\"",
+            "capacity = \"1022202216448B\"",
+        )
+        .replace("dies_per_channel = 2", "dies_per_channel = 4");
+    let cfg = DeviceConfig::from_toml_str(&text).unwrap();
+    assert_eq!(cfg.capacity_bytes, 1_022_202_216_448);
+    cfg
+}
+
+#[test]
+fn a_sequential_fill_of_a_terabyte_costs_no_map() {
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    let cfg = terabyte();
+    let mut d = Device::new(&cfg, 1);
+    let before = LIVE.load(Ordering::Relaxed);
+    d.precondition(0, cfg.capacity_bytes / 512);
+    let used = LIVE.load(Ordering::Relaxed) - before;
+    eprintln!("1 TB sequential precondition: {used} bytes");
+    // Only the reverse maps of the 16 dies' partly filled last blocks (135 KiB each);
+    // a map of entries would be 1 GiB of L2P and 1 GiB of reverse map.
+    assert!(used < 3 << 20, "{used} bytes");
+    let pm = d.page_mapped().unwrap();
+    assert_eq!(pm.page_map().touched_l2p_chunks(), 0);
+    assert!(pm.page_map().touched_blocks() <= 16);
+}
+
+#[test]
+fn written_pages_cost_the_l2p_and_a_bounded_reverse_map() {
+    use flashpath_core::device::ftl::PageMap;
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    // A 32 GiB-class geometry: 4 dies of 1048 blocks of 256 rows of 8 slots (32 GiB
+    // raw), 29 GiB of user data.
+    let user = 7_634_896;
+    // Every LPN once, in a scattered order (a full random precondition).
+    let order: Vec<u32> = (0..user as u64)
+        .map(|i| (i * 2_654_435_761 % user as u64) as u32)
+        .collect();
+    let before = LIVE.load(Ordering::Relaxed);
+    let mut m = PageMap::new(user, 4, 1048, 8, 256, 4);
+    for (i, &lpn) in order.iter().enumerate() {
+        m.write_direct(i as u32 % 4, lpn).expect("room");
+    }
+    let used = LIVE.load(Ordering::Relaxed) - before;
+    let per_page = used as f64 / user as f64;
+    eprintln!(
+        "{user} pages written: {used} bytes, {per_page:.2} per page; {} blocks' reverse maps in the file",
+        m.moved_blocks()
+    );
+    // The L2P: 4 bytes per page, 1/16 of that for its index, slabs of 1 MiB. The
+    // reverse map: 16 MiB of closed blocks and the 4 open ones (8 KiB each).
+    let l2p = user as usize * 4 + user as usize / 4 + (1 << 20);
+    assert!(
+        used <= l2p + (16 << 20) + 4 * 8 * 1024 + (64 << 10),
+        "{used} bytes"
+    );
+    assert!(
+        m.moved_blocks() > 1500,
+        "the rest of the reverse map is in the file"
+    );
+    m.check_invariants();
 }

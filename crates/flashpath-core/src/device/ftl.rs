@@ -12,8 +12,10 @@
 //! The L2P entry of an LPN is a `Ppa`, `UNMAPPED`, or `BUF_FLAG | slot` when the newest
 //! data is in the write buffer. A `Ppa` at or above `tlc_slots()` is a slot of the
 //! WriteBooster buffer (`super::write_booster`), which keeps its own reverse map: the
-//! blocks here never count it. Memory grows with the data touched: the L2P and the
-//! reverse map are allocated in chunks on first use; per-block metadata are flat arrays.
+//! blocks here never count it. Memory grows with the data touched: the L2P
+//! (`super::l2p`) makes a chunk of 64 entries on first change, the reverse map
+//! (`super::reverse_map`) is per block, in memory while the block is open and up to a
+//! budget after, in a scratch file beyond; per-block metadata are flat arrays.
 //!
 //! A sequential precondition on a fresh map (`map_sequential`) is kept as a formula,
 //! not as entries: LPN `first + i` sits in slot `i % slots_per_row` of the `i /
@@ -27,6 +29,8 @@
 //! Leaves out: bad blocks, wear levelling beyond FIFO reuse of free blocks, map pages
 //! stored among data pages (the map lives in a reserved area; see `map_cache`).
 
+use super::l2p::{L2pTable, CHUNK as L2P_CHUNK};
+use super::reverse_map::{ReverseMap, INVALID};
 use std::collections::VecDeque;
 
 pub type Lpn = u32;
@@ -36,11 +40,6 @@ pub type Ppa = u32;
 pub const UNMAPPED: u32 = u32::MAX;
 /// Set in an L2P entry whose newest data is write-buffer slot `entry & !BUF_FLAG`.
 pub const BUF_FLAG: u32 = 1 << 31;
-/// A physical slot that holds no valid data.
-const INVALID: u32 = u32::MAX;
-
-const L2P_CHUNK_SHIFT: u32 = 12;
-const L2P_CHUNK: usize = 1 << L2P_CHUNK_SHIFT;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum BlockState {
@@ -72,9 +71,10 @@ pub struct PageMap {
     slots_per_row: u32,
     slots_per_block: u32,
     gc_threshold: u32,
-    l2p: Vec<Option<Box<[u32]>>>,
-    /// Reverse map per block: slot → LPN or INVALID.
-    p2l: Vec<Option<Box<[u32]>>>,
+    /// `super::l2p`: chunks of 64 entries made on first change.
+    l2p: L2pTable,
+    /// Reverse map per block: slot → LPN or INVALID (`super::reverse_map`).
+    rmap: ReverseMap,
     valid: Vec<u32>,
     erase_count: Vec<u32>,
     state: Vec<BlockState>,
@@ -82,8 +82,6 @@ pub struct PageMap {
     inflight: Vec<u32>,
     free: Vec<VecDeque<u32>>,
     open: Vec<[OpenBlock; 2]>,
-    /// Erased p2l arrays kept for reuse, so steady state allocates nothing.
-    spare_p2l: Vec<Box<[u32]>>,
     /// Physical slots of all blocks (the first WriteBooster address).
     tlc_slots: u32,
     rows_per_block: u32,
@@ -117,7 +115,6 @@ impl PageMap {
         let slots_per_block = slots_per_row * rows_per_block;
         assert!((blocks as u64) * (slots_per_block as u64) < BUF_FLAG as u64);
         assert!(user_lpns < BUF_FLAG);
-        let chunks = (user_lpns as usize).div_ceil(L2P_CHUNK);
         PageMap {
             user_lpns,
             dies,
@@ -125,8 +122,8 @@ impl PageMap {
             slots_per_row,
             slots_per_block,
             gc_threshold,
-            l2p: (0..chunks).map(|_| None).collect(),
-            p2l: (0..blocks).map(|_| None).collect(),
+            l2p: L2pTable::new(user_lpns),
+            rmap: ReverseMap::new(blocks, slots_per_block),
             valid: vec![0; blocks],
             erase_count: vec![0; blocks],
             state: vec![BlockState::Free; blocks],
@@ -135,7 +132,6 @@ impl PageMap {
                 .map(|d| (d * blocks_per_die..(d + 1) * blocks_per_die).collect())
                 .collect(),
             open: vec![[OpenBlock::default(); 2]; dies as usize],
-            spare_p2l: Vec::new(),
             tlc_slots: blocks as u32 * slots_per_block,
             rows_per_block,
             seq: None,
@@ -185,11 +181,20 @@ impl PageMap {
     }
     /// Blocks whose reverse map has been allocated (a memory measure).
     pub fn touched_blocks(&self) -> usize {
-        self.p2l.iter().filter(|p| p.is_some()).count()
+        self.rmap.resident_blocks()
+    }
+    /// Blocks whose reverse map is in the scratch file (`super::reverse_map`).
+    pub fn moved_blocks(&self) -> usize {
+        self.rmap.moved_blocks()
+    }
+    /// Keeps at most `blocks` closed blocks' reverse maps in memory, the rest in the
+    /// scratch file (tests: the default keeps 16 MiB).
+    pub fn set_reverse_map_budget(&mut self, blocks: usize) {
+        self.rmap.set_budget_blocks(blocks);
     }
     /// L2P chunks allocated (a memory measure).
     pub fn touched_l2p_chunks(&self) -> usize {
-        self.l2p.iter().filter(|p| p.is_some()).count()
+        self.l2p.chunks()
     }
     /// GC should run on `die`.
     pub fn needs_gc(&self, die: u32) -> bool {
@@ -201,8 +206,8 @@ impl PageMap {
     #[inline]
     pub fn get(&self, lpn: Lpn) -> u32 {
         debug_assert!(lpn < self.user_lpns);
-        match &self.l2p[(lpn >> L2P_CHUNK_SHIFT) as usize] {
-            Some(c) => c[lpn as usize & (L2P_CHUNK - 1)],
+        match self.l2p.get(lpn) {
+            Some(e) => e,
             None => self.seq_get(lpn),
         }
     }
@@ -218,22 +223,22 @@ impl PageMap {
 
     #[inline]
     fn set(&mut self, lpn: Lpn, v: u32) {
-        let c = (lpn >> L2P_CHUNK_SHIFT) as usize;
-        if self.l2p[c].is_none() {
-            let first = (c << L2P_CHUNK_SHIFT) as Lpn;
-            if v == UNMAPPED && !self.seq_covers(first, first + L2P_CHUNK as Lpn) {
-                return;
-            }
-            let mut arr = vec![UNMAPPED; L2P_CHUNK].into_boxed_slice();
-            if self.seq.is_some() {
-                let end = (first as usize + L2P_CHUNK).min(self.user_lpns as usize);
-                for (i, e) in arr[..end - first as usize].iter_mut().enumerate() {
-                    *e = self.seq_get(first + i as Lpn);
-                }
-            }
-            self.l2p[c] = Some(arr);
+        if self.l2p.set(lpn, v) {
+            return;
         }
-        self.l2p[c].as_mut().unwrap()[lpn as usize & (L2P_CHUNK - 1)] = v;
+        if v == UNMAPPED && !self.chunk_touched(lpn) {
+            return; // unmapped already, and no chunk is needed to say so
+        }
+        // The chunk's first change: it starts as the sequential layout left it.
+        let first = L2pTable::chunk_start(lpn);
+        let mut entries = [UNMAPPED; L2P_CHUNK];
+        for (i, e) in entries.iter_mut().enumerate() {
+            if first + (i as Lpn) < self.user_lpns {
+                *e = self.seq_get(first + i as Lpn);
+            }
+        }
+        self.l2p.add_chunk(lpn, entries);
+        self.l2p.set(lpn, v);
     }
 
     /// Whether the sequential layout maps any LPN of `a..b`.
@@ -244,9 +249,8 @@ impl PageMap {
     /// Whether the L2P chunk holding `lpn` may map anything (else all of it is unmapped).
     #[inline]
     pub fn chunk_touched(&self, lpn: Lpn) -> bool {
-        let c = lpn >> L2P_CHUNK_SHIFT;
-        self.l2p[c as usize].is_some()
-            || self.seq_covers(c << L2P_CHUNK_SHIFT, (c + 1) << L2P_CHUNK_SHIFT)
+        let first = L2pTable::chunk_start(lpn);
+        self.l2p.has_chunk(lpn) || self.seq_covers(first, first + L2P_CHUNK as Lpn)
     }
 
     // ------------------------------------------------------------ sequential layout
@@ -291,7 +295,7 @@ impl PageMap {
     #[inline]
     fn seq_block(&self, block: u32) -> bool {
         let b = block as usize;
-        self.p2l[b].is_none()
+        !self.rmap.has(block)
             && self.state[b] != BlockState::Free
             && block % self.blocks_per_die < self.seq_blocks[(block / self.blocks_per_die) as usize]
     }
@@ -301,10 +305,12 @@ impl PageMap {
     #[inline]
     fn recorded(&self, ppa: Ppa) -> u32 {
         let b = self.block_of(ppa);
-        match &self.p2l[b as usize] {
-            Some(p2l) => p2l[(ppa % self.slots_per_block) as usize],
-            None if self.seq_block(b) => self.seq_lpn(ppa),
-            None => INVALID,
+        if self.rmap.has(b) {
+            self.rmap.get(b, ppa % self.slots_per_block)
+        } else if self.seq_block(b) {
+            self.seq_lpn(ppa)
+        } else {
+            INVALID
         }
     }
 
@@ -319,7 +325,7 @@ impl PageMap {
                 .free
                 .iter()
                 .all(|f| f.len() == self.blocks_per_die as usize)
-            && self.l2p.iter().all(|c| c.is_none());
+            && self.l2p.chunks() == 0;
         if !fresh || first >= end || end > self.user_lpns || die0 >= self.dies {
             return None;
         }
@@ -359,7 +365,7 @@ impl PageMap {
                         arr[o as usize] = self.seq_lpn(base + o);
                         n += u32::from(arr[o as usize] != INVALID);
                     }
-                    self.p2l[bi] = Some(arr);
+                    self.rmap.put(b, arr);
                     self.valid[bi] = n;
                 }
                 if kb + 1 == used {
@@ -378,7 +384,7 @@ impl PageMap {
     /// The first LPN of the L2P chunk after the one holding `lpn`.
     #[inline]
     pub fn next_chunk_start(&self, lpn: Lpn) -> Lpn {
-        ((lpn >> L2P_CHUNK_SHIFT) + 1) << L2P_CHUNK_SHIFT
+        L2pTable::next_chunk_start(lpn)
     }
 
     /// Points `lpn` at `entry` (a buffer slot or UNMAPPED), invalidating the NAND copy
@@ -419,7 +425,10 @@ impl PageMap {
     fn map_moved(&mut self, lpn: Lpn, dst: Ppa) {
         let b = self.block_of(dst) as usize;
         let off = (dst % self.slots_per_block) as usize;
-        let p2l = self.p2l[b].as_mut().unwrap();
+        let p2l = self
+            .rmap
+            .resident_mut(b as u32)
+            .expect("moving into an open block");
         assert_eq!(p2l[off], INVALID);
         p2l[off] = lpn;
         self.valid[b] += 1;
@@ -429,11 +438,14 @@ impl PageMap {
     fn invalidate(&mut self, ppa: Ppa, lpn: Lpn) {
         let b = self.block_of(ppa) as usize;
         let off = (ppa % self.slots_per_block) as usize;
-        match self.p2l[b].as_mut() {
+        let has = self.rmap.has(b as u32);
+        match self.rmap.resident_mut(b as u32) {
             Some(p2l) => {
                 assert_eq!(p2l[off], lpn, "reverse map disagrees with L2P at ppa {ppa}");
                 p2l[off] = INVALID;
             }
+            // A map in the scratch file is not rewritten: the L2P stops naming the slot.
+            None if has => {}
             None => {
                 // The sequential layout's slot: the L2P stops naming it (the caller
                 // changes the entry), which is what makes it invalid.
@@ -507,18 +519,15 @@ impl PageMap {
         }
         if ob.active {
             self.state[ob.block as usize] = BlockState::Closed;
+            if self.inflight[ob.block as usize] == 0 {
+                self.rmap.settled(ob.block);
+            }
         }
         let b = self.free[d].pop_front().unwrap();
         assert_eq!(self.state[b as usize], BlockState::Free);
         assert_eq!(self.valid[b as usize], 0);
         self.state[b as usize] = BlockState::Open;
-        if self.p2l[b as usize].is_none() {
-            let arr = self
-                .spare_p2l
-                .pop()
-                .unwrap_or_else(|| vec![INVALID; self.slots_per_block as usize].into_boxed_slice());
-            self.p2l[b as usize] = Some(arr);
-        }
+        self.rmap.open(b);
         self.open[d][stream as usize] = OpenBlock {
             block: b,
             next: 0,
@@ -531,8 +540,9 @@ impl PageMap {
     pub fn place(&mut self, ppa: Ppa, lpn: Lpn) {
         let b = self.block_of(ppa) as usize;
         let off = (ppa % self.slots_per_block) as usize;
-        let p2l = self.p2l[b]
-            .as_mut()
+        let p2l = self
+            .rmap
+            .resident_mut(b as u32)
             .expect("placing into an unopened block");
         assert_eq!(p2l[off], INVALID, "slot {ppa} programmed twice");
         p2l[off] = lpn;
@@ -546,13 +556,16 @@ impl PageMap {
         let off = (ppa % self.slots_per_block) as usize;
         assert!(self.inflight[b] > 0);
         self.inflight[b] -= 1;
-        let p2l = self.p2l[b].as_mut().unwrap();
+        let p2l = self.rmap.resident_mut(b as u32).unwrap();
         assert_eq!(p2l[off], lpn);
         if current {
             self.valid[b] += 1;
             self.set(lpn, ppa);
         } else {
             p2l[off] = INVALID;
+        }
+        if self.inflight[b] == 0 && self.state[b] == BlockState::Closed {
+            self.rmap.settled(b as u32);
         }
     }
 
@@ -593,13 +606,30 @@ impl PageMap {
     /// The valid slots of `row` in `block`, written into `out` as (lpn, ppa); returns
     /// how many.
     pub fn valid_in_row(&self, block: u32, row: u32, out: &mut [(Lpn, Ppa)]) -> usize {
-        if self.p2l[block as usize].is_none() && !self.seq_block(block) {
+        let has = self.rmap.has(block);
+        if !has && !self.seq_block(block) {
             return 0;
         }
-        let mut n = 0;
+        let spr = self.slots_per_row as usize;
+        let mut on_stack = [INVALID; 64];
+        let mut on_heap = Vec::new();
+        let rec: &mut [u32] = if spr <= on_stack.len() {
+            &mut on_stack[..spr]
+        } else {
+            on_heap.resize(spr, INVALID);
+            &mut on_heap
+        };
         let base = block * self.slots_per_block + row * self.slots_per_row;
+        if has {
+            self.rmap.get_range(block, row * self.slots_per_row, rec);
+        } else {
+            for (i, r) in rec.iter_mut().enumerate() {
+                *r = self.seq_lpn(base + i as u32);
+            }
+        }
+        let mut n = 0;
         for i in 0..self.slots_per_row {
-            let lpn = self.recorded(base + i);
+            let lpn = rec[i as usize];
             if lpn != INVALID && self.get(lpn) == base + i {
                 out[n] = (lpn, base + i);
                 n += 1;
@@ -625,10 +655,7 @@ impl PageMap {
         );
         assert_eq!(self.valid[b], 0, "erasing a block with valid data");
         assert_eq!(self.inflight[b], 0);
-        if let Some(mut arr) = self.p2l[b].take() {
-            arr.fill(INVALID);
-            self.spare_p2l.push(arr);
-        }
+        self.rmap.erase(block);
         self.state[b] = BlockState::Free;
         self.erase_count[b] += 1;
         let die = block / self.blocks_per_die;
@@ -652,7 +679,7 @@ impl PageMap {
             }
             let b = self.block_of(e) as usize;
             assert!(
-                self.p2l[b].is_some() || self.seq_block(b as u32),
+                self.rmap.has(b as u32) || self.seq_block(b as u32),
                 "mapped into a block without reverse map"
             );
             assert_eq!(self.recorded(e), lpn, "lpn {lpn} → ppa {e} not owned");
@@ -660,7 +687,7 @@ impl PageMap {
         }
         for (b, &owned_b) in owned.iter().enumerate() {
             assert_eq!(owned_b, self.valid[b], "block {b} valid count");
-            if self.p2l[b].is_some() || self.seq_block(b as u32) {
+            if self.rmap.has(b as u32) || self.seq_block(b as u32) {
                 let base = b as u32 * self.slots_per_block;
                 let names = (base..base + self.slots_per_block)
                     .filter(|&p| self.owner(p).is_some())

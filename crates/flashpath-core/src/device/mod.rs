@@ -85,9 +85,11 @@ pub mod ftl;
 pub mod gc_policy;
 pub mod harness;
 pub mod hpb;
+pub mod l2p;
 pub mod map_cache;
 pub mod nand_timing;
 pub mod page_mapped;
+pub mod reverse_map;
 pub mod write_booster;
 pub mod write_buffer;
 
