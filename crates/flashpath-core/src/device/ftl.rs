@@ -255,18 +255,18 @@ impl PageMap {
 
     // ------------------------------------------------------------ sequential layout
 
-    /// The slot the sequential layout gives `lpn` (within it).
+    /// The slot the sequential layout gives `lpn` (within it). 32-bit arithmetic: every
+    /// slot number is below 2^31 (`new`).
     #[inline]
     fn seq_ppa(&self, s: &SeqLayout, lpn: Lpn) -> Ppa {
-        let i = (lpn - s.first) as u64;
-        let spr = self.slots_per_row as u64;
-        let dies = self.dies as u64;
+        let i = lpn - s.first;
+        let spr = self.slots_per_row;
         let (r, pos) = (i / spr, i % spr);
-        let die = (s.die0 as u64 + r) % dies;
-        let k = r / dies;
-        let rpb = self.rows_per_block as u64;
-        let block = die * self.blocks_per_die as u64 + k / rpb;
-        (block * self.slots_per_block as u64 + (k % rpb) * spr + pos) as Ppa
+        let die = (s.die0 + r % self.dies) % self.dies;
+        let k = r / self.dies;
+        let rpb = self.rows_per_block;
+        let block = die * self.blocks_per_die + k / rpb;
+        block * self.slots_per_block + (k % rpb) * spr + pos
     }
 
     /// The LPN the sequential layout put in `ppa` (INVALID for a slot it left empty).
