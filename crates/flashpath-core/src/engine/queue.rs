@@ -1,37 +1,46 @@
 //! The event queue: a binary heap ordered by (time, insertion sequence).
 //! Events at the same instant pop in the order they were pushed, which makes every run
 //! deterministic.
+//!
+//! For speed the heap holds only a 128-bit key (time in the high half, sequence in
+//! the low: one integer compare orders both) and the index of the event in a slab; the
+//! events themselves (tens of bytes) stay where they were pushed until popped.
 
 use super::SimTime;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
-struct Entry<E> {
-    at: SimTime,
-    seq: u64,
-    event: E,
+#[derive(Clone, Copy)]
+struct Entry {
+    /// `at << 64 | seq`.
+    key: u128,
+    slot: u32,
 }
 
-impl<E> PartialEq for Entry<E> {
+impl PartialEq for Entry {
     fn eq(&self, other: &Self) -> bool {
-        self.at == other.at && self.seq == other.seq
+        self.key == other.key
     }
 }
-impl<E> Eq for Entry<E> {}
-impl<E> PartialOrd for Entry<E> {
+impl Eq for Entry {}
+impl PartialOrd for Entry {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }
 }
-impl<E> Ord for Entry<E> {
+impl Ord for Entry {
     // Reversed: BinaryHeap is a max-heap and we want the earliest (time, seq) first.
+    #[inline]
     fn cmp(&self, other: &Self) -> Ordering {
-        (other.at, other.seq).cmp(&(self.at, self.seq))
+        other.key.cmp(&self.key)
     }
 }
 
 pub struct EventQueue<E> {
-    heap: BinaryHeap<Entry<E>>,
+    heap: BinaryHeap<Entry>,
+    /// Events by slot; a popped event's slot goes to `free`.
+    slab: Vec<Option<E>>,
+    free: Vec<u32>,
     next_seq: u64,
 }
 
@@ -45,6 +54,8 @@ impl<E> EventQueue<E> {
     pub fn new() -> Self {
         Self {
             heap: BinaryHeap::with_capacity(1024),
+            slab: Vec::with_capacity(1024),
+            free: Vec::with_capacity(1024),
             next_seq: 0,
         }
     }
@@ -52,14 +63,28 @@ impl<E> EventQueue<E> {
     pub fn push(&mut self, at: SimTime, event: E) {
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.heap.push(Entry { at, seq, event });
+        let slot = match self.free.pop() {
+            Some(s) => {
+                self.slab[s as usize] = Some(event);
+                s
+            }
+            None => {
+                self.slab.push(Some(event));
+                (self.slab.len() - 1) as u32
+            }
+        };
+        let key = (at as u128) << 64 | seq as u128;
+        self.heap.push(Entry { key, slot });
     }
     #[inline]
     pub fn pop(&mut self) -> Option<(SimTime, E)> {
-        self.heap.pop().map(|e| (e.at, e.event))
+        let e = self.heap.pop()?;
+        let ev = self.slab[e.slot as usize].take().expect("a queued event");
+        self.free.push(e.slot);
+        Some(((e.key >> 64) as SimTime, ev))
     }
     pub fn peek_time(&self) -> Option<SimTime> {
-        self.heap.peek().map(|e| e.at)
+        self.heap.peek().map(|e| (e.key >> 64) as SimTime)
     }
     pub fn len(&self) -> usize {
         self.heap.len()
