@@ -181,7 +181,10 @@ impl ReverseMap {
             match scratch_file() {
                 Ok(f) => self.file = Some(f),
                 Err(e) => {
-                    eprintln!("flashpath: the FTL's reverse map stays in memory: {e}");
+                    eprintln!(
+                        "flashpath: the FTL's reverse map stays in memory: no scratch file in {} ({e}; TMPDIR chooses the directory)",
+                        std::env::temp_dir().display()
+                    );
                     return false;
                 }
             }
