@@ -270,21 +270,17 @@ impl PageMap {
     }
 
     /// The LPN the sequential layout put in `ppa` (INVALID for a slot it left empty).
+    /// 32-bit arithmetic: `first` and `r * slots_per_row` are each below 2^31.
     fn seq_lpn(&self, ppa: Ppa) -> u32 {
         let Some(s) = self.seq else { return INVALID };
-        let spr = self.slots_per_row as u64;
-        let dies = self.dies as u64;
-        let b = (ppa / self.slots_per_block) as u64;
-        let off = (ppa % self.slots_per_block) as u64;
-        let (die, kb) = (
-            b / self.blocks_per_die as u64,
-            b % self.blocks_per_die as u64,
-        );
-        let k = kb * self.rows_per_block as u64 + off / spr;
-        let r = k * dies + (die + dies - s.die0 as u64) % dies;
-        let lpn = s.first as u64 + r * spr + off % spr;
-        if lpn < s.end as u64 {
-            lpn as u32
+        let spr = self.slots_per_row;
+        let (b, off) = (ppa / self.slots_per_block, ppa % self.slots_per_block);
+        let (die, kb) = (b / self.blocks_per_die, b % self.blocks_per_die);
+        let k = kb * self.rows_per_block + off / spr;
+        let r = k * self.dies + (die + self.dies - s.die0) % self.dies;
+        let lpn = s.first + r * spr + off % spr;
+        if lpn < s.end {
+            lpn
         } else {
             INVALID
         }
