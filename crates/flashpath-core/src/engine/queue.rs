@@ -59,13 +59,21 @@ impl<E> EventQueue<E> {
             next_seq: 0,
         }
     }
-    #[inline]
+    // Always inlined: the event is built at the call site and written straight into its
+    // slot. Out of line it was built on the caller's stack and copied in, and that copy
+    // (a load of a just-written, differently-sized value) was most of push's time. The
+    // heap's sift-up stays out of line (`push_key`), so each call site stays small.
+    #[inline(always)]
     pub fn push(&mut self, at: SimTime, event: E) {
         let seq = self.next_seq;
         self.next_seq += 1;
         let slot = match self.free.pop() {
             Some(s) => {
-                self.slab[s as usize] = Some(event);
+                // A free slot holds None: nothing to drop (forget skips the drop glue's
+                // check of the old value).
+                let old = self.slab[s as usize].replace(event);
+                debug_assert!(old.is_none(), "a free slot is empty");
+                std::mem::forget(old);
                 s
             }
             None => {
@@ -73,15 +81,31 @@ impl<E> EventQueue<E> {
                 (self.slab.len() - 1) as u32
             }
         };
-        let key = (at as u128) << 64 | seq as u128;
+        self.push_key((at as u128) << 64 | seq as u128, slot);
+    }
+    #[inline(never)]
+    fn push_key(&mut self, key: u128, slot: u32) {
         self.heap.push(Entry { key, slot });
     }
     #[inline]
     pub fn pop(&mut self) -> Option<(SimTime, E)> {
         let e = self.heap.pop()?;
+        Some(self.take(e))
+    }
+    /// The earliest event if it is due at or before `limit` (a peek and a pop in one).
+    #[inline]
+    pub fn pop_due(&mut self, limit: SimTime) -> Option<(SimTime, E)> {
+        if (self.heap.peek()?.key >> 64) as SimTime > limit {
+            return None;
+        }
+        let e = self.heap.pop().expect("peeked");
+        Some(self.take(e))
+    }
+    #[inline]
+    fn take(&mut self, e: Entry) -> (SimTime, E) {
         let ev = self.slab[e.slot as usize].take().expect("a queued event");
         self.free.push(e.slot);
-        Some(((e.key >> 64) as SimTime, ev))
+        ((e.key >> 64) as SimTime, ev)
     }
     pub fn peek_time(&self) -> Option<SimTime> {
         self.heap.peek().map(|e| (e.key >> 64) as SimTime)
@@ -111,5 +135,21 @@ mod tests {
             order,
             vec![(5, "a"), (7, "x"), (10, "b"), (10, "c"), (10, "d")]
         );
+    }
+
+    #[test]
+    fn pop_due_stops_at_the_limit() {
+        let mut q = EventQueue::new();
+        q.push(10, "b");
+        q.push(5, "a");
+        q.push(10, "c");
+        assert_eq!(q.pop_due(4), None);
+        assert_eq!(q.pop_due(5), Some((5, "a")));
+        assert_eq!(q.pop_due(9), None);
+        assert_eq!(q.pop_due(10), Some((10, "b")));
+        q.push(10, "d");
+        assert_eq!(q.pop_due(10), Some((10, "c")));
+        assert_eq!(q.pop_due(u64::MAX), Some((10, "d")));
+        assert_eq!(q.pop_due(u64::MAX), None);
     }
 }

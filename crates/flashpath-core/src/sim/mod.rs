@@ -671,11 +671,7 @@ impl Sim {
 
     /// Handles events up to simulated time `limit`; returns false when nothing is left.
     pub fn run_until(&mut self, limit: SimTime) -> bool {
-        while let Some(t) = self.q.peek_time() {
-            if t > limit {
-                return true;
-            }
-            let (t, ev) = self.q.pop().expect("peeked");
+        while let Some((t, ev)) = self.q.pop_due(limit) {
             if matches!(ev, Ev::SteadyStateCheck) && !self.ss_wanted() {
                 continue; // a check after the last steady-state job ended: time stays
             }
@@ -684,7 +680,7 @@ impl Sim {
             self.sys.events += 1;
             self.handle(ev);
         }
-        false
+        !self.q.is_empty()
     }
 
     /// When the next event is due, if any: a caller stepping the simulation in slices
