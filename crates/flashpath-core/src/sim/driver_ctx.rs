@@ -103,10 +103,15 @@ impl DriverCtx for Sim {
         self.dev_out = out;
     }
 
+    // Inlined into the driver's code (like `device_at`): out of line the event came by
+    // pointer from the caller's stack, and loading it just after the caller wrote it
+    // stalled (it was most of this function's time).
+    #[inline(always)]
     fn schedule(&mut self, at: SimTime, ev: Event) {
         self.q.push(at, Ev::Driver(ev));
     }
 
+    #[inline(always)]
     fn device_at(&mut self, at: SimTime, input: device::Input) {
         self.q.push(at, Ev::Dev(input));
     }
