@@ -310,7 +310,11 @@ impl OffsetGen {
                 // rw_sequencer=sequential); one that runs past the region's end ends the
                 // pass, and at the very end of the device fio picks a random block.
                 let seq = self.since_rand != 0;
-                self.since_rand = (self.since_rand + 1) % self.rand_every;
+                // (since_rand + 1) % rand_every without a division per I/O.
+                self.since_rand += 1;
+                if self.since_rand == self.rand_every {
+                    self.since_rand = 0;
+                }
                 let pos = if seq { self.seq_pos(d) } else { None };
                 let rel = match pos {
                     Some(p) => {
@@ -375,7 +379,7 @@ impl RandomMap {
                     return b;
                 }
             }
-            w = (w + 1) % nwords;
+            w = if w + 1 == nwords { 0 } else { w + 1 }; // (w + 1) % nwords, no division
             mask = !0;
         }
         unreachable!("random map has a free block while used < nblocks")
