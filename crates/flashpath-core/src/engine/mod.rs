@@ -11,10 +11,12 @@
 //!
 //! Units: `SimTime` and `SimDuration` are nanoseconds (`u64`). No floating point in time.
 
+mod prefetch;
 mod queue;
 mod resource;
 mod rng;
 
+pub use prefetch::prefetch;
 pub use queue::EventQueue;
 pub use resource::FifoResource;
 pub use rng::SimRng;

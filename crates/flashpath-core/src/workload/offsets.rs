@@ -53,6 +53,9 @@ pub struct OffsetGen {
     /// `Distribution::Zoned`: per zone (cumulative access percent, first block, blocks).
     zones: Vec<(u32, u64, u64)>,
     rng: SimRng,
+    /// A uniform pick with the random map, drawn one pick early (the stream's values
+    /// are taken in the same order): its word of the map is fetched meanwhile.
+    pick_ahead: Option<u64>,
 }
 
 /// The zones of a zoned distribution in blocks of the region: fio's
@@ -123,6 +126,7 @@ impl OffsetGen {
                 _ => Vec::new(),
             },
             rng: SimRng::new(cfg.seed, 2),
+            pick_ahead: None,
         }
     }
 
@@ -241,10 +245,19 @@ impl OffsetGen {
                 if self.map.as_ref().is_some_and(|m| m.full()) {
                     return None;
                 }
-                let pick = self.rng.below(n);
                 match &mut self.map {
-                    Some(m) => m.take_from(pick),
-                    None => pick,
+                    Some(m) => {
+                        let pick = match self.pick_ahead.take() {
+                            Some(p) => p,
+                            None => self.rng.below(n),
+                        };
+                        let b = m.take_from(pick);
+                        let next = self.rng.below(n);
+                        m.prefetch(next);
+                        self.pick_ahead = Some(next);
+                        b
+                    }
+                    None => self.rng.below(n),
                 }
             }
             Distribution::Zipf(theta) => {
@@ -363,6 +376,12 @@ impl RandomMap {
     }
 
     /// Marks and returns `pick` if free, else the next free block after it (wrapping).
+    /// Starts fetching the word of block `pick` into the cache.
+    #[inline]
+    fn prefetch(&self, pick: u64) {
+        crate::engine::prefetch(&self.words[(pick / 64) as usize]);
+    }
+
     fn take_from(&mut self, pick: u64) -> u64 {
         debug_assert!(!self.full(), "a full map ends the pass first");
         let nwords = self.words.len();
