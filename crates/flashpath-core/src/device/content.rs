@@ -22,6 +22,7 @@
 //! (a partial write tags its whole 4 KiB unit).
 //! Units: 4 KiB logical blocks (`lpn`), device command tags.
 
+use super::block_arrays::BlockArrays;
 use std::collections::BTreeMap;
 
 /// The tag of a block never written (or trimmed): the device returns zeroes.
@@ -80,53 +81,35 @@ impl Port {
 }
 
 /// Tags per physical slot, allocated per erase block on first use.
-pub struct BlockTags {
-    slots_per_block: u32,
-    blocks: Vec<Option<Box<[u32]>>>,
-    spare: Vec<Box<[u32]>>,
-}
+pub struct BlockTags(BlockArrays);
 
 impl BlockTags {
     pub fn new(blocks: u32, slots_per_block: u32) -> Self {
-        BlockTags {
-            slots_per_block,
-            blocks: (0..blocks).map(|_| None).collect(),
-            spare: Vec::new(),
-        }
+        BlockTags(BlockArrays::new(blocks as usize, slots_per_block, ERASED))
     }
 
     /// The tag at physical slot `ppa` (`ERASED` if its block holds none).
     pub fn get(&self, ppa: u32) -> u32 {
-        let b = (ppa / self.slots_per_block) as usize;
-        match &self.blocks[b] {
-            Some(t) => t[(ppa % self.slots_per_block) as usize],
+        let spb = self.0.slots_per_block();
+        match self.0.get(ppa / spb) {
+            Some(t) => t[(ppa % spb) as usize],
             None => ERASED,
         }
     }
 
     pub fn set(&mut self, ppa: u32, v: u32) {
-        let b = (ppa / self.slots_per_block) as usize;
-        let n = self.slots_per_block as usize;
-        let spare = &mut self.spare;
-        let t = self.blocks[b].get_or_insert_with(|| {
-            spare
-                .pop()
-                .unwrap_or_else(|| vec![ERASED; n].into_boxed_slice())
-        });
-        t[(ppa % self.slots_per_block) as usize] = v;
+        let spb = self.0.slots_per_block();
+        self.0.open(ppa / spb)[(ppa % spb) as usize] = v;
     }
 
     /// Block `block` was erased: its slots read as erased.
     pub fn erase(&mut self, block: u32) {
-        if let Some(mut t) = self.blocks[block as usize].take() {
-            t.fill(ERASED);
-            self.spare.push(t);
-        }
+        self.0.erase(block);
     }
 
     /// Blocks holding tags now (memory: this × slots per block × 4 bytes).
     pub fn blocks_held(&self) -> usize {
-        self.blocks.iter().filter(|b| b.is_some()).count()
+        self.0.held()
     }
 }
 
@@ -158,6 +141,6 @@ mod tests {
         assert_eq!(t.blocks_held(), 0);
         t.set(30, 6);
         assert_eq!((t.get(30), t.get(29), t.blocks_held()), (6, ERASED, 1));
-        assert!(t.spare.is_empty(), "the erased block's array was reused");
+        assert_eq!(t.0.spares(), 0, "the erased block's array was reused");
     }
 }

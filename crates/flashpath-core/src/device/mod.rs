@@ -78,6 +78,7 @@
 //! housekeeping at block turnover; a child of `page_mapped`).
 
 pub mod allocation_unit;
+pub mod block_arrays;
 pub mod config;
 pub mod content;
 pub mod cq;

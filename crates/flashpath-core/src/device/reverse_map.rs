@@ -16,6 +16,7 @@
 //! block's valid count only, which is what makes the slot invalid (the FTL checks a
 //! recorded LPN against the L2P before trusting it).
 
+use super::block_arrays::BlockArrays;
 use std::collections::VecDeque;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -29,7 +30,9 @@ const RESIDENT_BYTES: usize = 16 << 20;
 
 pub struct ReverseMap {
     slots_per_block: u32,
-    resident: Vec<Option<Box<[u32]>>>,
+    /// The maps in memory (erased blocks' arrays kept for reuse, so steady state
+    /// allocates nothing).
+    resident: BlockArrays,
     /// Blocks whose map is in the file.
     moved: Vec<bool>,
     /// Blocks queued to move (closed, no program in flight), oldest first; an entry
@@ -41,8 +44,6 @@ pub struct ReverseMap {
     file: Option<File>,
     /// Moving failed once: everything stays in memory.
     stay: bool,
-    /// Erased blocks' arrays kept for reuse, so steady state allocates nothing.
-    spare: Vec<Box<[u32]>>,
     bytes: Vec<u8>,
 }
 
@@ -50,7 +51,7 @@ impl ReverseMap {
     pub fn new(blocks: usize, slots_per_block: u32) -> Self {
         ReverseMap {
             slots_per_block,
-            resident: (0..blocks).map(|_| None).collect(),
+            resident: BlockArrays::new(blocks, slots_per_block, INVALID),
             moved: vec![false; blocks],
             settled: VecDeque::new(),
             queued: vec![false; blocks],
@@ -58,7 +59,6 @@ impl ReverseMap {
             budget_blocks: (RESIDENT_BYTES / (4 * slots_per_block as usize)).max(1),
             file: None,
             stay: false,
-            spare: Vec::new(),
             bytes: Vec::new(),
         }
     }
@@ -71,12 +71,12 @@ impl ReverseMap {
     /// Whether `block` has a map (in memory or in the file).
     #[inline]
     pub fn has(&self, block: u32) -> bool {
-        self.resident[block as usize].is_some() || self.moved[block as usize]
+        self.resident.get(block).is_some() || self.moved[block as usize]
     }
 
     /// Blocks whose map is in memory (a memory measure).
     pub fn resident_blocks(&self) -> usize {
-        self.resident.iter().filter(|p| p.is_some()).count()
+        self.resident.held()
     }
 
     /// Blocks whose map is in the file.
@@ -91,31 +91,23 @@ impl ReverseMap {
             !self.moved[b],
             "opening a block whose map was never dropped"
         );
-        if self.resident[b].is_none() {
-            let n = self.slots_per_block as usize;
-            let arr = self
-                .spare
-                .pop()
-                .unwrap_or_else(|| vec![INVALID; n].into_boxed_slice());
-            self.resident[b] = Some(arr);
-        }
+        self.resident.open(block);
     }
 
     /// Gives `block` the map `arr` (a block filled at once).
     pub fn put(&mut self, block: u32, arr: Box<[u32]>) {
-        assert_eq!(arr.len(), self.slots_per_block as usize);
-        self.resident[block as usize] = Some(arr);
+        self.resident.put(block, arr);
     }
 
     /// The resident map of `block`, if it is in memory.
     #[inline]
     pub fn resident_mut(&mut self, block: u32) -> Option<&mut [u32]> {
-        self.resident[block as usize].as_deref_mut()
+        self.resident.get_mut(block)
     }
 
     /// The LPN recorded for slot `off` of `block` (INVALID if it has no map).
     pub fn get(&self, block: u32, off: u32) -> u32 {
-        if let Some(a) = &self.resident[block as usize] {
+        if let Some(a) = self.resident.get(block) {
             return a[off as usize];
         }
         let mut v = [0u8; 4];
@@ -128,13 +120,18 @@ impl ReverseMap {
 
     /// The entries of slots `off..off + out.len()` of `block` (INVALID if it has no map).
     pub fn get_range(&self, block: u32, off: u32, out: &mut [u32]) {
-        if let Some(a) = &self.resident[block as usize] {
+        if let Some(a) = self.resident.get(block) {
             out.copy_from_slice(&a[off as usize..off as usize + out.len()]);
         } else if self.moved[block as usize] {
-            let mut v = vec![0u8; 4 * out.len()];
-            self.read(block, off, &mut v);
-            for (o, c) in out.iter_mut().zip(v.chunks_exact(4)) {
-                *o = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+            // Through a buffer on the stack, 256 entries at a time: no allocation per row.
+            const PART: usize = 256;
+            let mut buf = [0u8; 4 * PART];
+            for (i, part) in out.chunks_mut(PART).enumerate() {
+                let b = &mut buf[..4 * part.len()];
+                self.read(block, off + (i * PART) as u32, b);
+                for (o, c) in part.iter_mut().zip(b.chunks_exact(4)) {
+                    *o = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+                }
             }
         } else {
             out.fill(INVALID);
@@ -153,7 +150,7 @@ impl ReverseMap {
     /// `block` is closed and has no program in flight: its map may move to the file.
     pub fn settled(&mut self, block: u32) {
         let b = block as usize;
-        if self.stay || self.queued[b] || self.resident[b].is_none() {
+        if self.stay || self.queued[b] || self.resident.get(block).is_none() {
             return;
         }
         self.queued[b] = true;
@@ -190,17 +187,17 @@ impl ReverseMap {
             }
         }
         let b = block as usize;
-        let arr = self.resident[b].take().unwrap();
+        let arr = self.resident.take(block).unwrap();
         self.bytes.clear();
         self.bytes.extend(arr.iter().flat_map(|v| v.to_le_bytes()));
         let at = block as u64 * self.slots_per_block as u64 * 4;
         if let Err(e) = self.file.as_ref().unwrap().write_all_at(&self.bytes, at) {
             eprintln!("flashpath: the FTL's reverse map stays in memory: {e}");
-            self.resident[b] = Some(arr);
+            self.resident.put(block, arr);
             return false;
         }
         self.moved[b] = true;
-        self.recycle(arr);
+        self.resident.recycle(arr);
         true
     }
 
@@ -212,14 +209,7 @@ impl ReverseMap {
             self.queued_live -= 1;
         }
         self.moved[b] = false;
-        if let Some(arr) = self.resident[b].take() {
-            self.recycle(arr);
-        }
-    }
-
-    fn recycle(&mut self, mut arr: Box<[u32]>) {
-        arr.fill(INVALID);
-        self.spare.push(arr);
+        self.resident.erase(block);
     }
 }
 
@@ -263,6 +253,13 @@ mod tests {
             let mut row = [0u32; 8];
             m.get_range(b, 16, &mut row);
             assert_eq!(row[3], b * 10_000 + 19);
+            // A range longer than the read's stack buffer (256 entries) and across it.
+            let mut long = vec![0u32; 600];
+            m.get_range(b, 100, &mut long);
+            assert!(long
+                .iter()
+                .enumerate()
+                .all(|(i, &e)| e == b * 10_000 + 100 + i as u32));
         }
         assert_eq!(m.get(9, 0), INVALID, "a block never opened has no map");
         m.erase(1);
