@@ -226,19 +226,20 @@ impl PageMap {
         if self.l2p.set(lpn, v) {
             return;
         }
-        if v == UNMAPPED && !self.chunk_touched(lpn) {
+        // No chunk: the sequential layout is all the chunk's LPNs may have.
+        let first = L2pTable::chunk_start(lpn);
+        if v == UNMAPPED && !self.seq_covers(first, first + L2P_CHUNK as Lpn) {
             return; // unmapped already, and no chunk is needed to say so
         }
         // The chunk's first change: it starts as the sequential layout left it.
-        let first = L2pTable::chunk_start(lpn);
         let mut entries = [UNMAPPED; L2P_CHUNK];
         for (i, e) in entries.iter_mut().enumerate() {
             if first + (i as Lpn) < self.user_lpns {
                 *e = self.seq_get(first + i as Lpn);
             }
         }
+        entries[(lpn - first) as usize] = v;
         self.l2p.add_chunk(lpn, entries);
-        self.l2p.set(lpn, v);
     }
 
     /// Whether the sequential layout maps any LPN of `a..b`.
