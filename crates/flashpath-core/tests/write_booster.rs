@@ -1,7 +1,8 @@
 //! UFS WriteBooster (device/write_booster.rs, device/write_booster_flush.rs,
-//! driver/ufs/auto_hibern8.rs) on the UFS 3.1 preset with its buffer cut to 64 MiB:
-//! the buffer takes exactly its capacity of a sustained write and the rest goes to TLC
-//! at TLC speed (the burst-then-TLC curve, in the time arithmetic of the two rates);
+//! driver/ufs/write_booster.rs, driver/ufs/auto_hibern8.rs) on the UFS 3.1 preset with
+//! its buffer cut to 64 MiB: the buffer takes exactly its capacity of a sustained
+//! write and the rest goes to TLC at TLC speed (the burst-then-TLC curve, in the time
+//! arithmetic of the two rates);
 //! an idle gap flushes it, explicitly after the device's idle delay or in hibern8 after
 //! the host's auto-hibern8 timer, and not when the host leaves the flags off or the gap
 //! is shorter than the timer; a kernel without WriteBooster leaves the buffer unused.

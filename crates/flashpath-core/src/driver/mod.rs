@@ -160,7 +160,7 @@ pub fn check(kind: DriverKind, host: &HostConfig, device: &DeviceConfig) -> Resu
 pub fn configure_device(kind: DriverKind, host: &HostConfig, device: &mut DeviceConfig) {
     ufs::hpb::configure_device(kind, device);
     if kind.is_ufs() {
-        ufs::auto_hibern8::configure_device(host, device);
+        ufs::write_booster::configure_device(host, device);
     }
 }
 

@@ -89,18 +89,7 @@ impl DriverCtx for Sim {
     }
 
     fn device(&mut self, input: device::Input, emits: &mut Vec<(SimTime, device::Output)>) {
-        if self.verify.is_some() {
-            self.verify_stage_write(&input);
-        }
-        let now = self.now;
-        let mut out = std::mem::take(&mut self.dev_out);
-        self.dev.handle(now, input, &mut out);
-        let (timers, e) = out.drain();
-        for (at, input) in timers {
-            self.q.push(at, Ev::Dev(input));
-        }
-        emits.extend(e);
-        self.dev_out = out;
+        self.device_step(input, emits);
     }
 
     // Inlined into the driver's code (like `device_at`): out of line the event came by

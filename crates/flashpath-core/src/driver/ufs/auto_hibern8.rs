@@ -86,15 +86,3 @@ impl Ufs {
         self.device_now(device::Input::Hibern8(true), ctx);
     }
 }
-
-/// The driver sets the device's WriteBooster flags as the host's kernel does
-/// (ufshcd_configure_wb), or leaves them at their power-on 0 for a driver that does not.
-pub(crate) fn configure_device(host: &HostConfig, device: &mut DeviceConfig) {
-    let Some(w) = &mut device.write_booster else {
-        return;
-    };
-    let wb = host.ufs.as_ref().map(|u| u.wb);
-    w.enabled = wb.is_some_and(|h| h.on);
-    w.flush_explicit = w.enabled && wb.is_some_and(|h| h.buf_flush);
-    w.flush_hibern8 = w.enabled && wb.is_some_and(|h| h.flush_during_h8);
-}

@@ -47,8 +47,8 @@ pub(crate) fn check(
     }
     if host.kernel < MCQ_KERNEL {
         return Err(format!(
-            "driver 'ufs-mcq' needs Linux 6.3 or later (ufs-mcq.c); host '{}' runs {}.{} (--set host.kernel=6.6 for a newer phone)",
-            host.name, host.kernel.major, host.kernel.minor
+            "driver 'ufs-mcq' needs Linux {MCQ_KERNEL} or later (ufs-mcq.c); host '{}' runs {} (--set host.kernel=6.6 for a newer phone)",
+            host.name, host.kernel
         ));
     }
     if host.ufs.as_ref().is_some_and(|u| u.mcq_mac.is_none()) {

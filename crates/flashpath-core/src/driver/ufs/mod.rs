@@ -48,6 +48,7 @@ pub mod auto_hibern8;
 pub mod hpb;
 pub mod link;
 pub mod mcq;
+pub mod write_booster;
 
 /// UPIU transaction codes (JEDEC UFS 2.1 §10.5), used as `TraceKind::Command` opcodes.
 pub mod upiu {
