@@ -13,35 +13,18 @@
 //! throughput line). (`cargo bench -p flashpath-core --bench sim_speed`; in
 //! `cargo test` each runs once, small.)
 
-use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use flashpath_core::config::preset;
-use flashpath_core::sim::{run, Precondition, Sim, SimConfig};
-use flashpath_core::workload::{JobConfig, Pattern, Submission};
+mod common;
 
-fn qd32(read_pct: u32, size: u64, ios: u64) -> JobConfig {
-    let mut job = JobConfig::simple("bench", Pattern::Random, read_pct, 4096, size);
-    job.io_limit = 4096 * ios;
-    job.submission = Submission::Async {
-        depth: 32,
-        batch_submit: 1,
-        batch_complete_min: 1,
-    };
-    job
-}
+use common::{device, host, qd32};
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use flashpath_core::sim::{run, Precondition, Sim, SimConfig};
 
 fn emmc(read_pct: u32, ios: u64) -> SimConfig {
-    let host = preset::load_host(
-        include_str!("../../../presets/hosts/sprd-sc9863a.toml"),
-        "host",
-        &[],
-    )
-    .unwrap();
-    let device = preset::load_device(
+    let host = host(include_str!("../../../presets/hosts/sprd-sc9863a.toml"));
+    let device = device(
         include_str!("../../../presets/devices/emmc51-hs400-32g.toml"),
-        "device",
         &[],
-    )
-    .unwrap();
+    );
     SimConfig {
         driver: host.default_driver,
         host,
@@ -53,21 +36,14 @@ fn emmc(read_pct: u32, ios: u64) -> SimConfig {
 
 /// The UFS 4.0 preset with twice its dies and capacity: a 1 TB part.
 fn ufs40_1tb(ios: u64) -> SimConfig {
-    let host = preset::load_host(
-        include_str!("../../../presets/hosts/sm8650-phone.toml"),
-        "host",
-        &[],
-    )
-    .unwrap();
-    let device = preset::load_device(
+    let host = host(include_str!("../../../presets/hosts/sm8650-phone.toml"));
+    let device = device(
         include_str!("../../../presets/devices/ufs40-512g.toml"),
-        "device",
         &[
-            ("geometry.capacity".into(), "1022202216448B".into()),
-            ("geometry.dies_per_channel".into(), "4".into()),
+            ("geometry.capacity", "1022202216448B"),
+            ("geometry.dies_per_channel", "4"),
         ],
-    )
-    .unwrap();
+    );
     let size = device.capacity_bytes;
     SimConfig {
         driver: host.default_driver,
@@ -79,12 +55,7 @@ fn ufs40_1tb(ios: u64) -> SimConfig {
 }
 
 fn bench(c: &mut Criterion) {
-    // In test mode (`cargo test --benches`) one small run keeps the bench from rotting.
-    let ios: u64 = if std::env::args().any(|a| a == "--bench") {
-        1_000_000
-    } else {
-        10_000
-    };
+    let ios = common::ios();
     let mut g = c.benchmark_group("speed");
     g.sample_size(10);
     g.throughput(Throughput::Elements(ios));
