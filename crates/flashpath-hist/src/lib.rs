@@ -81,15 +81,21 @@ enum Buckets {
 }
 
 impl Buckets {
-    /// The dense array's add, inline where samples are recorded; the sparse list's
-    /// (a histogram's first few buckets) out of line.
+    /// The dense array's add, inline where samples are recorded, and the sparse list's
+    /// when the sample falls in its first bucket (a histogram of a near-constant
+    /// latency stays sparse, its samples nearly all in one bucket); the rest of the
+    /// sparse list's out of line.
     #[inline(always)]
     fn add(&mut self, idx: usize, count: u64) {
-        if let Buckets::Dense(d) = self {
-            let c = &mut d[idx];
-            *c = c.saturating_add(count);
-        } else {
-            self.add_sparse(idx, count);
+        match self {
+            Buckets::Dense(d) => {
+                let c = &mut d[idx];
+                *c = c.saturating_add(count);
+            }
+            Buckets::Sparse(v) => match v.first_mut() {
+                Some(e) if e.0 as usize == idx => e.1 = e.1.saturating_add(count),
+                _ => self.add_sparse(idx, count),
+            },
         }
     }
 
