@@ -84,6 +84,14 @@ impl<I, O> Outbox<I, O> {
     ) {
         (self.timers.drain(..), self.emits.drain(..))
     }
+    /// Takes the timers out, in the order they were written (the outputs stay).
+    pub fn drain_timers(&mut self) -> std::vec::Drain<'_, (SimTime, I)> {
+        self.timers.drain(..)
+    }
+    /// Takes the outputs out, in the order they were written.
+    pub fn drain_emits(&mut self) -> std::vec::Drain<'_, (SimTime, O)> {
+        self.emits.drain(..)
+    }
     pub fn is_empty(&self) -> bool {
         self.timers.is_empty() && self.emits.is_empty()
     }

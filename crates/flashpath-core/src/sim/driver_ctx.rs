@@ -89,7 +89,9 @@ impl DriverCtx for Sim {
     }
 
     fn device(&mut self, input: device::Input, emits: &mut Vec<(SimTime, device::Output)>) {
-        self.device_step(input, emits);
+        let mut out = self.device_step(input);
+        emits.extend(out.drain_emits());
+        self.dev_out = out;
     }
 
     // Inlined into the driver's code (like `device_at`): out of line the event came by

@@ -358,8 +358,6 @@ pub struct Sim {
     block: BlockLayer,
     dev: Device,
     dev_out: Outbox<device::Input, device::Output>,
-    /// The device's outputs of an input from the event queue, on their way to the driver.
-    dev_emits: Vec<(SimTime, device::Output)>,
     threads: Vec<Thread>,
     ios: Vec<Io>,
     free_ios: Vec<u32>,
@@ -557,7 +555,6 @@ impl Sim {
             // With no jobs (a request source), JobConfig's default seed.
             dev: Device::new(&cfg.device, cfg.jobs.first().map_or(0x5eed, |j| j.seed)),
             dev_out: Outbox::new(),
-            dev_emits: Vec::new(),
             threads,
             ios: Vec::new(),
             free_ios: Vec::new(),
@@ -782,31 +779,29 @@ impl Sim {
 
     /// An input for the device from the event queue: its outputs go to the driver.
     fn device(&mut self, input: device::Input) {
-        // Taken out while the outputs are handed on (the driver can reach the device
-        // again, and finds an empty list here).
-        let mut emits = std::mem::take(&mut self.dev_emits);
-        self.device_step(input, &mut emits);
-        for (at, out) in emits.drain(..) {
+        let mut out = self.device_step(input);
+        for (at, out) in out.drain_emits() {
             self.driver_input(driver::Input::Device { at, out });
         }
-        self.dev_emits = emits;
+        self.dev_out = out;
     }
 
-    /// The device handles `input` now: its timers go to the event queue, what it emits
-    /// at once onto `emits` (the one place the device is stepped).
-    fn device_step(&mut self, input: device::Input, emits: &mut Vec<(SimTime, device::Output)>) {
+    /// The device handles `input` now (the one place it is stepped): its timers go to
+    /// the event queue. Returns the device's outbox with what it emitted at once, for
+    /// the caller to hand on and then put back in `dev_out` (out meanwhile: the driver
+    /// can reach the device again, and finds an empty one there).
+    #[inline(always)]
+    fn device_step(&mut self, input: device::Input) -> Outbox<device::Input, device::Output> {
         if self.verify.is_some() {
             self.verify_stage_write(&input);
         }
         let now = self.now;
         let mut out = std::mem::take(&mut self.dev_out);
         self.dev.handle(now, input, &mut out);
-        let (timers, e) = out.drain();
-        for (at, input) in timers {
+        for (at, input) in out.drain_timers() {
             self.q.push(at, Ev::Dev(input));
         }
-        emits.extend(e);
-        self.dev_out = out;
+        out
     }
 
     // ---------------------------------------------------------------- shared driver steps
