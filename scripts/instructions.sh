@@ -1,18 +1,23 @@
 #!/usr/bin/env bash
-# Instructions per simulated I/O of the four workloads the criterion benches time
-# (crates/flashpath-core/benches/sim_randread.rs), counted by valgrind's cachegrind
-# (--cache-sim=no) over the whole `flashpath fio` process, in a release build: each
-# workload runs with IOS and with IOS/10 I/Os, and the difference over the 0.9 IOS I/Os
-# between is the cost per I/O without the start-up (presets, preconditioning, report). Instruction counts barely move from run to run (wall-clock timings on a shared
-# 2-core machine move by 10-25 %), so a refactor that must keep the hot paths' cost
-# (issue 31: within 3 %) is checked with these, before and after, on the same machine.
+# Instructions per simulated I/O of workloads the criterion benches time
+# (crates/flashpath-core/benches/sim_speed.rs and sim_randread.rs), counted by
+# valgrind's cachegrind (--cache-sim=no) over the whole `flashpath fio` process, in a
+# release build: each workload runs with IOS and with IOS/10 I/Os, and the difference
+# over the 0.9 IOS I/Os between is the cost per I/O without the start-up (presets,
+# preconditioning, report). Instruction counts barely move from run to run (wall-clock
+# timings on a shared 2-core machine move by 10-25 %), so a change to the hot paths is
+# checked with these, before and after, on the same machine.
 #
 # usage: scripts/instructions.sh [IOS]   (default 200000; needs valgrind)
+#        BIN=path/to/flashpath scripts/instructions.sh   counts that build (an older
+#        one, to compare) instead of building this checkout
 set -euo pipefail
 cd "$(dirname "$0")/.."
 IOS=${1:-200000}
-cargo build --release -q -p flashpath-cli
-BIN=${CARGO_TARGET_DIR:-$PWD/target}/release/flashpath
+if [ -z "${BIN:-}" ]; then
+  cargo build --release -q -p flashpath-cli
+  BIN=${CARGO_TARGET_DIR:-$PWD/target}/release/flashpath
+fi
 W=$(mktemp -d /tmp/flashpath-instr.XXXXXX)
 trap 'rm -rf "$W"' EXIT
 ir() {
@@ -46,3 +51,8 @@ count ufs_hpb_randread_4k_psync_16threads 16 --device ufs21-64g --driver ufs-hpb
 count au_randwrite_4k_psync_4threads 4 --device emmc441-2011-au-8g \
   --precondition sequential --name=b --filename=/dev/mmcblk0 --rw=randwrite --bs=4k \
   --size=64m --offset_increment=64m --direct=1 --numjobs=4
+# 4 KiB random reads, libaio QD32, over the whole of ufs40-512g at 1 TB (16 dies).
+count ufs40_1tb_randread_4k_libaio_qd32 1 --device ufs40-512g --host sm8650-phone \
+  --set device.geometry.capacity=1022202216448B --set device.geometry.dies_per_channel=4 \
+  --precondition sequential --name=b --rw=randread --bs=4k --size=100% --direct=1 \
+  --ioengine=libaio --iodepth=32
