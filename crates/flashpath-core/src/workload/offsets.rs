@@ -411,6 +411,32 @@ mod tests {
     use crate::workload::{BlockSizes, JobConfig};
 
     #[test]
+    fn uniform_picks_drawn_early_are_the_streams_picks_in_order_across_passes() {
+        // 100 blocks, 250 picks: two full passes (the map resets) and part of a third.
+        let cfg = JobConfig::simple("u", Pattern::Random, 100, 4096, 100 * 4096);
+        let mut g = OffsetGen::new(&cfg, 4096);
+        let got: Vec<u64> = (0..250).map(|_| g.next(4096) / 4096).collect();
+        let mut rng = SimRng::new(cfg.seed, 2);
+        let mut map = RandomMap::new(100);
+        let want: Vec<u64> = (0..250)
+            .map(|_| {
+                if map.full() {
+                    map = RandomMap::new(100);
+                }
+                map.take_from(rng.below(100))
+            })
+            .collect();
+        assert_eq!(got, want);
+        let mut pass: Vec<u64> = got[..100].to_vec();
+        pass.sort_unstable();
+        assert_eq!(
+            pass,
+            (0..100).collect::<Vec<_>>(),
+            "a pass takes every block once"
+        );
+    }
+
+    #[test]
     fn sequential_with_skip_and_wrap() {
         let mut cfg = JobConfig::simple("s", Pattern::Sequential, 100, 4096, 32768);
         cfg.seq_skip = 4096;
