@@ -11,11 +11,13 @@
 //!
 //! Units: `SimTime` and `SimDuration` are nanoseconds (`u64`). No floating point in time.
 
+mod divisor;
 mod prefetch;
 mod queue;
 mod resource;
 mod rng;
 
+pub use divisor::Divisor;
 pub use prefetch::prefetch;
 pub use queue::EventQueue;
 pub use resource::FifoResource;
@@ -34,7 +36,12 @@ pub const NS_PER_S: u64 = 1_000_000_000;
 #[inline]
 pub fn transfer_ns(bytes: u64, bytes_per_s: u64) -> SimDuration {
     assert!(bytes_per_s > 0, "transfer rate must be positive");
-    ((bytes as u128 * NS_PER_S as u128).div_ceil(bytes_per_s as u128)) as u64
+    match bytes.checked_mul(NS_PER_S) {
+        // Below 18 GB the product fits 64 bits: the processor's divide, not the
+        // 128-bit one's software routine (a per-I/O cost on the bus and the link).
+        Some(p) => p.div_ceil(bytes_per_s),
+        None => ((bytes as u128 * NS_PER_S as u128).div_ceil(bytes_per_s as u128)) as u64,
+    }
 }
 
 /// What a layer asks for while handling one input: delayed inputs to itself (timers) and
@@ -98,5 +105,32 @@ impl<I, O> Outbox<I, O> {
     pub fn clear(&mut self) {
         self.timers.clear();
         self.emits.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    proptest::proptest! {
+        /// The 64-bit path gives the 128-bit formula's answer, on both sides of the
+        /// point where the product stops fitting 64 bits.
+        #[test]
+        fn transfer_ns_is_the_exact_ceiling(
+            bytes in proptest::prop_oneof![0u64..1 << 40, proptest::num::u64::ANY],
+            rate in 1u64..u64::MAX,
+        ) {
+            let want = (bytes as u128 * NS_PER_S as u128).div_ceil(rate as u128) as u64;
+            proptest::prop_assert_eq!(transfer_ns(bytes, rate), want);
+        }
+    }
+
+    #[test]
+    fn transfer_ns_at_the_64_bit_edge() {
+        let edge = u64::MAX / NS_PER_S;
+        for bytes in [edge, edge + 1] {
+            let want = (bytes as u128 * NS_PER_S as u128).div_ceil(7) as u64;
+            assert_eq!(transfer_ns(bytes, 7), want);
+        }
     }
 }
