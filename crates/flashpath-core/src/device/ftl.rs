@@ -31,6 +31,7 @@
 
 use super::l2p::{L2pTable, CHUNK as L2P_CHUNK};
 use super::reverse_map::{ReverseMap, INVALID};
+use crate::engine::Divisor;
 use std::collections::VecDeque;
 
 pub type Lpn = u32;
@@ -65,6 +66,9 @@ struct OpenBlock {
 }
 
 pub struct PageMap {
+    /// The geometry's divisors as multiplies (`engine::Divisor`): the formula layout
+    /// and every slot's die, block and row divide by them.
+    div: FtlDivisors,
     user_lpns: u32,
     dies: u32,
     blocks_per_die: u32,
@@ -92,6 +96,15 @@ pub struct PageMap {
     seq_blocks: Vec<u32>,
 }
 
+#[derive(Clone, Copy, Debug)]
+struct FtlDivisors {
+    dies: Divisor,
+    blocks_per_die: Divisor,
+    slots_per_row: Divisor,
+    slots_per_block: Divisor,
+    rows_per_block: Divisor,
+}
+
 /// A sequential fill of LPNs `first..end` on a fresh map, its rows dealt round robin
 /// over the dies from `die0`.
 #[derive(Clone, Copy, Debug)]
@@ -116,6 +129,13 @@ impl PageMap {
         assert!((blocks as u64) * (slots_per_block as u64) < BUF_FLAG as u64);
         assert!(user_lpns < BUF_FLAG);
         PageMap {
+            div: FtlDivisors {
+                dies: Divisor::new(dies),
+                blocks_per_die: Divisor::new(blocks_per_die),
+                slots_per_row: Divisor::new(slots_per_row),
+                slots_per_block: Divisor::new(slots_per_block),
+                rows_per_block: Divisor::new(rows_per_block),
+            },
             user_lpns,
             dies,
             blocks_per_die,
@@ -156,16 +176,26 @@ impl PageMap {
     }
     #[inline]
     pub fn die_of(&self, ppa: Ppa) -> u32 {
-        self.block_of(ppa) / self.blocks_per_die
+        self.div.blocks_per_die.quotient(self.block_of(ppa))
     }
     #[inline]
     pub fn block_of(&self, ppa: Ppa) -> u32 {
-        ppa / self.slots_per_block
+        self.div.slots_per_block.quotient(ppa)
     }
     /// Global row id (die, block, row): what a die's page registers hold after a read.
     #[inline]
     pub fn row_of(&self, ppa: Ppa) -> u32 {
-        ppa / self.slots_per_row
+        self.div.slots_per_row.quotient(ppa)
+    }
+    /// `ppa`'s slot within its row.
+    #[inline]
+    pub fn slot_in_row(&self, ppa: Ppa) -> u32 {
+        self.div.slots_per_row.remainder(ppa)
+    }
+    /// `ppa`'s row within its block (its page number in the block).
+    #[inline]
+    pub fn row_in_block(&self, ppa: Ppa) -> u32 {
+        self.div.rows_per_block.remainder(self.row_of(ppa))
     }
     pub fn free_blocks(&self, die: u32) -> u32 {
         self.free[die as usize].len() as u32
@@ -261,25 +291,26 @@ impl PageMap {
     #[inline]
     fn seq_ppa(&self, s: &SeqLayout, lpn: Lpn) -> Ppa {
         let i = lpn - s.first;
-        let spr = self.slots_per_row;
-        let (r, pos) = (i / spr, i % spr);
-        let die = (s.die0 + r % self.dies) % self.dies;
-        let k = r / self.dies;
-        let rpb = self.rows_per_block;
-        let block = die * self.blocks_per_die + k / rpb;
-        block * self.slots_per_block + (k % rpb) * spr + pos
+        let d = self.div;
+        let (r, pos) = d.slots_per_row.div_rem(i);
+        let (k, rd) = d.dies.div_rem(r);
+        let die = d.dies.remainder(s.die0 + rd);
+        let (kb, kr) = d.rows_per_block.div_rem(k);
+        let block = die * self.blocks_per_die + kb;
+        block * self.slots_per_block + kr * self.slots_per_row + pos
     }
 
     /// The LPN the sequential layout put in `ppa` (INVALID for a slot it left empty).
     /// 32-bit arithmetic: `first` and `r * slots_per_row` are each below 2^31.
     fn seq_lpn(&self, ppa: Ppa) -> u32 {
         let Some(s) = self.seq else { return INVALID };
-        let spr = self.slots_per_row;
-        let (b, off) = (ppa / self.slots_per_block, ppa % self.slots_per_block);
-        let (die, kb) = (b / self.blocks_per_die, b % self.blocks_per_die);
-        let k = kb * self.rows_per_block + off / spr;
-        let r = k * self.dies + (die + self.dies - s.die0) % self.dies;
-        let lpn = s.first + r * spr + off % spr;
+        let d = self.div;
+        let (b, off) = d.slots_per_block.div_rem(ppa);
+        let (die, kb) = d.blocks_per_die.div_rem(b);
+        let (row, pos) = d.slots_per_row.div_rem(off);
+        let k = kb * self.rows_per_block + row;
+        let r = k * self.dies + d.dies.remainder(die + self.dies - s.die0);
+        let lpn = s.first + r * self.slots_per_row + pos;
         if lpn < s.end {
             lpn
         } else {

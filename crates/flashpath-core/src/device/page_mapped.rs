@@ -94,7 +94,7 @@ use super::map_cache::{MapAccess, MapCache};
 use super::nand_timing::BlockAges;
 use super::write_buffer::{SlotState, WriteBuffer};
 use super::{DevCommand, DevOp, DevStatus, DeviceStats, Input, Output};
-use crate::engine::{transfer_ns, FifoResource, Outbox, SimTime};
+use crate::engine::{transfer_ns, Divisor, FifoResource, Outbox, SimTime};
 use crate::trace::{NandSlice, NandUnit};
 
 #[path = "housekeeping.rs"]
@@ -144,8 +144,12 @@ struct DieProgram {
 pub struct PageMappedDevice {
     c: NandDeviceConfig,
     capacity_sectors: u64,
-    slots_per_page: u32,
+    /// As a multiply (`engine::Divisor`): every read divides a slot by it.
+    slots_per_page: Divisor,
     slots_per_row: u32,
+    /// `c.channels` and `c.map_entries_per_segment`, likewise.
+    channels_div: Divisor,
+    segment_div: Divisor,
     ftl: PageMap,
     map: MapCache,
     buf: WriteBuffer,
@@ -285,8 +289,10 @@ impl PageMappedDevice {
         let row = c.slots_per_row() as usize;
         PageMappedDevice {
             capacity_sectors: capacity_bytes / super::config::SECTOR_BYTES,
-            slots_per_page: c.slots_per_page(),
+            slots_per_page: Divisor::new(c.slots_per_page()),
             slots_per_row: c.slots_per_row(),
+            channels_div: Divisor::new(c.channels),
+            segment_div: Divisor::new(c.map_entries_per_segment),
             ftl,
             map: MapCache::new(segments, c.map_cache_segments()),
             buf: WriteBuffer::new(c.write_buffer_slots()),
@@ -360,7 +366,7 @@ impl PageMappedDevice {
     /// Row `row`'s index within its block (its page type follows from it).
     #[inline]
     fn row_in_block(&self, ppa: Ppa) -> u32 {
-        self.ftl.row_of(ppa) % self.c.pages_per_block
+        self.ftl.row_in_block(ppa)
     }
 
     /// The failed attempts of an array read of the page holding `ppa` (`t_r` and the
@@ -370,7 +376,7 @@ impl PageMappedDevice {
         let block = self.ftl.block_of(ppa);
         let erases = self.ftl.erase_count(block);
         let age = self.ages.age(block, t);
-        let page = ppa / self.slots_per_page;
+        let page = self.slots_per_page.quotient(ppa);
         let steps = self.c.timing.retry_steps(self.seed, page, erases, age);
         if steps == 0 {
             return t;
@@ -784,7 +790,7 @@ impl PageMappedDevice {
 
     #[inline]
     fn channel_of(&self, die: u32) -> usize {
-        (die % self.c.channels) as usize
+        self.channels_div.remainder(die) as usize
     }
 
     fn invalidate_registers(&mut self, die: u32) {
@@ -886,7 +892,7 @@ impl PageMappedDevice {
 
     #[inline]
     fn segment_of(&self, lpn: Lpn) -> u32 {
-        lpn / self.c.map_entries_per_segment
+        self.segment_div.quotient(lpn)
     }
 
     // ------------------------------------------------------------ read
@@ -938,11 +944,11 @@ impl PageMappedDevice {
                 lpn += 1;
                 continue;
             }
-            let page = e / self.slots_per_page;
+            let page = self.slots_per_page.quotient(e);
             let mut units = 1;
             while lpn + units < end {
                 let n = self.ftl.get(lpn + units);
-                if n == UNMAPPED || n & BUF_FLAG != 0 || n / self.slots_per_page != page {
+                if n == UNMAPPED || n & BUF_FLAG != 0 || self.slots_per_page.quotient(n) != page {
                     break;
                 }
                 units += 1;
@@ -1034,7 +1040,7 @@ impl PageMappedDevice {
             let page = if in_buffer || e == UNMAPPED {
                 NONE
             } else {
-                e / self.slots_per_page
+                self.slots_per_page.quotient(e)
             };
             if page != NONE && page == g_page {
                 g_units += 1;
@@ -1103,9 +1109,9 @@ impl PageMappedDevice {
             self.ftl.die_of(ppa)
         };
         let ch = self.channel_of(die);
-        let page = ppa / self.slots_per_page;
+        let page = self.slots_per_page.quotient(ppa);
         let row = self.ftl.row_of(ppa);
-        let plane = (ppa % self.slots_per_row) / self.slots_per_page;
+        let plane = self.slots_per_page.quotient(self.ftl.slot_in_row(ppa));
         let reg = (die * self.c.planes_per_die + plane) as usize;
         let d = die as usize;
         let start = if self.page_reg[reg] == page {
