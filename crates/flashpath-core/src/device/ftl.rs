@@ -96,6 +96,7 @@ pub struct PageMap {
     seq_blocks: Vec<u32>,
 }
 
+/// The geometry's counts the FTL divides by, each with its multiplier.
 #[derive(Clone, Copy, Debug)]
 struct FtlDivisors {
     dies: Divisor,

@@ -51,7 +51,7 @@ impl<E> EventQueue<E> {
     // Always inlined: the event is built at the call site and written straight into its
     // slot. Out of line it was built on the caller's stack and copied in, and that copy
     // (a load of a just-written, differently-sized value) was most of push's time. The
-    // heap's sift-up stays out of line (`push_key`), so each call site stays small.
+    // heap's sift-up stays out of line (`heap_push`), so each call site stays small.
     #[inline(always)]
     pub fn push(&mut self, at: SimTime, event: E) {
         if self.next_seq > LOW as u64 {

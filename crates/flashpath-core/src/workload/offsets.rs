@@ -375,13 +375,13 @@ impl RandomMap {
         self.used == self.nblocks
     }
 
-    /// Marks and returns `pick` if free, else the next free block after it (wrapping).
     /// Starts fetching the word of block `pick` into the cache.
     #[inline]
     fn prefetch(&self, pick: u64) {
         crate::engine::prefetch(&self.words[(pick / 64) as usize]);
     }
 
+    /// Marks and returns `pick` if free, else the next free block after it (wrapping).
     fn take_from(&mut self, pick: u64) -> u64 {
         debug_assert!(!self.full(), "a full map ends the pass first");
         let nwords = self.words.len();
