@@ -43,8 +43,14 @@ pub(super) struct HwBusy {
 
 impl HwBusy {
     fn change(&mut self, at: SimTime, by: i64) {
-        // Stamps are never in the integrated past; one would be a few ns of rounding.
-        self.pending.push(Reverse((at.max(self.swept), by)));
+        if at <= self.swept {
+            // At the integrated point (an interrupt stamped where `end` just integrated
+            // to), or before it by a few ns of rounding (stamps are never in the
+            // integrated past): it counts from there on, as it would from the heap.
+            self.count += by;
+            return;
+        }
+        self.pending.push(Reverse((at, by)));
     }
     /// Request `r` started on the hardware at `at` (its first start counts); the
     /// simulation is at `now`, up to which the changes so far are integrated, so what
