@@ -66,14 +66,13 @@ struct OpenBlock {
 }
 
 pub struct PageMap {
-    /// The geometry's divisors as multiplies (`engine::Divisor`): the formula layout
-    /// and every slot's die, block and row divide by them.
-    div: FtlDivisors,
     user_lpns: u32,
-    dies: u32,
-    blocks_per_die: u32,
-    slots_per_row: u32,
-    slots_per_block: u32,
+    /// The geometry's counts, each with its multiplier (`engine::Divisor`): the formula
+    /// layout and every slot's die, block and row divide by them.
+    dies: Divisor,
+    blocks_per_die: Divisor,
+    slots_per_row: Divisor,
+    slots_per_block: Divisor,
     gc_threshold: u32,
     /// `super::l2p`: chunks of 64 entries made on first change.
     l2p: L2pTable,
@@ -88,22 +87,12 @@ pub struct PageMap {
     open: Vec<[OpenBlock; 2]>,
     /// Physical slots of all blocks (the first WriteBooster address).
     tlc_slots: u32,
-    rows_per_block: u32,
+    rows_per_block: Divisor,
     /// The sequential layout kept as a formula, if any.
     seq: Option<SeqLayout>,
     /// Per die: its first blocks the sequential layout fills whole (they have no
     /// reverse map until erased).
     seq_blocks: Vec<u32>,
-}
-
-/// The geometry's counts the FTL divides by, each with its multiplier.
-#[derive(Clone, Copy, Debug)]
-struct FtlDivisors {
-    dies: Divisor,
-    blocks_per_die: Divisor,
-    slots_per_row: Divisor,
-    slots_per_block: Divisor,
-    rows_per_block: Divisor,
 }
 
 /// A sequential fill of LPNs `first..end` on a fresh map, its rows dealt round robin
@@ -130,18 +119,11 @@ impl PageMap {
         assert!((blocks as u64) * (slots_per_block as u64) < BUF_FLAG as u64);
         assert!(user_lpns < BUF_FLAG);
         PageMap {
-            div: FtlDivisors {
-                dies: Divisor::new(dies),
-                blocks_per_die: Divisor::new(blocks_per_die),
-                slots_per_row: Divisor::new(slots_per_row),
-                slots_per_block: Divisor::new(slots_per_block),
-                rows_per_block: Divisor::new(rows_per_block),
-            },
             user_lpns,
-            dies,
-            blocks_per_die,
-            slots_per_row,
-            slots_per_block,
+            dies: Divisor::new(dies),
+            blocks_per_die: Divisor::new(blocks_per_die),
+            slots_per_row: Divisor::new(slots_per_row),
+            slots_per_block: Divisor::new(slots_per_block),
             gc_threshold,
             l2p: L2pTable::new(user_lpns),
             rmap: ReverseMap::new(blocks, slots_per_block),
@@ -154,7 +136,7 @@ impl PageMap {
                 .collect(),
             open: vec![[OpenBlock::default(); 2]; dies as usize],
             tlc_slots: blocks as u32 * slots_per_block,
-            rows_per_block,
+            rows_per_block: Divisor::new(rows_per_block),
             seq: None,
             seq_blocks: vec![0; dies as usize],
         }
@@ -164,39 +146,39 @@ impl PageMap {
         self.user_lpns
     }
     pub fn slots_per_row(&self) -> u32 {
-        self.slots_per_row
+        self.slots_per_row.get()
     }
     pub fn slots_per_block(&self) -> u32 {
-        self.slots_per_block
+        self.slots_per_block.get()
     }
     pub fn rows_per_block(&self) -> u32 {
-        self.slots_per_block / self.slots_per_row
+        self.rows_per_block.get()
     }
     pub fn dies(&self) -> u32 {
-        self.dies
+        self.dies.get()
     }
     #[inline]
     pub fn die_of(&self, ppa: Ppa) -> u32 {
-        self.div.blocks_per_die.quotient(self.block_of(ppa))
+        self.blocks_per_die.quotient(self.block_of(ppa))
     }
     #[inline]
     pub fn block_of(&self, ppa: Ppa) -> u32 {
-        self.div.slots_per_block.quotient(ppa)
+        self.slots_per_block.quotient(ppa)
     }
     /// Global row id (die, block, row): what a die's page registers hold after a read.
     #[inline]
     pub fn row_of(&self, ppa: Ppa) -> u32 {
-        self.div.slots_per_row.quotient(ppa)
+        self.slots_per_row.quotient(ppa)
     }
     /// `ppa`'s slot within its row.
     #[inline]
     pub fn slot_in_row(&self, ppa: Ppa) -> u32 {
-        self.div.slots_per_row.remainder(ppa)
+        self.slots_per_row.remainder(ppa)
     }
     /// `ppa`'s row within its block (its page number in the block).
     #[inline]
     pub fn row_in_block(&self, ppa: Ppa) -> u32 {
-        self.div.rows_per_block.remainder(self.row_of(ppa))
+        self.rows_per_block.remainder(self.row_of(ppa))
     }
     pub fn free_blocks(&self, die: u32) -> u32 {
         self.free[die as usize].len() as u32
@@ -292,26 +274,24 @@ impl PageMap {
     #[inline]
     fn seq_ppa(&self, s: &SeqLayout, lpn: Lpn) -> Ppa {
         let i = lpn - s.first;
-        let d = self.div;
-        let (r, pos) = d.slots_per_row.div_rem(i);
-        let (k, rd) = d.dies.div_rem(r);
-        let die = d.dies.remainder(s.die0 + rd);
-        let (kb, kr) = d.rows_per_block.div_rem(k);
-        let block = die * self.blocks_per_die + kb;
-        block * self.slots_per_block + kr * self.slots_per_row + pos
+        let (r, pos) = self.slots_per_row.div_rem(i);
+        let (k, rd) = self.dies.div_rem(r);
+        let die = self.dies.remainder(s.die0 + rd);
+        let (kb, kr) = self.rows_per_block.div_rem(k);
+        let block = die * self.blocks_per_die.get() + kb;
+        block * self.slots_per_block.get() + kr * self.slots_per_row.get() + pos
     }
 
     /// The LPN the sequential layout put in `ppa` (INVALID for a slot it left empty).
     /// 32-bit arithmetic: `first` and `r * slots_per_row` are each below 2^31.
     fn seq_lpn(&self, ppa: Ppa) -> u32 {
         let Some(s) = self.seq else { return INVALID };
-        let d = self.div;
-        let (b, off) = d.slots_per_block.div_rem(ppa);
-        let (die, kb) = d.blocks_per_die.div_rem(b);
-        let (row, pos) = d.slots_per_row.div_rem(off);
-        let k = kb * self.rows_per_block + row;
-        let r = k * self.dies + d.dies.remainder(die + self.dies - s.die0);
-        let lpn = s.first + r * self.slots_per_row + pos;
+        let (b, off) = self.slots_per_block.div_rem(ppa);
+        let (die, kb) = self.blocks_per_die.div_rem(b);
+        let (row, pos) = self.slots_per_row.div_rem(off);
+        let k = kb * self.rows_per_block.get() + row;
+        let r = k * self.dies.get() + self.dies.remainder(die + self.dies.get() - s.die0);
+        let lpn = s.first + r * self.slots_per_row.get() + pos;
         if lpn < s.end {
             lpn
         } else {
@@ -326,7 +306,8 @@ impl PageMap {
         let b = block as usize;
         !self.rmap.has(block)
             && self.state[b] != BlockState::Free
-            && block % self.blocks_per_die < self.seq_blocks[(block / self.blocks_per_die) as usize]
+            && self.blocks_per_die.remainder(block)
+                < self.seq_blocks[self.blocks_per_die.quotient(block) as usize]
     }
 
     /// The LPN recorded for slot `ppa` (INVALID if none), from the reverse map or the
@@ -335,7 +316,7 @@ impl PageMap {
     fn recorded(&self, ppa: Ppa) -> u32 {
         let b = self.block_of(ppa);
         if self.rmap.has(b) {
-            self.rmap.get(b, ppa % self.slots_per_block)
+            self.rmap.get(b, self.slots_per_block.remainder(ppa))
         } else if self.seq_block(b) {
             self.seq_lpn(ppa)
         } else {
@@ -353,18 +334,18 @@ impl PageMap {
             && self
                 .free
                 .iter()
-                .all(|f| f.len() == self.blocks_per_die as usize)
+                .all(|f| f.len() == self.blocks_per_die.get() as usize)
             && self.l2p.chunks() == 0;
-        if !fresh || first >= end || end > self.user_lpns || die0 >= self.dies {
+        if !fresh || first >= end || end > self.user_lpns || die0 >= self.dies.get() {
             return None;
         }
-        let spr = self.slots_per_row as u64;
-        let rpb = self.rows_per_block as u64;
-        let dies = self.dies as u64;
+        let spr = self.slots_per_row.get() as u64;
+        let rpb = self.rows_per_block.get() as u64;
+        let dies = self.dies.get() as u64;
         let rows = ((end - first) as u64).div_ceil(spr);
         let rows_of =
             |d: u64| rows / dies + u64::from((d + dies - die0 as u64) % dies < rows % dies);
-        if (0..dies).any(|d| rows_of(d) > (self.blocks_per_die as u64 - 1) * rpb) {
+        if (0..dies).any(|d| rows_of(d) > (self.blocks_per_die.get() as u64 - 1) * rpb) {
             return None;
         }
         let s = SeqLayout { first, end, die0 };
@@ -375,20 +356,21 @@ impl PageMap {
             self.seq_blocks[d as usize] = (r / rpb) as u32;
             for kb in 0..used {
                 let b = self.free[d as usize].pop_front().unwrap();
-                debug_assert_eq!(b, d as u32 * self.blocks_per_die + kb);
+                debug_assert_eq!(b, d as u32 * self.blocks_per_die.get() + kb);
                 let bi = b as usize;
                 self.state[bi] = BlockState::Closed;
-                let base = b * self.slots_per_block;
-                let filled = (r - kb as u64 * rpb).min(rpb) as u32 * self.slots_per_row;
+                let base = b * self.slots_per_block.get();
+                let filled = (r - kb as u64 * rpb).min(rpb) as u32 * self.slots_per_row.get();
                 if kb < self.seq_blocks[d as usize] {
                     // Whole rows; the fill's last row may be partly padding.
-                    let padding = (filled - self.slots_per_row..filled)
+                    let padding = (filled - self.slots_per_row.get()..filled)
                         .filter(|&o| self.seq_lpn(base + o) == INVALID)
                         .count() as u32;
                     self.valid[bi] = filled - padding;
                 } else {
                     // The partly filled block: an ordinary reverse map.
-                    let mut arr = vec![INVALID; self.slots_per_block as usize].into_boxed_slice();
+                    let mut arr =
+                        vec![INVALID; self.slots_per_block.get() as usize].into_boxed_slice();
                     let mut n = 0;
                     for o in 0..filled {
                         arr[o as usize] = self.seq_lpn(base + o);
@@ -453,7 +435,7 @@ impl PageMap {
     /// `lpn`'s valid data is now in slot `dst` (already allocated, not yet owned).
     fn map_moved(&mut self, lpn: Lpn, dst: Ppa) {
         let b = self.block_of(dst) as usize;
-        let off = (dst % self.slots_per_block) as usize;
+        let off = self.slots_per_block.remainder(dst) as usize;
         let p2l = self
             .rmap
             .resident_mut(b as u32)
@@ -466,7 +448,7 @@ impl PageMap {
 
     fn invalidate(&mut self, ppa: Ppa, lpn: Lpn) {
         let b = self.block_of(ppa) as usize;
-        let off = (ppa % self.slots_per_block) as usize;
+        let off = self.slots_per_block.remainder(ppa) as usize;
         let has = self.rmap.has(b as u32);
         match self.rmap.resident_mut(b as u32) {
             Some(p2l) => {
@@ -500,7 +482,8 @@ impl PageMap {
     pub fn can_alloc_host(&self, die: u32) -> bool {
         let ob = &self.open[die as usize][0];
         (ob.active
-            && ob.next.div_ceil(self.slots_per_row) * self.slots_per_row < self.slots_per_block)
+            && ob.next.div_ceil(self.slots_per_row.get()) * self.slots_per_row.get()
+                < self.slots_per_block.get())
             || self.free_blocks(die) > 1
     }
 
@@ -509,26 +492,27 @@ impl PageMap {
     pub fn host_row_fits_open_block(&self, die: u32) -> Option<u32> {
         let ob = &self.open[die as usize][0];
         (ob.active
-            && ob.next.div_ceil(self.slots_per_row) * self.slots_per_row < self.slots_per_block)
-            .then_some(ob.block)
+            && ob.next.div_ceil(self.slots_per_row.get()) * self.slots_per_row.get()
+                < self.slots_per_block.get())
+        .then_some(ob.block)
     }
 
     /// Allocates the next whole row (program unit) of `die`'s open block for `stream`;
     /// returns the row's first slot. Host rows keep one free block in reserve for GC.
     pub fn alloc_row(&mut self, die: u32, stream: Stream) -> Option<Ppa> {
-        self.ensure_open(die, stream, self.slots_per_row)?;
+        self.ensure_open(die, stream, self.slots_per_row.get())?;
         let ob = &mut self.open[die as usize][stream as usize];
         // A row is allocated whole; the unused rest of a partly used row is padding.
-        let row_start = ob.next.div_ceil(self.slots_per_row) * self.slots_per_row;
-        ob.next = row_start + self.slots_per_row;
-        Some(ob.block * self.slots_per_block + row_start)
+        let row_start = ob.next.div_ceil(self.slots_per_row.get()) * self.slots_per_row.get();
+        ob.next = row_start + self.slots_per_row.get();
+        Some(ob.block * self.slots_per_block.get() + row_start)
     }
 
     /// Allocates one slot of `die`'s open block for `stream`.
     pub fn alloc_slot(&mut self, die: u32, stream: Stream) -> Option<Ppa> {
         self.ensure_open(die, stream, 1)?;
         let ob = &mut self.open[die as usize][stream as usize];
-        let ppa = ob.block * self.slots_per_block + ob.next;
+        let ppa = ob.block * self.slots_per_block.get() + ob.next;
         ob.next += 1;
         Some(ppa)
     }
@@ -539,7 +523,7 @@ impl PageMap {
     fn ensure_open(&mut self, die: u32, stream: Stream, align: u32) -> Option<()> {
         let d = die as usize;
         let ob = self.open[d][stream as usize];
-        if ob.active && ob.next.div_ceil(align) * align < self.slots_per_block {
+        if ob.active && ob.next.div_ceil(align) * align < self.slots_per_block.get() {
             return Some(());
         }
         let reserve = if stream == Stream::Host { 1 } else { 0 };
@@ -568,7 +552,7 @@ impl PageMap {
     /// Records that `ppa` is being programmed with `lpn`'s data (not yet valid).
     pub fn place(&mut self, ppa: Ppa, lpn: Lpn) {
         let b = self.block_of(ppa) as usize;
-        let off = (ppa % self.slots_per_block) as usize;
+        let off = self.slots_per_block.remainder(ppa) as usize;
         let p2l = self
             .rmap
             .resident_mut(b as u32)
@@ -582,7 +566,7 @@ impl PageMap {
     /// the data came from), `lpn` now maps to `ppa`; otherwise the data is already stale.
     pub fn complete(&mut self, ppa: Ppa, lpn: Lpn, current: bool) {
         let b = self.block_of(ppa) as usize;
-        let off = (ppa % self.slots_per_block) as usize;
+        let off = self.slots_per_block.remainder(ppa) as usize;
         assert!(self.inflight[b] > 0);
         self.inflight[b] -= 1;
         let p2l = self.rmap.resident_mut(b as u32).unwrap();
@@ -614,15 +598,15 @@ impl PageMap {
     /// lowest block number), skipping blocks with programs in flight. None if no closed
     /// block has an invalid slot to reclaim.
     pub fn pick_victim(&self, die: u32) -> Option<u32> {
-        let lo = (die * self.blocks_per_die) as usize;
-        let hi = lo + self.blocks_per_die as usize;
+        let lo = (die * self.blocks_per_die.get()) as usize;
+        let hi = lo + self.blocks_per_die.get() as usize;
         let mut best: Option<(u32, u32)> = None;
         for b in lo..hi {
             if self.state[b] != BlockState::Closed || self.inflight[b] != 0 {
                 continue;
             }
             let v = self.valid[b];
-            if v < self.slots_per_block && best.is_none_or(|(bv, _)| v < bv) {
+            if v < self.slots_per_block.get() && best.is_none_or(|(bv, _)| v < bv) {
                 best = Some((v, b as u32));
                 if v == 0 {
                     break;
@@ -639,7 +623,7 @@ impl PageMap {
         if !has && !self.seq_block(block) {
             return 0;
         }
-        let spr = self.slots_per_row as usize;
+        let spr = self.slots_per_row.get() as usize;
         let mut on_stack = [INVALID; 64];
         let mut on_heap = Vec::new();
         let rec: &mut [u32] = if spr <= on_stack.len() {
@@ -648,16 +632,17 @@ impl PageMap {
             on_heap.resize(spr, INVALID);
             &mut on_heap
         };
-        let base = block * self.slots_per_block + row * self.slots_per_row;
+        let base = block * self.slots_per_block.get() + row * self.slots_per_row.get();
         if has {
-            self.rmap.get_range(block, row * self.slots_per_row, rec);
+            self.rmap
+                .get_range(block, row * self.slots_per_row.get(), rec);
         } else {
             for (i, r) in rec.iter_mut().enumerate() {
                 *r = self.seq_lpn(base + i as u32);
             }
         }
         let mut n = 0;
-        for i in 0..self.slots_per_row {
+        for i in 0..self.slots_per_row.get() {
             let lpn = rec[i as usize];
             if lpn != INVALID && self.get(lpn) == base + i {
                 out[n] = (lpn, base + i);
@@ -687,7 +672,7 @@ impl PageMap {
         self.rmap.erase(block);
         self.state[b] = BlockState::Free;
         self.erase_count[b] += 1;
-        let die = block / self.blocks_per_die;
+        let die = self.blocks_per_die.quotient(block);
         self.free[die as usize].push_back(block);
     }
 
@@ -717,8 +702,8 @@ impl PageMap {
         for (b, &owned_b) in owned.iter().enumerate() {
             assert_eq!(owned_b, self.valid[b], "block {b} valid count");
             if self.rmap.has(b as u32) || self.seq_block(b as u32) {
-                let base = b as u32 * self.slots_per_block;
-                let names = (base..base + self.slots_per_block)
+                let base = b as u32 * self.slots_per_block.get();
+                let names = (base..base + self.slots_per_block.get())
                     .filter(|&p| self.owner(p).is_some())
                     .count() as u32;
                 assert_eq!(names, self.valid[b], "block {b} reverse map");
