@@ -12,14 +12,12 @@
 //! Units: `SimTime` and `SimDuration` are nanoseconds (`u64`). No floating point in time.
 
 mod divisor;
-mod int_map;
 mod prefetch;
 mod queue;
 mod resource;
 mod rng;
 
 pub use divisor::Divisor;
-pub use int_map::IntMap;
 pub use prefetch::prefetch;
 pub use queue::EventQueue;
 pub use resource::FifoResource;

@@ -47,9 +47,10 @@
 //! Units: 512-byte sectors, nanoseconds.
 
 use super::{discard_limits, Scheduler};
-use crate::engine::{IntMap, SimTime};
+use crate::engine::SimTime;
 use crate::workload::Dir;
 use std::collections::VecDeque;
+use std::hash::BuildHasherDefault;
 
 pub type ReqId = u32;
 
@@ -175,31 +176,17 @@ struct Noop {
     per_cpu: Vec<VecDeque<ReqId>>,
 }
 
-/// A small ordered map on sorted vectors (mq-deadline's sort trees): keys, packed
-/// [`sort_key`]s compared in one instruction pair, apart from their requests, so a
-/// binary search reads only keys; insertions and removals move at most the scheduler's
-/// requests (nr_requests entries); no allocation once grown to that. Keys are unique.
+/// A small ordered map on a sorted vector (mq-deadline's sort trees): binary searches,
+/// and insertions and removals that move at most the scheduler's requests (nr_requests
+/// entries of 24 bytes); no allocation once it has grown to that. Keys are unique.
 #[derive(Clone, Debug, Default)]
-struct SortedVec {
-    v: Vec<(u128, ReqId)>,
+struct SortedVec<K> {
+    v: Vec<(K, ReqId)>,
 }
 
-/// A sort tree's key: the start sector, then the sequence number of the request's
-/// (re)insertion, so that equal starts keep insertion order.
-#[inline(always)]
-fn sort_key(sector: u64, seq: u64) -> u128 {
-    (sector as u128) << 64 | seq as u128
-}
-
-/// The start sector of a [`sort_key`].
-#[inline(always)]
-fn key_sector(k: u128) -> u64 {
-    (k >> 64) as u64
-}
-
-impl SortedVec {
+impl<K: Ord + Copy> SortedVec<K> {
     #[inline]
-    fn insert(&mut self, k: u128, id: ReqId) {
+    fn insert(&mut self, k: K, id: ReqId) {
         // New keys are mostly the largest (sequence numbers).
         let i = match self.v.last() {
             Some(&(l, _)) if l < k => self.v.len(),
@@ -209,24 +196,24 @@ impl SortedVec {
         self.v.insert(i, (k, id));
     }
     #[inline]
-    fn remove(&mut self, k: u128) {
-        let i = self.v.partition_point(|e| e.0 < k);
-        debug_assert!(self.v.get(i).is_some_and(|e| e.0 == k), "missing key");
+    fn remove(&mut self, k: &K) {
+        let i = self.v.partition_point(|e| e.0 < *k);
+        debug_assert!(self.v.get(i).is_some_and(|e| e.0 == *k), "missing key");
         self.v.remove(i);
     }
     /// The first entry at or after `k`.
     #[inline]
-    fn first_from(&self, k: u128) -> Option<(u128, ReqId)> {
+    fn first_from(&self, k: K) -> Option<(K, ReqId)> {
         self.v.get(self.v.partition_point(|e| e.0 < k)).copied()
     }
     /// The first entry after `k`.
     #[inline]
-    fn after(&self, k: u128) -> Option<(u128, ReqId)> {
+    fn after(&self, k: K) -> Option<(K, ReqId)> {
         self.v.get(self.v.partition_point(|e| e.0 <= k)).copied()
     }
     /// The last entry before `k`.
     #[inline]
-    fn before(&self, k: u128) -> Option<(u128, ReqId)> {
+    fn before(&self, k: K) -> Option<(K, ReqId)> {
         let i = self.v.partition_point(|e| e.0 < k);
         i.checked_sub(1).map(|i| self.v[i])
     }
@@ -249,11 +236,11 @@ struct DdRq {
     hash_end: u64,
     hprev: ReqId,
     hnext: ReqId,
-    /// Its key in its direction's sort tree ([`sort_key`]).
-    sort: u128,
-    /// Its neighbours in its direction's FIFO (NO_REQ at the ends).
-    fprev: ReqId,
-    fnext: ReqId,
+    /// Its key in its direction's sort tree: its start when (re)added, then the
+    /// sequence number of that addition, so that equal starts keep insertion order.
+    sort: (u64, u64),
+    /// Its key in its direction's FIFO.
+    fifo: u64,
 }
 
 impl Default for DdRq {
@@ -265,47 +252,57 @@ impl Default for DdRq {
             hash_end: 0,
             hprev: NO_REQ,
             hnext: NO_REQ,
-            sort: 0,
-            fprev: NO_REQ,
-            fnext: NO_REQ,
+            sort: (0, 0),
+            fifo: 0,
         }
     }
 }
 
+/// A multiplicative hasher for sector numbers (the hash map is only looked up by key,
+/// never iterated, so its order cannot reach the results).
+#[derive(Default)]
+struct SectorHasher(u64);
+
+impl std::hash::Hasher for SectorHasher {
+    #[inline]
+    fn write_u64(&mut self, x: u64) {
+        let h = (self.0 ^ x).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        self.0 = h ^ (h >> 32);
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(b as u64);
+        }
+    }
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type SectorMap = std::collections::HashMap<u64, ReqId, BuildHasherDefault<SectorHasher>>;
+
 /// mq-deadline's queues and merge indexes; every choice they make is deterministic.
+#[derive(Default)]
 struct Deadline {
     /// sort_list[dir]: requests by start sector; discards sort with the writes.
-    sort: [SortedVec; 2],
-    /// fifo_list[dir]: its first and last request, linked through their `fprev` and
-    /// `fnext`, by expiry, i.e. insertion order (a merged request may take the place of
-    /// the one it absorbed).
-    fifo: [(ReqId, ReqId); 2],
+    sort: [SortedVec<(u64, u64)>; 2],
+    /// fifo_list[dir]: (sequence, request) by expiry, i.e. insertion order (a merged
+    /// request may take the place of the one it absorbed). Entries of requests that
+    /// left are dropped when they reach the head, or by compaction.
+    fifo: [VecDeque<(u64, ReqId)>; 2],
     /// Requests in each FIFO.
     fifo_live: [usize; 2],
     /// The elevator's hash of mergeable requests by end sector (elv_rqhash_*), of all
     /// directions and kinds: the head of each end sector's chain. As the kernel's
     /// buckets (hlist_add_head), a request is (re)hashed at the head of its chain, so
     /// among requests ending at one sector the lookup finds the one hashed last.
-    hash: IntMap,
+    hash: SectorMap,
     /// q->last_merge, the one-hit cache.
     last_merge: Option<ReqId>,
     seq: u64,
     /// Per request id.
     rq: Vec<DdRq>,
-}
-
-impl Default for Deadline {
-    fn default() -> Self {
-        Deadline {
-            sort: Default::default(),
-            fifo: [(NO_REQ, NO_REQ); 2],
-            fifo_live: [0; 2],
-            hash: IntMap::default(),
-            last_merge: None,
-            seq: 0,
-            rq: Vec::new(),
-        }
-    }
 }
 
 impl Deadline {
@@ -318,7 +315,7 @@ impl Deadline {
     /// elv_rqhash_find: the mergeable request ending at `sector` hashed last.
     #[inline]
     fn hash_find(&self, sector: u64) -> Option<ReqId> {
-        self.hash.get(sector)
+        self.hash.get(&sector).copied()
     }
 
     /// elv_rqhash_add at `end`: the head of its chain.
@@ -345,7 +342,7 @@ impl Deadline {
         } else if r.hnext != NO_REQ {
             self.hash.insert(r.hash_end, r.hnext);
         } else {
-            self.hash.remove(r.hash_end);
+            self.hash.remove(&r.hash_end);
         }
         if r.hnext != NO_REQ {
             self.rq[r.hnext as usize].hprev = r.hprev;
@@ -356,65 +353,48 @@ impl Deadline {
         r.hnext = NO_REQ;
     }
 
-    /// The FIFO head of direction `d` (the request that expires first).
     #[inline]
-    fn fifo_head(&self, d: usize) -> Option<ReqId> {
-        let h = self.fifo[d].0;
-        (h != NO_REQ).then_some(h)
+    fn fifo_valid(&self, (seq, id): (u64, ReqId)) -> bool {
+        let r = &self.rq[id as usize];
+        r.queued && r.fifo == seq
     }
 
-    /// `id` joins the end of direction `d`'s FIFO.
+    /// The FIFO head of direction `d` (the request that expires first).
+    fn fifo_head(&mut self, d: usize) -> Option<ReqId> {
+        while let Some(&e) = self.fifo[d].front() {
+            if self.fifo_valid(e) {
+                return Some(e.1);
+            }
+            self.fifo[d].pop_front();
+        }
+        None
+    }
+
     fn fifo_push(&mut self, d: usize, id: ReqId) {
-        let tail = self.fifo[d].1;
-        self.link(d, tail, id, NO_REQ);
+        let seq = self.next_seq();
+        self.rq[id as usize].fifo = seq;
+        self.fifo[d].push_back((seq, id));
         self.fifo_live[d] += 1;
     }
 
-    /// `id` goes between `prev` and `next` (neighbours, or NO_REQ at an end).
-    #[inline]
-    fn link(&mut self, d: usize, prev: ReqId, id: ReqId, next: ReqId) {
-        let r = &mut self.rq[id as usize];
-        r.fprev = prev;
-        r.fnext = next;
-        match prev {
-            NO_REQ => self.fifo[d].0 = id,
-            p => self.rq[p as usize].fnext = id,
-        }
-        match next {
-            NO_REQ => self.fifo[d].1 = id,
-            n => self.rq[n as usize].fprev = id,
-        }
-    }
-
-    /// `id` leaves direction `d`'s FIFO, its neighbours joined.
-    #[inline]
-    fn unlink(&mut self, d: usize, id: ReqId) {
-        let r = &mut self.rq[id as usize];
-        let (prev, next) = (r.fprev, r.fnext);
-        r.fprev = NO_REQ;
-        r.fnext = NO_REQ;
-        match prev {
-            NO_REQ => self.fifo[d].0 = next,
-            p => self.rq[p as usize].fnext = next,
-        }
-        match next {
-            NO_REQ => self.fifo[d].1 = prev,
-            n => self.rq[n as usize].fprev = prev,
-        }
-    }
-
-    /// A request left direction `d`'s FIFO.
-    fn fifo_left(&mut self, d: usize, id: ReqId) {
-        self.unlink(d, id);
+    /// A request left the FIFO (its entry goes stale); compacts when stale entries
+    /// outnumber live ones, so the FIFO stays within twice the requests queued.
+    fn fifo_left(&mut self, d: usize) {
         self.fifo_live[d] -= 1;
+        if self.fifo[d].len() > 2 * self.fifo_live[d] + 8 {
+            let mut f = std::mem::take(&mut self.fifo[d]);
+            f.retain(|&e| self.fifo_valid(e));
+            self.fifo[d] = f;
+        }
     }
 
-    /// `req` moves to the FIFO place of `next`, just before it (`next` is about to
-    /// leave, and `req` is then where `next` was).
-    fn fifo_take_place(&mut self, d: usize, req: ReqId, next: ReqId) {
-        self.unlink(d, req);
-        let prev = self.rq[next as usize].fprev;
-        self.link(d, prev, req, next);
+    /// `req` takes the FIFO place `seq` of a request that just left it.
+    fn fifo_take_place(&mut self, d: usize, req: ReqId, seq: u64) {
+        let i = self.fifo[d]
+            .binary_search_by_key(&seq, |e| e.0)
+            .expect("the absorbed request's FIFO entry");
+        self.fifo[d][i].1 = req;
+        self.rq[req as usize].fifo = seq;
     }
 }
 
@@ -663,8 +643,8 @@ impl BlockLayer {
         // dd_request_merge → elv_rb_find(sort_list[dir], bio_end_sector): a request of
         // the bio's direction starting where the bio ends.
         let d = bio.dir.index();
-        if let Some((k, f)) = self.dd.sort[d].first_from(sort_key(end, 0)) {
-            if key_sector(k) == end && self.dd_merge_ok(f, bio) {
+        if let Some(((s, _), f)) = self.dd.sort[d].first_from((end, 0)) {
+            if s == end && self.dd_merge_ok(f, bio) {
                 return Some((f, false));
             }
         }
@@ -700,7 +680,7 @@ impl BlockLayer {
             if !prev.is_some_and(|p| self.attempt_merge(p, id)) {
                 // elv_merged_request(FRONT) → dd_request_merged: re-sorted at its new
                 // start, after the requests that already start there (elv_rb_add).
-                self.dd.sort[d].remove(key);
+                self.dd.sort[d].remove(&key);
                 self.dd_sort_add(id);
                 self.dd.last_merge = Some(id);
             }
@@ -728,7 +708,8 @@ impl BlockLayer {
         let inserted = self.dd.rq[next as usize].queued;
         if older && inserted {
             let d = self.reqs[req as usize].dir().index();
-            self.dd.fifo_take_place(d, req, next);
+            let next_fifo = self.dd.rq[next as usize].fifo;
+            self.dd.fifo_take_place(d, req, next_fifo);
         }
         if inserted {
             self.dd_remove(next);
@@ -797,7 +778,7 @@ impl BlockLayer {
     fn dd_sort_add(&mut self, id: ReqId) {
         let r = &self.reqs[id as usize];
         let (d, sector) = (r.dir().index(), r.sector);
-        let key = sort_key(sector, self.dd.next_seq());
+        let key = (sector, self.dd.next_seq());
         self.dd.rq[id as usize].sort = key;
         self.dd.sort[d].insert(key, id);
     }
@@ -824,8 +805,8 @@ impl BlockLayer {
         let rq = &mut self.dd.rq[id as usize];
         rq.queued = false;
         let sort = rq.sort;
-        self.dd.fifo_left(d, id);
-        self.dd.sort[d].remove(sort);
+        self.dd.fifo_left(d);
+        self.dd.sort[d].remove(&sort);
         self.dd.hash_del(id);
         if self.dd.last_merge == Some(id) {
             self.dd.last_merge = None;
@@ -1103,7 +1084,7 @@ impl BlockLayer {
         // sorts after it. So: the lowest sector at or after the last dispatched start,
         // the first in the tree among equals; none left above it → the FIFO head.
         let pos = self.last_start[dir.index()];
-        match self.dd.sort[dir.index()].first_from(sort_key(pos, 0)) {
+        match self.dd.sort[dir.index()].first_from((pos, 0)) {
             Some((_, id)) => id,
             None => self.oldest(dir).expect("direction has a request"),
         }
