@@ -98,7 +98,7 @@ impl PageMappedDevice {
         }
         let row_bytes = self.slots_per_row as u64 * LPN_BYTES;
         let ch = self.channel_of(die);
-        let xfer = self.c.channel_ns(row_bytes);
+        let xfer = self.channel_rate.ns(row_bytes);
         let (_, tr_end) = self.book_die(die, "hk read", now, self.c.t_read_ns);
         let mut t_data = tr_end;
         if self.c.gc_copy == GcCopy::Controller {

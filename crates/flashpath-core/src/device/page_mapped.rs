@@ -94,7 +94,7 @@ use super::map_cache::{MapAccess, MapCache};
 use super::nand_timing::BlockAges;
 use super::write_buffer::{SlotState, WriteBuffer};
 use super::{DevCommand, DevOp, DevStatus, DeviceStats, Input, Output};
-use crate::engine::{transfer_ns, Divisor, FifoResource, Outbox, SimTime};
+use crate::engine::{Divisor, FifoResource, Outbox, Rate, SimTime};
 use crate::trace::{NandSlice, NandUnit};
 
 #[path = "housekeeping.rs"]
@@ -150,6 +150,10 @@ pub struct PageMappedDevice {
     /// `c.channels` and `c.map_entries_per_segment`, likewise.
     channels_div: Divisor,
     segment_div: Divisor,
+    /// `c.channel_bytes_per_s` and `c.buffer_copy_bytes_per_s` as `engine::Rate`s: a
+    /// read's page and a write's row cross the channel, a write's data the buffer.
+    channel_rate: Rate,
+    buffer_copy_rate: Rate,
     ftl: PageMap,
     map: MapCache,
     buf: WriteBuffer,
@@ -293,6 +297,8 @@ impl PageMappedDevice {
             slots_per_row: c.slots_per_row(),
             channels_div: Divisor::new(c.channels),
             segment_div: Divisor::new(c.map_entries_per_segment),
+            channel_rate: Rate::new(c.channel_bytes_per_s),
+            buffer_copy_rate: Rate::new(c.buffer_copy_bytes_per_s),
             ftl,
             map: MapCache::new(segments, c.map_cache_segments()),
             buf: WriteBuffer::new(c.write_buffer_slots()),
@@ -385,7 +391,7 @@ impl PageMappedDevice {
         self.stats.read_retry_steps += steps as u64;
         let die = self.ftl.die_of(ppa);
         let ch = self.channel_of(die);
-        let xfer = self.c.channel_ns(bytes);
+        let xfer = self.channel_rate.ns(bytes);
         let mut t = t;
         for _ in 0..steps {
             let (_, tr_end) = self.book_die(die, "read retry", t, t_r);
@@ -853,7 +859,7 @@ impl PageMappedDevice {
         let ch = self.channel_of(die);
         let (_, tr_end) = self.book_die(die, "map read", t, self.c.map_t_read_ns);
         self.page_reg[(die * self.c.planes_per_die) as usize] = NONE;
-        let xfer = self.c.channel_ns(self.c.map_segment_bytes());
+        let xfer = self.channel_rate.ns(self.c.map_segment_bytes());
         let (_, end) = self.book_ch(ch, "map out", tr_end, xfer);
         self.book_die(die, "map out", tr_end, end - tr_end);
         self.stats.nand_map_reads += 1;
@@ -871,7 +877,7 @@ impl PageMappedDevice {
             let die = self.map_batch_die;
             let ch = self.channel_of(die);
             let start = t.max(self.dies[die as usize].free_at());
-            let xfer = self.c.channel_ns(self.map_batch_bytes);
+            let xfer = self.channel_rate.ns(self.map_batch_bytes);
             let (_, xend) = self.book_ch(ch, "map in", start, xfer);
             self.book_die(
                 die,
@@ -1149,7 +1155,7 @@ impl PageMappedDevice {
             ch,
             "data out",
             start,
-            self.c.channel_ns(units as u64 * LPN_BYTES),
+            self.channel_rate.ns(units as u64 * LPN_BYTES),
         );
         // The die stays busy while its register is read out.
         assert!(start >= self.dies[d].free_at());
@@ -1236,7 +1242,7 @@ impl PageMappedDevice {
                 aw.next += 1;
             }
             if admitted > 0 {
-                let copy = transfer_ns(admitted * LPN_BYTES, self.c.buffer_copy_bytes_per_s);
+                let copy = self.buffer_copy_rate.ns(admitted * LPN_BYTES);
                 let (_, e) = self.ctrl.book(aw.ready.max(now), copy);
                 aw.ready = e;
                 self.buffer_data_ready = self.buffer_data_ready.max(e);
@@ -1404,7 +1410,7 @@ impl PageMappedDevice {
         let ready = now.max(self.buffer_data_ready);
         let d = die as usize;
         let ch = self.channel_of(die);
-        let xfer = self.c.channel_ns(n as u64 * LPN_BYTES);
+        let xfer = self.channel_rate.ns(n as u64 * LPN_BYTES);
         let end = if cached {
             // The data goes into the cache register once the running program's data
             // has left it; the array takes it when the running program ends.
@@ -1695,7 +1701,7 @@ impl PageMappedDevice {
         self.invalidate_registers(die);
         let mut t_data = tr_end;
         if self.c.gc_copy == GcCopy::Controller {
-            let (_, xend) = self.book_ch(ch, "gc out", tr_end, self.c.channel_ns(n * LPN_BYTES));
+            let (_, xend) = self.book_ch(ch, "gc out", tr_end, self.channel_rate.ns(n * LPN_BYTES));
             self.book_die(d as u32, "gc out", tr_end, xend - tr_end);
             t_data = xend;
         }
@@ -1730,7 +1736,8 @@ impl PageMappedDevice {
                     GcCopy::Controller => {
                         let start = t_data.max(self.dies[d].free_at());
                         let bytes = self.slots_per_row as u64 * LPN_BYTES;
-                        let (_, xend) = self.book_ch(ch, "gc in", start, self.c.channel_ns(bytes));
+                        let (_, xend) =
+                            self.book_ch(ch, "gc in", start, self.channel_rate.ns(bytes));
                         self.book_die(d as u32, "gc program", start, xend - start + t_prog);
                     }
                 }

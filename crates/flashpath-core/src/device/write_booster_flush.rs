@@ -241,7 +241,7 @@ impl PageMappedDevice {
         let n = valid.len() as u64;
         let t_r = self.wb.as_ref().unwrap().cfg.t_read_ns;
         let (_, tr_end) = self.book_die(die, "wb read", now, t_r);
-        let (_, xend) = self.book_ch(ch, "wb out", tr_end, self.c.channel_ns(n * LPN_BYTES));
+        let (_, xend) = self.book_ch(ch, "wb out", tr_end, self.channel_rate.ns(n * LPN_BYTES));
         self.book_die(die, "wb out", tr_end, xend - tr_end);
         self.invalidate_registers(die);
         let base = self
@@ -266,7 +266,7 @@ impl PageMappedDevice {
             .t_prog_row(self.row_in_block(base), self.c.t_prog_ns);
         let start = xend.max(self.dies[die as usize].free_at());
         let bytes = self.slots_per_row as u64 * LPN_BYTES;
-        let (_, inend) = self.book_ch(ch, "wb in", start, self.c.channel_ns(bytes));
+        let (_, inend) = self.book_ch(ch, "wb in", start, self.channel_rate.ns(bytes));
         self.book_die(die, "wb program", start, inend - start + t_prog);
         self.stats.nand_page_programs += self.c.planes_per_die as u64;
         self.stats.padding_slots += self.slots_per_row as u64 - n;

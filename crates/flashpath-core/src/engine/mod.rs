@@ -14,12 +14,14 @@
 mod divisor;
 mod prefetch;
 mod queue;
+mod rate;
 mod resource;
 mod rng;
 
 pub use divisor::Divisor;
 pub use prefetch::prefetch;
 pub use queue::EventQueue;
+pub use rate::Rate;
 pub use resource::FifoResource;
 pub use rng::SimRng;
 

@@ -19,8 +19,7 @@ impl Mmc {
         opcodes: &[u8],
         req: Option<ReqId>,
     ) -> SimTime {
-        let cmd_ns = self.host.bus.command_ns();
-        commands(&mut self.bus, ctx, cmd_ns, at, opcodes, req)
+        commands(&mut self.bus, ctx, self.cmd_ns, at, opcodes, req)
     }
 
     /// A data transfer of `dur` on the bus from `at`; returns its end.
@@ -47,9 +46,9 @@ impl Mmc {
         last_ready: SimTime,
         r: ReqId,
     ) -> (SimTime, SimTime) {
-        let bus = &self.host.bus;
-        let tail = last_ready + bus.data_ns(bytes.min(4096));
-        let (start, mut end) = self.bus.book(at, bus.data_ns(bytes));
+        let rate = self.bus_rate;
+        let tail = last_ready + rate.ns(bytes.min(4096));
+        let (start, mut end) = self.bus.book(at, rate.ns(bytes));
         if tail > end {
             self.bus.book(end, tail - end);
             end = tail;

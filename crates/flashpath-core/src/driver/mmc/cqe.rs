@@ -302,7 +302,7 @@ impl Mmc {
         opcodes: &[u8],
         req: Option<ReqId>,
     ) -> SimTime {
-        let cmd_ns = self.host.bus.command_ns();
+        let cmd_ns = self.cmd_ns;
         super::bus::commands(&mut self.cqe.cmd, ctx, cmd_ns, at, opcodes, req)
     }
 
@@ -385,7 +385,7 @@ impl Mmc {
             (q.dir(), q.sector, q.sectors)
         };
         let bytes = sectors as u64 * 512;
-        let dur = self.host.bus.data_ns(bytes);
+        let dur = self.bus_rate.ns(bytes);
         let start = match dir {
             Dir::Read => {
                 let cmd_end = self.cqe_cmds(ctx, now, &[46], Some(r));
@@ -423,7 +423,7 @@ impl Mmc {
         // SSC1.CBC: CMD13 during block BLOCK_CNT − CBC of this transfer.
         debug_assert!(!self.cqe.poll_pending);
         let before = (sectors as u64).saturating_sub(self.cqe.sqs_block_counter);
-        let at = start + self.host.bus.data_ns(before * 512);
+        let at = start + self.bus_rate.ns(before * 512);
         self.cqe.poll_pending = true;
         sched(ctx, at, MmcEv::Cqe(CqeEv::Poll));
     }

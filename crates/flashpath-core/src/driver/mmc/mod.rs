@@ -22,7 +22,7 @@
 
 use super::{DriverCtx, Event, HostDriver, Input, Output};
 use crate::device::{self, DevCommand, DevOp, DeviceConfig};
-use crate::engine::{FifoResource, SimTime};
+use crate::engine::{FifoResource, Rate, SimTime};
 use crate::host::block::ReqId;
 use crate::host::{Cmd13Mode, DriverKind, HostConfig};
 use crate::stats::SystemStats;
@@ -108,6 +108,10 @@ pub struct Mmc {
     disc: erase::Erase,
     /// The MMC bus (CMD and DAT lines; CQE's CMD line is its own, `cqe.rs`).
     bus: FifoResource,
+    /// The bus's data rate (`host.bus.data_bytes_per_s`) and a command's time
+    /// (`host.bus.command_ns()`), fixed once the bus mode is negotiated.
+    bus_rate: Rate,
+    cmd_ns: u64,
     /// When the device releases busy for each write request (indexed by request id).
     dev_ready_at: Vec<SimTime>,
     /// What follows each request end the driver emitted, in order.
@@ -134,6 +138,8 @@ impl Mmc {
             rtsx: rtsx::Rtsx::default(),
             disc: erase::Erase::new(device, host),
             bus: FifoResource::new(),
+            bus_rate: Rate::new(host.bus.data_bytes_per_s),
+            cmd_ns: host.bus.command_ns(),
             dev_ready_at: Vec::new(),
             after_end: std::collections::VecDeque::new(),
             dev_emits: Vec::new(),
@@ -541,7 +547,6 @@ impl Mmc {
         } else {
             self.bus_cmds(ctx, now, &[opcode], Some(r))
         };
-        let h = &self.host;
         let op = match dir {
             Dir::Read => DevOp::Read,
             Dir::Write => DevOp::Write,
@@ -563,7 +568,7 @@ impl Mmc {
             Dir::Write => {
                 ctx.sys().device_host_write_bytes += sectors as u64 * 512;
                 let bytes = sectors as u64 * 512;
-                let dur = h.bus.data_ns(bytes);
+                let dur = self.bus_rate.ns(bytes);
                 let mut data_end = self.bus_data(ctx, cmd_end, dur, Dir::Write, r);
                 if multi && !cmd23 {
                     data_end = self.bus_cmds(ctx, data_end, &[12], Some(r));

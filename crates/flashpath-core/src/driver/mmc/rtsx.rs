@@ -248,7 +248,7 @@ impl Mmc {
             return None;
         }
         let n = w.left.min(WRITE_CHUNK_SECTORS);
-        let dur = self.host.bus.data_ns(n as u64 * 512);
+        let dur = self.bus_rate.ns(n as u64 * 512);
         w.bus_end = self.bus_data(ctx, w.bus_end, dur, Dir::Write, w.req);
         let c = DevCommand {
             tag: w.req,
