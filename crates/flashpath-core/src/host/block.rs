@@ -198,8 +198,19 @@ impl<K: Ord + Copy> SortedVec<K> {
     #[inline]
     fn remove(&mut self, k: &K) {
         let i = self.v.partition_point(|e| e.0 < *k);
+        self.remove_at(k, i);
+    }
+    /// Removes `k`, which is at index `i`.
+    #[inline]
+    fn remove_at(&mut self, k: &K, i: usize) {
         debug_assert!(self.v.get(i).is_some_and(|e| e.0 == *k), "missing key");
         self.v.remove(i);
+    }
+    /// The index of the first entry at or after `k`, and that entry.
+    #[inline]
+    fn index_from(&self, k: K) -> (usize, Option<(K, ReqId)>) {
+        let i = self.v.partition_point(|e| e.0 < k);
+        (i, self.v.get(i).copied())
     }
     /// The first entry at or after `k`.
     #[inline]
@@ -239,8 +250,9 @@ struct DdRq {
     /// Its key in its direction's sort tree: its start when (re)added, then the
     /// sequence number of that addition, so that equal starts keep insertion order.
     sort: (u64, u64),
-    /// Its key in its direction's FIFO.
-    fifo: u64,
+    /// Its neighbours in its direction's FIFO (NO_REQ at the ends).
+    fprev: ReqId,
+    fnext: ReqId,
 }
 
 impl Default for DdRq {
@@ -253,7 +265,8 @@ impl Default for DdRq {
             hprev: NO_REQ,
             hnext: NO_REQ,
             sort: (0, 0),
-            fifo: 0,
+            fprev: NO_REQ,
+            fnext: NO_REQ,
         }
     }
 }
@@ -283,14 +296,18 @@ impl std::hash::Hasher for SectorHasher {
 type SectorMap = std::collections::HashMap<u64, ReqId, BuildHasherDefault<SectorHasher>>;
 
 /// mq-deadline's queues and merge indexes; every choice they make is deterministic.
-#[derive(Default)]
 struct Deadline {
     /// sort_list[dir]: requests by start sector; discards sort with the writes.
     sort: [SortedVec<(u64, u64)>; 2],
-    /// fifo_list[dir]: (sequence, request) by expiry, i.e. insertion order (a merged
-    /// request may take the place of the one it absorbed). Entries of requests that
-    /// left are dropped when they reach the head, or by compaction.
-    fifo: [VecDeque<(u64, ReqId)>; 2],
+    /// How many of each direction's sort-tree requests start at a sector of each
+    /// bucket (a counting filter over start sectors): a bucket at zero answers "no
+    /// request starts there" without the tree's binary search, which a front-merge
+    /// lookup would otherwise pay on every bio.
+    starts: [[u32; START_BUCKETS]; 2],
+    /// fifo_list[dir]: its first and last request, linked through their `fprev` and
+    /// `fnext`, by expiry, i.e. insertion order (a merged request may take the place of
+    /// the one it absorbed).
+    fifo: [(ReqId, ReqId); 2],
     /// Requests in each FIFO.
     fifo_live: [usize; 2],
     /// The elevator's hash of mergeable requests by end sector (elv_rqhash_*), of all
@@ -305,7 +322,60 @@ struct Deadline {
     rq: Vec<DdRq>,
 }
 
+impl Default for Deadline {
+    fn default() -> Self {
+        Deadline {
+            sort: Default::default(),
+            starts: [[0; START_BUCKETS]; 2],
+            fifo: [(NO_REQ, NO_REQ); 2],
+            fifo_live: [0; 2],
+            hash: SectorMap::default(),
+            last_merge: None,
+            seq: 0,
+            rq: Vec::new(),
+        }
+    }
+}
+
+/// Buckets of [`Deadline::starts`] (a power of two).
+const START_BUCKETS: usize = 256;
+
+#[inline(always)]
+fn start_bucket(sector: u64) -> usize {
+    (sector.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - START_BUCKETS.trailing_zeros())) as usize
+}
+
 impl Deadline {
+    /// Adds `id` to direction `d`'s sort tree at `key` (start sector, sequence).
+    #[inline]
+    fn sort_insert(&mut self, d: usize, key: (u64, u64), id: ReqId) {
+        self.starts[d][start_bucket(key.0)] += 1;
+        self.sort[d].insert(key, id);
+    }
+
+    /// Takes the request at `key` out of direction `d`'s sort tree (at index `at` if
+    /// the caller knows it).
+    #[inline]
+    fn sort_remove(&mut self, d: usize, key: (u64, u64), at: Option<usize>) {
+        self.starts[d][start_bucket(key.0)] -= 1;
+        match at {
+            Some(i) => self.sort[d].remove_at(&key, i),
+            None => self.sort[d].remove(&key),
+        }
+    }
+
+    /// The first request of direction `d`'s sort tree starting at `sector`, if any.
+    #[inline]
+    fn first_starting_at(&self, d: usize, sector: u64) -> Option<ReqId> {
+        if self.starts[d][start_bucket(sector)] == 0 {
+            return None;
+        }
+        match self.sort[d].first_from((sector, 0)) {
+            Some(((s, _), id)) if s == sector => Some(id),
+            _ => None,
+        }
+    }
+
     #[inline]
     fn next_seq(&mut self) -> u64 {
         self.seq += 1;
@@ -353,48 +423,65 @@ impl Deadline {
         r.hnext = NO_REQ;
     }
 
-    #[inline]
-    fn fifo_valid(&self, (seq, id): (u64, ReqId)) -> bool {
-        let r = &self.rq[id as usize];
-        r.queued && r.fifo == seq
-    }
-
     /// The FIFO head of direction `d` (the request that expires first).
-    fn fifo_head(&mut self, d: usize) -> Option<ReqId> {
-        while let Some(&e) = self.fifo[d].front() {
-            if self.fifo_valid(e) {
-                return Some(e.1);
-            }
-            self.fifo[d].pop_front();
-        }
-        None
+    #[inline]
+    fn fifo_head(&self, d: usize) -> Option<ReqId> {
+        let h = self.fifo[d].0;
+        (h != NO_REQ).then_some(h)
     }
 
+    /// `id` joins the end of direction `d`'s FIFO.
     fn fifo_push(&mut self, d: usize, id: ReqId) {
-        let seq = self.next_seq();
-        self.rq[id as usize].fifo = seq;
-        self.fifo[d].push_back((seq, id));
+        let tail = self.fifo[d].1;
+        self.link(d, tail, id, NO_REQ);
         self.fifo_live[d] += 1;
     }
 
-    /// A request left the FIFO (its entry goes stale); compacts when stale entries
-    /// outnumber live ones, so the FIFO stays within twice the requests queued.
-    fn fifo_left(&mut self, d: usize) {
-        self.fifo_live[d] -= 1;
-        if self.fifo[d].len() > 2 * self.fifo_live[d] + 8 {
-            let mut f = std::mem::take(&mut self.fifo[d]);
-            f.retain(|&e| self.fifo_valid(e));
-            self.fifo[d] = f;
+    /// `id` goes between `prev` and `next` (neighbours, or NO_REQ at an end).
+    #[inline]
+    fn link(&mut self, d: usize, prev: ReqId, id: ReqId, next: ReqId) {
+        let r = &mut self.rq[id as usize];
+        r.fprev = prev;
+        r.fnext = next;
+        match prev {
+            NO_REQ => self.fifo[d].0 = id,
+            p => self.rq[p as usize].fnext = id,
+        }
+        match next {
+            NO_REQ => self.fifo[d].1 = id,
+            n => self.rq[n as usize].fprev = id,
         }
     }
 
-    /// `req` takes the FIFO place `seq` of a request that just left it.
-    fn fifo_take_place(&mut self, d: usize, req: ReqId, seq: u64) {
-        let i = self.fifo[d]
-            .binary_search_by_key(&seq, |e| e.0)
-            .expect("the absorbed request's FIFO entry");
-        self.fifo[d][i].1 = req;
-        self.rq[req as usize].fifo = seq;
+    /// `id` leaves direction `d`'s FIFO, its neighbours joined.
+    #[inline]
+    fn unlink(&mut self, d: usize, id: ReqId) {
+        let r = &mut self.rq[id as usize];
+        let (prev, next) = (r.fprev, r.fnext);
+        r.fprev = NO_REQ;
+        r.fnext = NO_REQ;
+        match prev {
+            NO_REQ => self.fifo[d].0 = next,
+            p => self.rq[p as usize].fnext = next,
+        }
+        match next {
+            NO_REQ => self.fifo[d].1 = prev,
+            n => self.rq[n as usize].fprev = prev,
+        }
+    }
+
+    /// A request left direction `d`'s FIFO.
+    fn fifo_left(&mut self, d: usize, id: ReqId) {
+        self.unlink(d, id);
+        self.fifo_live[d] -= 1;
+    }
+
+    /// `req` moves to the FIFO place of `next`, just before it (`next` is about to
+    /// leave, and `req` is then where `next` was).
+    fn fifo_take_place(&mut self, d: usize, req: ReqId, next: ReqId) {
+        self.unlink(d, req);
+        let prev = self.rq[next as usize].fprev;
+        self.link(d, prev, req, next);
     }
 }
 
@@ -643,8 +730,8 @@ impl BlockLayer {
         // dd_request_merge → elv_rb_find(sort_list[dir], bio_end_sector): a request of
         // the bio's direction starting where the bio ends.
         let d = bio.dir.index();
-        if let Some(((s, _), f)) = self.dd.sort[d].first_from((end, 0)) {
-            if s == end && self.dd_merge_ok(f, bio) {
+        if let Some(f) = self.dd.first_starting_at(d, end) {
+            if self.dd_merge_ok(f, bio) {
                 return Some((f, false));
             }
         }
@@ -680,7 +767,7 @@ impl BlockLayer {
             if !prev.is_some_and(|p| self.attempt_merge(p, id)) {
                 // elv_merged_request(FRONT) → dd_request_merged: re-sorted at its new
                 // start, after the requests that already start there (elv_rb_add).
-                self.dd.sort[d].remove(&key);
+                self.dd.sort_remove(d, key, None);
                 self.dd_sort_add(id);
                 self.dd.last_merge = Some(id);
             }
@@ -708,8 +795,7 @@ impl BlockLayer {
         let inserted = self.dd.rq[next as usize].queued;
         if older && inserted {
             let d = self.reqs[req as usize].dir().index();
-            let next_fifo = self.dd.rq[next as usize].fifo;
-            self.dd.fifo_take_place(d, req, next_fifo);
+            self.dd.fifo_take_place(d, req, next);
         }
         if inserted {
             self.dd_remove(next);
@@ -780,7 +866,7 @@ impl BlockLayer {
         let (d, sector) = (r.dir().index(), r.sector);
         let key = (sector, self.dd.next_seq());
         self.dd.rq[id as usize].sort = key;
-        self.dd.sort[d].insert(key, id);
+        self.dd.sort_insert(d, key, id);
     }
 
     /// elv_rqhash_reposition: (re)hashed at its end, first among equal ends.
@@ -801,12 +887,17 @@ impl BlockLayer {
 
     /// deadline_remove_request: out of the FIFO, the sort tree, the hash and the cache.
     fn dd_remove(&mut self, id: ReqId) {
+        self.dd_remove_at(id, None)
+    }
+
+    /// dd_remove, with the request's index in its sort tree if known.
+    fn dd_remove_at(&mut self, id: ReqId, at: Option<usize>) {
         let d = self.reqs[id as usize].dir().index();
         let rq = &mut self.dd.rq[id as usize];
         rq.queued = false;
         let sort = rq.sort;
-        self.dd.fifo_left(d);
-        self.dd.sort[d].remove(&sort);
+        self.dd.fifo_left(d, id);
+        self.dd.sort_remove(d, sort, at);
         self.dd.hash_del(id);
         if self.dd.last_merge == Some(id) {
             self.dd.last_merge = None;
@@ -1023,8 +1114,8 @@ impl BlockLayer {
                 id
             }
             Scheduler::MqDeadline => {
-                let id = self.deadline_pick(now);
-                self.dd_remove(id);
+                let (id, at) = self.deadline_pick(now);
+                self.dd_remove_at(id, at);
                 id
             }
         };
@@ -1040,7 +1131,9 @@ impl BlockLayer {
         self.dd.fifo_head(dir.index())
     }
 
-    fn deadline_pick(&mut self, now: SimTime) -> ReqId {
+    /// The request to dispatch, and its index in its sort tree if the pick found it
+    /// there (its removal then needs no search).
+    fn deadline_pick(&mut self, now: SimTime) -> (ReqId, Option<usize>) {
         let has_read = self.dd.fifo_live[Dir::Read.index()] > 0;
         let has_write = self.dd.fifo_live[Dir::Write.index()] > 0;
         // Continue the current batch in sector order if possible.
@@ -1075,7 +1168,7 @@ impl BlockLayer {
                 WRITE_EXPIRE_NS
             };
             if self.reqs[head as usize].queued_at + expire <= now {
-                return head;
+                return (head, None);
             }
             d
         };
@@ -1084,9 +1177,9 @@ impl BlockLayer {
         // sorts after it. So: the lowest sector at or after the last dispatched start,
         // the first in the tree among equals; none left above it → the FIFO head.
         let pos = self.last_start[dir.index()];
-        match self.dd.sort[dir.index()].first_from((pos, 0)) {
-            Some((_, id)) => id,
-            None => self.oldest(dir).expect("direction has a request"),
+        match self.dd.sort[dir.index()].index_from((pos, 0)) {
+            (i, Some((_, id))) => (id, Some(i)),
+            (_, None) => (self.oldest(dir).expect("direction has a request"), None),
         }
     }
 
@@ -1360,6 +1453,61 @@ mod tests {
         b.submit(0, bio(2, Dir::Read, 0, 8)); // same range, hashed later
         b.submit(0, bio(3, Dir::Read, 8, 8)); // last_merge takes it
         assert_eq!(drain(&mut b, 0), vec![(0, 16, vec![1, 3]), (0, 8, vec![2])]);
+    }
+
+    #[test]
+    fn the_start_filter_answers_as_the_sort_tree() {
+        let mut dd = Deadline::default();
+        // Two start sectors in one bucket of the filter.
+        let s1 = 8;
+        let s2 = (2..)
+            .map(|k| k * 8)
+            .find(|&s| start_bucket(s) == start_bucket(s1))
+            .unwrap();
+        dd.sort_insert(0, (s1, 1), 7);
+        assert_eq!(dd.first_starting_at(0, s1), Some(7));
+        assert_eq!(
+            dd.first_starting_at(0, s2),
+            None,
+            "same bucket, other sector"
+        );
+        assert_eq!(dd.first_starting_at(1, s1), None, "other direction");
+        dd.sort_insert(0, (s1, 2), 8);
+        assert_eq!(dd.first_starting_at(0, s1), Some(7), "the first inserted");
+        dd.sort_remove(0, (s1, 1), None);
+        assert_eq!(dd.first_starting_at(0, s1), Some(8));
+        dd.sort_remove(0, (s1, 2), Some(0));
+        assert_eq!(dd.first_starting_at(0, s1), None);
+        assert!(dd.starts.iter().flatten().all(|&c| c == 0));
+    }
+
+    /// Requests merged, front-merged and dispatched leave every count of the filter at
+    /// zero, and the FIFO's list empty.
+    #[test]
+    fn a_drained_scheduler_leaves_no_count_and_no_fifo_link() {
+        let mut b = BlockLayer::new(Scheduler::MqDeadline, 64, 64 * 1024);
+        let mut io = 0;
+        for round in 0..20u64 {
+            for k in 0..10u64 {
+                let sector = (k * 37 + round * 11) % 64 * 8;
+                let dir = if k % 3 == 0 { Dir::Write } else { Dir::Read };
+                io += 1;
+                b.submit(round, bio(io, dir, sector, 8));
+            }
+            for _ in 0..7 {
+                if let Some(id) = b.dispatch(round) {
+                    let mut ios = Vec::new();
+                    b.complete(round, id, &mut ios);
+                }
+            }
+        }
+        while let Some(id) = b.dispatch(100) {
+            b.complete(100, id, &mut Vec::new());
+        }
+        assert!(b.merges > 0, "the mix merged");
+        assert!(b.dd.starts.iter().flatten().all(|&c| c == 0));
+        assert_eq!(b.dd.fifo, [(NO_REQ, NO_REQ); 2]);
+        assert_eq!(b.dd.fifo_live, [0, 0]);
     }
 
     #[test]
