@@ -225,6 +225,37 @@ impl PageMap {
         }
     }
 
+    /// Starts bringing `lpn`'s L2P entry into the cache (a write to it will read it).
+    #[inline]
+    pub fn prefetch_entry(&self, lpn: Lpn) {
+        if lpn < self.user_lpns {
+            if let Some(e) = self.l2p.entry(lpn) {
+                crate::engine::prefetch(e);
+            }
+        }
+    }
+
+    /// Starts bringing the reverse-map entry of the slot `lpn` is in into the cache (a
+    /// write to `lpn` invalidates it). Reads `lpn`'s L2P entry: best prefetched first.
+    #[inline]
+    pub fn prefetch_slot(&self, lpn: Lpn) {
+        if lpn >= self.user_lpns {
+            return;
+        }
+        let Some(&e) = self.l2p.entry(lpn) else {
+            return;
+        };
+        if e == UNMAPPED || e & BUF_FLAG != 0 {
+            return;
+        }
+        let b = self.block_of(e);
+        if let Some(p2l) = self.rmap.resident(b) {
+            if let Some(x) = p2l.get(self.slots_per_block.remainder(e) as usize) {
+                crate::engine::prefetch(x);
+            }
+        }
+    }
+
     /// `lpn`'s entry in a chunk never changed: the sequential layout's slot, or none.
     #[inline]
     fn seq_get(&self, lpn: Lpn) -> u32 {

@@ -60,6 +60,17 @@ impl L2pTable {
         Some(slab[c as usize & (SLAB - 1)][lpn as usize & (CHUNK - 1)])
     }
 
+    /// Where `lpn`'s entry is, if its chunk was made (for a prefetch).
+    #[inline]
+    pub fn entry(&self, lpn: u32) -> Option<&u32> {
+        let c = self.chunk_of(lpn);
+        if c == NO_CHUNK {
+            return None;
+        }
+        let slab = &self.slabs[(c >> SLAB_SHIFT) as usize];
+        Some(&slab[c as usize & (SLAB - 1)][lpn as usize & (CHUNK - 1)])
+    }
+
     /// Whether `lpn`'s chunk exists.
     #[inline]
     pub fn has_chunk(&self, lpn: u32) -> bool {

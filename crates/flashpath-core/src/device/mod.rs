@@ -312,6 +312,10 @@ pub trait Model {
     /// The reported jobs start: the data on the device takes the age of `[wear]
     /// data_age` (`nand_timing`), where modelled.
     fn age_data(&mut self) {}
+    /// A write to `lba` is on its way (it entered the host's block layer): the model may
+    /// start bringing what that write will read into the processor's cache. A hint for
+    /// the simulator's speed that changes no result.
+    fn prefetch_write(&mut self, _lba: u64) {}
     /// The NAND work recorded so far.
     fn take_nand_slices(&mut self) -> Vec<crate::trace::NandSlice> {
         Vec::new()
@@ -393,6 +397,12 @@ impl Device {
 
     pub fn capacity_sectors(&self) -> u64 {
         self.capacity_sectors
+    }
+
+    /// A write to `lba` entered the host's block layer ([`Model::prefetch_write`]).
+    #[inline]
+    pub fn prefetch_write(&mut self, lba: u64) {
+        self.inner.model().prefetch_write(lba)
     }
 
     /// Maps `sectors` sectors from `lba` as already written (sequentially, flushed),

@@ -101,6 +101,12 @@ impl ReverseMap {
 
     /// The resident map of `block`, if it is in memory.
     #[inline]
+    pub fn resident(&self, block: u32) -> Option<&[u32]> {
+        self.resident.get(block)
+    }
+
+    /// The resident map of `block`, if it is in memory, to change.
+    #[inline]
     pub fn resident_mut(&mut self, block: u32) -> Option<&mut [u32]> {
         self.resident.get_mut(block)
     }

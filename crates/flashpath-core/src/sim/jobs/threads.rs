@@ -602,6 +602,9 @@ impl Sim {
     /// or a new request, traced when tracing.
     pub(in crate::sim) fn enter_bio(&mut self, bio: Bio) {
         let now = self.now;
+        if bio.dir == Dir::Write && !bio.discard {
+            self.dev.prefetch_write(bio.sector);
+        }
         self.block.submit(now, bio);
         if self.trace.is_some() {
             self.blk_fates(now, true);
