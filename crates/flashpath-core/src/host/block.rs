@@ -176,57 +176,82 @@ struct Noop {
     per_cpu: Vec<VecDeque<ReqId>>,
 }
 
-/// A small ordered map on a sorted vector (mq-deadline's sort trees): binary searches,
-/// and insertions and removals that move at most the scheduler's requests (nr_requests
-/// entries of 24 bytes); no allocation once it has grown to that. Keys are unique.
-#[derive(Clone, Debug, Default)]
-struct SortedVec<K> {
-    v: Vec<(K, ReqId)>,
+/// A sort tree's key: a request's start sector, then the sequence number of its
+/// (re)insertion, so that equal starts keep insertion order.
+type SortKey = (u64, u32);
+
+/// One entry of a [`SortedVec`], 16 bytes.
+#[derive(Clone, Copy, Debug)]
+struct SortEntry {
+    sector: u64,
+    seq: u32,
+    id: ReqId,
 }
 
-impl<K: Ord + Copy> SortedVec<K> {
+impl SortEntry {
+    #[inline(always)]
+    fn key(&self) -> SortKey {
+        (self.sector, self.seq)
+    }
+    #[inline(always)]
+    fn pair(&self) -> (SortKey, ReqId) {
+        (self.key(), self.id)
+    }
+}
+
+/// A small ordered map on a sorted vector (mq-deadline's sort trees): binary searches,
+/// and insertions and removals that move at most the scheduler's requests (nr_requests
+/// entries of 16 bytes); no allocation once it has grown to that. Keys are unique.
+#[derive(Clone, Debug, Default)]
+struct SortedVec {
+    v: Vec<SortEntry>,
+}
+
+impl SortedVec {
     #[inline]
-    fn insert(&mut self, k: K, id: ReqId) {
+    fn insert(&mut self, k: SortKey, id: ReqId) {
         // New keys are mostly the largest (sequence numbers).
         let i = match self.v.last() {
-            Some(&(l, _)) if l < k => self.v.len(),
-            _ => self.v.partition_point(|e| e.0 < k),
+            Some(l) if l.key() < k => self.v.len(),
+            _ => self.v.partition_point(|e| e.key() < k),
         };
-        debug_assert!(self.v.get(i).is_none_or(|e| e.0 != k), "duplicate key");
-        self.v.insert(i, (k, id));
+        debug_assert!(self.v.get(i).is_none_or(|e| e.key() != k), "duplicate key");
+        let (sector, seq) = k;
+        self.v.insert(i, SortEntry { sector, seq, id });
     }
     #[inline]
-    fn remove(&mut self, k: &K) {
-        let i = self.v.partition_point(|e| e.0 < *k);
+    fn remove(&mut self, k: &SortKey) {
+        let i = self.v.partition_point(|e| e.key() < *k);
         self.remove_at(k, i);
     }
     /// Removes `k`, which is at index `i`.
     #[inline]
-    fn remove_at(&mut self, k: &K, i: usize) {
-        debug_assert!(self.v.get(i).is_some_and(|e| e.0 == *k), "missing key");
+    fn remove_at(&mut self, k: &SortKey, i: usize) {
+        debug_assert!(self.v.get(i).is_some_and(|e| e.key() == *k), "missing key");
         self.v.remove(i);
     }
     /// The index of the first entry at or after `k`, and that entry.
     #[inline]
-    fn index_from(&self, k: K) -> (usize, Option<(K, ReqId)>) {
-        let i = self.v.partition_point(|e| e.0 < k);
-        (i, self.v.get(i).copied())
+    fn index_from(&self, k: SortKey) -> (usize, Option<(SortKey, ReqId)>) {
+        let i = self.v.partition_point(|e| e.key() < k);
+        (i, self.v.get(i).map(SortEntry::pair))
     }
     /// The first entry at or after `k`.
     #[inline]
-    fn first_from(&self, k: K) -> Option<(K, ReqId)> {
-        self.v.get(self.v.partition_point(|e| e.0 < k)).copied()
+    fn first_from(&self, k: SortKey) -> Option<(SortKey, ReqId)> {
+        self.index_from(k).1
     }
     /// The first entry after `k`.
     #[inline]
-    fn after(&self, k: K) -> Option<(K, ReqId)> {
-        self.v.get(self.v.partition_point(|e| e.0 <= k)).copied()
+    fn after(&self, k: SortKey) -> Option<(SortKey, ReqId)> {
+        let i = self.v.partition_point(|e| e.key() <= k);
+        self.v.get(i).map(SortEntry::pair)
     }
     /// The last entry before `k`.
     #[inline]
-    fn before(&self, k: K) -> Option<(K, ReqId)> {
-        let i = self.v.partition_point(|e| e.0 < k);
-        i.checked_sub(1).map(|i| self.v[i])
+    fn before(&self, k: SortKey) -> Option<(SortKey, ReqId)> {
+        let i = self.v.partition_point(|e| e.key() < k);
+        Some(self.v[i.checked_sub(1)?].pair())
     }
 }
 
@@ -249,7 +274,7 @@ struct DdRq {
     hnext: ReqId,
     /// Its key in its direction's sort tree: its start when (re)added, then the
     /// sequence number of that addition, so that equal starts keep insertion order.
-    sort: (u64, u64),
+    sort: SortKey,
     /// Its neighbours in its direction's FIFO (NO_REQ at the ends).
     fprev: ReqId,
     fnext: ReqId,
@@ -298,7 +323,7 @@ type SectorMap = std::collections::HashMap<u64, ReqId, BuildHasherDefault<Sector
 /// mq-deadline's queues and merge indexes; every choice they make is deterministic.
 struct Deadline {
     /// sort_list[dir]: requests by start sector; discards sort with the writes.
-    sort: [SortedVec<(u64, u64)>; 2],
+    sort: [SortedVec; 2],
     /// How many of each direction's sort-tree requests start at a sector of each
     /// bucket (a counting filter over start sectors): a bucket at zero answers "no
     /// request starts there" without the tree's binary search, which a front-merge
@@ -317,7 +342,8 @@ struct Deadline {
     hash: SectorMap,
     /// q->last_merge, the one-hit cache.
     last_merge: Option<ReqId>,
-    seq: u64,
+    /// The last sort-tree sequence number given.
+    seq: u32,
     /// Per request id.
     rq: Vec<DdRq>,
 }
@@ -348,7 +374,7 @@ fn start_bucket(sector: u64) -> usize {
 impl Deadline {
     /// Adds `id` to direction `d`'s sort tree at `key` (start sector, sequence).
     #[inline]
-    fn sort_insert(&mut self, d: usize, key: (u64, u64), id: ReqId) {
+    fn sort_insert(&mut self, d: usize, key: SortKey, id: ReqId) {
         self.starts[d][start_bucket(key.0)] += 1;
         self.sort[d].insert(key, id);
     }
@@ -356,7 +382,7 @@ impl Deadline {
     /// Takes the request at `key` out of direction `d`'s sort tree (at index `at` if
     /// the caller knows it).
     #[inline]
-    fn sort_remove(&mut self, d: usize, key: (u64, u64), at: Option<usize>) {
+    fn sort_remove(&mut self, d: usize, key: SortKey, at: Option<usize>) {
         self.starts[d][start_bucket(key.0)] -= 1;
         match at {
             Some(i) => self.sort[d].remove_at(&key, i),
@@ -377,9 +403,27 @@ impl Deadline {
     }
 
     #[inline]
-    fn next_seq(&mut self) -> u64 {
+    fn next_seq(&mut self) -> u32 {
+        if self.seq == u32::MAX {
+            self.renumber();
+        }
         self.seq += 1;
         self.seq
+    }
+
+    /// Sequence numbers only order requests of equal start within a tree: given anew
+    /// in tree order (1, 2, ...) they keep every order, and leave room for 2^32 more.
+    #[cold]
+    fn renumber(&mut self) {
+        let mut n = 0;
+        for tree in &mut self.sort {
+            for e in &mut tree.v {
+                n += 1;
+                e.seq = n;
+                self.rq[e.id as usize].sort.1 = n;
+            }
+        }
+        self.seq = n;
     }
 
     /// elv_rqhash_find: the mergeable request ending at `sector` hashed last.
@@ -1479,6 +1523,36 @@ mod tests {
         dd.sort_remove(0, (s1, 2), Some(0));
         assert_eq!(dd.first_starting_at(0, s1), None);
         assert!(dd.starts.iter().flatten().all(|&c| c == 0));
+    }
+
+    /// Past the last sequence number the trees are renumbered in their order: requests
+    /// of equal start keep their insertion order, and the keys the requests hold still
+    /// find them.
+    #[test]
+    fn sequence_numbers_wrap_without_reordering() {
+        let mut dd = Deadline {
+            rq: vec![DdRq::default(); 8],
+            seq: u32::MAX - 2,
+            ..Deadline::default()
+        };
+        for id in 0..8u32 {
+            let d = (id % 2) as usize;
+            let key = ((id as u64 / 4) * 8, dd.next_seq());
+            dd.rq[id as usize].sort = key;
+            dd.sort_insert(d, key, id);
+        }
+        assert!(dd.seq < 10, "renumbered: {}", dd.seq);
+        // Direction 0 holds 0, 2 at sector 0 and 4, 6 at sector 8, in that order.
+        let order = |dd: &Deadline, d: usize| dd.sort[d].v.iter().map(|e| e.id).collect::<Vec<_>>();
+        assert_eq!(order(&dd, 0), vec![0, 2, 4, 6]);
+        assert_eq!(order(&dd, 1), vec![1, 3, 5, 7]);
+        assert_eq!(dd.first_starting_at(0, 8), Some(4));
+        for id in [2u32, 5, 0, 7] {
+            let key = dd.rq[id as usize].sort;
+            dd.sort_remove((id % 2) as usize, key, None);
+        }
+        assert_eq!(order(&dd, 0), vec![4, 6]);
+        assert_eq!(order(&dd, 1), vec![1, 3]);
     }
 
     /// Requests merged, front-merged and dispatched leave every count of the filter at
