@@ -89,9 +89,9 @@ impl DriverCtx for Sim {
     }
 
     fn device(&mut self, input: device::Input, emits: &mut Vec<(SimTime, device::Output)>) {
-        let mut out = self.device_step(input);
-        emits.extend(out.drain_emits());
-        self.dev_out = out;
+        let d = self.device_step(input);
+        emits.extend(self.dev_outs[d].drain_emits());
+        self.device_done(d);
     }
 
     // Inlined into the driver's code (like `device_at`): out of line the event came by

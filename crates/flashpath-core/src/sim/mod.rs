@@ -357,7 +357,12 @@ pub struct Sim {
     cpu: Cpu,
     block: BlockLayer,
     dev: Device,
-    dev_out: Outbox<device::Input, device::Output>,
+    /// The device's outboxes, one per nesting level of `device_step` (the driver can
+    /// reach the device again while it handles what the device emitted); `dev_depth` in
+    /// use. They stay in place: moved out and back for each step, an outbox was
+    /// reloaded just after it was stored in other widths (a store-forwarding stall).
+    dev_outs: Vec<Outbox<device::Input, device::Output>>,
+    dev_depth: usize,
     threads: Vec<Thread>,
     ios: Vec<Io>,
     free_ios: Vec<u32>,
@@ -554,7 +559,8 @@ impl Sim {
             driver: Some(drv),
             // With no jobs (a request source), JobConfig's default seed.
             dev: Device::new(&cfg.device, cfg.jobs.first().map_or(0x5eed, |j| j.seed)),
-            dev_out: Outbox::new(),
+            dev_outs: Vec::new(),
+            dev_depth: 0,
             threads,
             ios: Vec::new(),
             free_ios: Vec::new(),
@@ -779,29 +785,44 @@ impl Sim {
 
     /// An input for the device from the event queue: its outputs go to the driver.
     fn device(&mut self, input: device::Input) {
-        let mut out = self.device_step(input);
-        for (at, out) in out.drain_emits() {
+        let d = self.device_step(input);
+        let mut i = 0;
+        while let Some(&(at, out)) = self.dev_outs[d].emits().get(i) {
             self.driver_input(driver::Input::Device { at, out });
+            i += 1;
         }
-        self.dev_out = out;
+        self.device_done(d);
     }
 
     /// The device handles `input` now (the one place it is stepped): its timers go to
-    /// the event queue. Returns the device's outbox with what it emitted at once, for
-    /// the caller to hand on and then put back in `dev_out` (out meanwhile: the driver
-    /// can reach the device again, and finds an empty one there).
+    /// the event queue. Returns the nesting level whose outbox (`dev_outs`) holds what
+    /// it emitted at once, for the caller to hand on and then release with
+    /// `device_done` (meanwhile the driver can reach the device again, a level down).
     #[inline(always)]
-    fn device_step(&mut self, input: device::Input) -> Outbox<device::Input, device::Output> {
+    fn device_step(&mut self, input: device::Input) -> usize {
         if self.verify.is_some() {
             self.verify_stage_write(&input);
         }
         let now = self.now;
-        let mut out = std::mem::take(&mut self.dev_out);
-        self.dev.handle(now, input, &mut out);
+        let d = self.dev_depth;
+        if d == self.dev_outs.len() {
+            self.dev_outs.push(Outbox::new());
+        }
+        self.dev_depth = d + 1;
+        let out = &mut self.dev_outs[d];
+        self.dev.handle(now, input, out);
         for (at, input) in out.drain_timers() {
             self.q.push(at, Ev::Dev(input));
         }
-        out
+        d
+    }
+
+    /// The caller of `device_step` at level `d` has handed on the device's outputs.
+    #[inline(always)]
+    fn device_done(&mut self, d: usize) {
+        debug_assert_eq!(self.dev_depth, d + 1, "device steps end in nesting order");
+        self.dev_outs[d].clear();
+        self.dev_depth = d;
     }
 
     // ---------------------------------------------------------------- shared driver steps

@@ -203,9 +203,12 @@ impl Mmc {
     }
 
     #[inline]
-    fn event(&mut self, ctx: &mut impl DriverCtx, ev: MmcEv) {
+    fn event(&mut self, ctx: &mut impl DriverCtx, ev: &MmcEv) {
         let now = self.now;
-        match ev {
+        // By reference: each arm loads only its own fields from where the caller put
+        // the event (a copy of the whole event there reloaded what was just stored in
+        // other widths, a store-forwarding stall on every event).
+        match *ev {
             MmcEv::DispStart => self.disp_next(ctx, now),
             MmcEv::DispPrepared(r) => self.disp_prepared(ctx, r),
             MmcEv::DispWoken => {
@@ -249,12 +252,12 @@ impl HostDriver for Mmc {
     #[inline]
     fn handle(&mut self, now: SimTime, input: Input, ctx: &mut impl DriverCtx) {
         self.now = now;
-        match input {
+        match &input {
             Input::Start => {}
-            Input::Kick { core } => self.kick(ctx, core),
+            Input::Kick { core } => self.kick(ctx, *core),
             Input::Event(Event::Mmc(ev)) => self.event(ctx, ev),
             Input::Event(ev) => unreachable!("another driver's event {ev:?}"),
-            Input::Device { at, out } => self.device_output(ctx, at, out),
+            Input::Device { at, out } => self.device_output(ctx, *at, *out),
             Input::Ended(_) => {
                 let irq_core = self.host.irq_core;
                 match self

@@ -45,7 +45,7 @@ const STOP_UDELAY_NS: u64 = 50_000;
 /// 65536): the card programs from its buffer while later data still crosses the bus.
 const WRITE_CHUNK_SECTORS: u32 = 128;
 
-#[derive(Debug)]
+#[derive(Clone, Copy, Debug)]
 pub enum RtsxEv {
     /// `sd_request` runs on the kworker for the request.
     Work(ReqId),
