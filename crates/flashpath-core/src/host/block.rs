@@ -481,20 +481,25 @@ impl Deadline {
         self.fifo_live[d] += 1;
     }
 
+    /// Makes `b` follow `a` in direction `d`'s FIFO (NO_REQ for `a`: `b` is first; for
+    /// `b`: `a` is last).
+    #[inline]
+    fn join(&mut self, d: usize, a: ReqId, b: ReqId) {
+        match a {
+            NO_REQ => self.fifo[d].0 = b,
+            a => self.rq[a as usize].fnext = b,
+        }
+        match b {
+            NO_REQ => self.fifo[d].1 = a,
+            b => self.rq[b as usize].fprev = a,
+        }
+    }
+
     /// `id` goes between `prev` and `next` (neighbours, or NO_REQ at an end).
     #[inline]
     fn link(&mut self, d: usize, prev: ReqId, id: ReqId, next: ReqId) {
-        let r = &mut self.rq[id as usize];
-        r.fprev = prev;
-        r.fnext = next;
-        match prev {
-            NO_REQ => self.fifo[d].0 = id,
-            p => self.rq[p as usize].fnext = id,
-        }
-        match next {
-            NO_REQ => self.fifo[d].1 = id,
-            n => self.rq[n as usize].fprev = id,
-        }
+        self.join(d, prev, id);
+        self.join(d, id, next);
     }
 
     /// `id` leaves direction `d`'s FIFO, its neighbours joined.
@@ -504,14 +509,7 @@ impl Deadline {
         let (prev, next) = (r.fprev, r.fnext);
         r.fprev = NO_REQ;
         r.fnext = NO_REQ;
-        match prev {
-            NO_REQ => self.fifo[d].0 = next,
-            p => self.rq[p as usize].fnext = next,
-        }
-        match next {
-            NO_REQ => self.fifo[d].1 = prev,
-            n => self.rq[n as usize].fprev = prev,
-        }
+        self.join(d, prev, next);
     }
 
     /// A request left direction `d`'s FIFO.
