@@ -245,7 +245,9 @@ impl PageMap {
         let Some(&e) = self.l2p.entry(lpn) else {
             return;
         };
-        if e == UNMAPPED || e & BUF_FLAG != 0 {
+        // Not in NAND yet, or in WriteBooster's SLC ring (past the TLC slots: its slots
+        // have no reverse map here).
+        if e == UNMAPPED || e & BUF_FLAG != 0 || e >= self.tlc_slots {
             return;
         }
         let b = self.block_of(e);

@@ -372,6 +372,22 @@ mod tests {
         }
     }
 
+    /// A write hint for an LPN held in the SLC ring (past the FTL's TLC slots) reads no
+    /// reverse map: the ring's slots have none in the FTL.
+    #[test]
+    fn a_write_hint_on_an_slc_slot_prefetches_nothing() {
+        let mut ftl = PageMap::new(1024, 2, 8, 8, 4, 1);
+        let base = 2 * 8 * 32;
+        let mut b = SlcBuffer::new(cfg(2 * 4 * 8 * 4096), 2, 8, base);
+        let p = b.alloc_row(0, &mut WbStats::default());
+        b.place(p, 5);
+        ftl.supersede(5, crate::device::ftl::UNMAPPED);
+        ftl.map_slc(5, p);
+        ftl.prefetch_entry(5);
+        ftl.prefetch_slot(5);
+        assert_eq!(ftl.get(5), p);
+    }
+
     /// A 2-die buffer of 4 rows of 8 slots per die: it takes 4 rows per die, then no
     /// more until a flush passes the tail; a flush row takes the valid slots only.
     #[test]
