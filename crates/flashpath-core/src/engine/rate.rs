@@ -25,10 +25,6 @@ impl Rate {
         }
     }
 
-    pub fn bytes_per_s(self) -> u64 {
-        self.bytes_per_s
-    }
-
     /// Time to move `bytes`, rounded up: exactly `transfer_ns(bytes, bytes_per_s)`.
     #[inline(always)]
     pub fn ns(self, bytes: u64) -> SimDuration {
