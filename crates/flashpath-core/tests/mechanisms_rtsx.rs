@@ -211,14 +211,14 @@ fn stop_after_a_write_commits_the_buffer() {
         fua: false,
         hpb: 0,
     };
-    d.handle(0, Input::Command(w), &mut out);
+    d.handle(0, &Input::Command(w), &mut out);
     let ack = out.emits()[0].0;
     assert!(
         out.timers().is_empty(),
         "16 KiB of a 32 KiB row: nothing programmed yet"
     );
     out.clear();
-    d.handle(ack, Input::Stop { tag: 9 }, &mut out);
+    d.handle(ack, &Input::Stop { tag: 9 }, &mut out);
     assert!(out.emits().is_empty(), "busy while programming");
     let (prog_at, die) = match out.timers() {
         [(t, Input::ProgramDone { die })] => (*t, *die),
@@ -227,7 +227,7 @@ fn stop_after_a_write_commits_the_buffer() {
     let expect = ack + n.fw_per_command_ns + n.channel_ns(16 * 1024) + n.t_prog_ns;
     assert_eq!(prog_at, expect);
     out.clear();
-    d.handle(prog_at, Input::ProgramDone { die }, &mut out);
+    d.handle(prog_at, &Input::ProgramDone { die }, &mut out);
     assert_eq!(
         out.emits(),
         &[(
@@ -242,7 +242,7 @@ fn stop_after_a_write_commits_the_buffer() {
     // A continued stream costs no command decoding.
     out.clear();
     let t = prog_at + 1_000_000;
-    d.handle(t, Input::Continue(DevCommand { lba: 32, ..w }), &mut out);
+    d.handle(t, &Input::Continue(DevCommand { lba: 32, ..w }), &mut out);
     let copy = flashpath_core::engine::transfer_ns(16 * 1024, n.buffer_copy_bytes_per_s);
     assert_eq!(out.emits()[0].0, t + 4 * n.fw_per_4kib_ns + copy);
 }

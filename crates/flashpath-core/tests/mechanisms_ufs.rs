@@ -421,7 +421,7 @@ fn device_accepts_queued_writes_in_arrival_order_and_loses_none() {
             fua: false,
             hpb: 0,
         };
-        d.handle(1_000, Input::Command(cmd), &mut out);
+        d.handle(1_000, &Input::Command(cmd), &mut out);
     }
     let mut done = Vec::new();
     let mut timers: Vec<(u64, Input)> = Vec::new();
@@ -434,7 +434,7 @@ fn device_accepts_queued_writes_in_arrival_order_and_loses_none() {
         }
         timers.sort_by_key(|x| x.0);
         let (at, input) = timers.remove(0);
-        d.handle(at, input, &mut out);
+        d.handle(at, &input, &mut out);
     }
     let tags: Vec<u32> = done
         .iter()

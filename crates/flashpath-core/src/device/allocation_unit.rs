@@ -1505,8 +1505,8 @@ impl AuDevice {
 
 impl super::Model for AuDevice {
     #[inline]
-    fn handle(&mut self, now: SimTime, input: Input, out: &mut Outbox<Input, Output>) {
-        AuDevice::handle(self, now, input, out)
+    fn handle(&mut self, now: SimTime, input: &Input, out: &mut Outbox<Input, Output>) {
+        AuDevice::handle(self, now, *input, out)
     }
     fn precondition(&mut self, lba: u64, sectors: u64) {
         AuDevice::precondition(self, lba, sectors)

@@ -79,7 +79,7 @@ impl Harness {
                 .pop()
                 .expect("the device went idle without answering the command");
             self.now = t;
-            self.dev.handle(t, input, &mut self.out);
+            self.dev.handle(t, &input, &mut self.out);
             let mut found = None;
             let (timers, emits) = self.out.drain();
             for (when, i) in timers {
@@ -129,7 +129,7 @@ impl Harness {
     pub fn run_until_idle(&mut self) {
         while let Some((t, input)) = self.queue.pop() {
             self.now = t;
-            self.dev.handle(t, input, &mut self.out);
+            self.dev.handle(t, &input, &mut self.out);
             let (timers, emits) = self.out.drain();
             for (when, i) in timers {
                 self.queue.push(when, i);

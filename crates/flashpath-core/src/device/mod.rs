@@ -303,7 +303,10 @@ impl DeviceStats {
 /// and the ideal device implement it.
 pub trait Model {
     /// One input (a host command, a stream's next data or stop, a timer of its own).
-    fn handle(&mut self, now: SimTime, input: Input, out: &mut Outbox<Input, Output>);
+    /// By reference: the input is an event the simulator has just taken off its queue,
+    /// and a copy for the call would reload it whole while its parts are still being
+    /// stored (a store-forwarding stall on every device step).
+    fn handle(&mut self, now: SimTime, input: &Input, out: &mut Outbox<Input, Output>);
     /// Maps `sectors` from `lba` as already written (see `Device::precondition`).
     fn precondition(&mut self, lba: u64, sectors: u64);
     fn stats(&self) -> &DeviceStats;
@@ -391,7 +394,7 @@ impl Device {
     }
 
     #[inline]
-    pub fn handle(&mut self, now: SimTime, input: Input, out: &mut Outbox<Input, Output>) {
+    pub fn handle(&mut self, now: SimTime, input: &Input, out: &mut Outbox<Input, Output>) {
         self.inner.model().handle(now, input, out)
     }
 
@@ -534,8 +537,8 @@ impl Model for IdealDevice {
     fn stats(&self) -> &DeviceStats {
         &self.stats
     }
-    fn handle(&mut self, now: SimTime, input: Input, out: &mut Outbox<Input, Output>) {
-        let cmd = match input {
+    fn handle(&mut self, now: SimTime, input: &Input, out: &mut Outbox<Input, Output>) {
+        let cmd = match *input {
             // Fixed service times: a continued stream costs what a command does.
             Input::Command(cmd) | Input::Continue(cmd) => cmd,
             Input::Stop { tag } => {

@@ -665,8 +665,14 @@ impl PageMappedDevice {
         true
     }
 
+    /// `step` on an input by value (tests and the device harness).
     pub fn handle(&mut self, now: SimTime, input: Input, out: &mut Outbox<Input, Output>) {
-        match input {
+        self.step(now, &input, out)
+    }
+
+    /// One input: the device layer's `handle` (`Model::handle`).
+    pub fn step(&mut self, now: SimTime, input: &Input, out: &mut Outbox<Input, Output>) {
+        match *input {
             Input::Command(cmd) => {
                 self.command(now, cmd, out);
                 self.hpb_hints(now, cmd.tag, out);
@@ -1751,8 +1757,8 @@ impl PageMappedDevice {
 
 impl super::Model for PageMappedDevice {
     #[inline]
-    fn handle(&mut self, now: SimTime, input: Input, out: &mut Outbox<Input, Output>) {
-        PageMappedDevice::handle(self, now, input, out)
+    fn handle(&mut self, now: SimTime, input: &Input, out: &mut Outbox<Input, Output>) {
+        PageMappedDevice::step(self, now, input, out)
     }
     /// Prefetches the written LPN's L2P entry, and the reverse-map entry of the slot
     /// that the previous hinted write's LPN is in (its L2P entry, prefetched one write

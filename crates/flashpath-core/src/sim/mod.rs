@@ -810,7 +810,7 @@ impl Sim {
         }
         self.dev_depth = d + 1;
         let out = &mut self.dev_outs[d];
-        self.dev.handle(now, input, out);
+        self.dev.handle(now, &input, out);
         for (at, input) in out.drain_timers() {
             self.q.push(at, Ev::Dev(input));
         }
