@@ -23,15 +23,15 @@ use super::{Ev, Sim};
 use crate::engine::SimTime;
 use crate::host::block::ReqId;
 use crate::stats::Occupancy;
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 
 /// The time some request was on the hardware.
 #[derive(Default)]
 pub(super) struct HwBusy {
-    /// Changes of the number of requests on the hardware not yet integrated, earliest
-    /// first (changes at one time integrate to their sum, in any order).
-    pending: BinaryHeap<Reverse<(SimTime, i64)>>,
+    /// Changes of the number of requests on the hardware not yet integrated, latest
+    /// first (changes at one time integrate to their sum, in any order). A sorted
+    /// array: it holds a few changes (requests on the hardware stamped ahead of now),
+    /// and the earliest is taken from its end.
+    pending: Vec<(SimTime, i64)>,
     /// Requests counted on the hardware (indexed by request id).
     on: Vec<bool>,
     /// Requests on the hardware at `swept`.
@@ -50,7 +50,8 @@ impl HwBusy {
             self.count += by;
             return;
         }
-        self.pending.push(Reverse((at, by)));
+        let i = self.pending.partition_point(|&(t, _)| t > at);
+        self.pending.insert(i, (at, by));
     }
     /// Request `r` started on the hardware at `at` (its first start counts); the
     /// simulation is at `now`, up to which the changes so far are integrated, so what
@@ -76,7 +77,7 @@ impl HwBusy {
     }
     /// Integrates up to `now` (no stamp comes before it) and returns the busy time so far.
     pub(super) fn busy_by(&mut self, now: SimTime) -> u64 {
-        while let Some(&Reverse((t, d))) = self.pending.peek() {
+        while let Some(&(t, d)) = self.pending.last() {
             if t > now {
                 break;
             }
