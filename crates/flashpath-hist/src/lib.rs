@@ -104,8 +104,12 @@ impl Buckets {
         let Buckets::Sparse(v) = self else {
             return self.add(idx, count);
         };
-        if let Some(e) = v.iter_mut().find(|e| e.0 as usize == idx) {
-            e.1 = e.1.saturating_add(count);
+        if let Some(i) = v.iter().position(|e| e.0 as usize == idx) {
+            v[i].1 = v[i].1.saturating_add(count);
+            // The bucket hit goes first, where `add` looks before calling here: a
+            // latency that takes a few values in turn finds each near the front. The
+            // list's order is not observable (every reader sums or spreads it).
+            v.swap(0, i);
         } else if v.len() < SPARSE_MAX {
             v.push((idx as u16, count));
         } else {
@@ -436,6 +440,34 @@ mod tests {
         // Saturating, not wrapping, when a count would overflow the sums.
         batch.record_n(u64::MAX, u64::MAX);
         assert_eq!(batch.sum_sq(), u128::MAX);
+    }
+
+    #[test]
+    fn sparse_counts_equal_a_tally_whatever_the_list_order() {
+        // Values taking a few buckets in turn (the list reorders on each hit), then
+        // more than SPARSE_MAX buckets (it becomes the whole array).
+        let mut h = LatHist::new();
+        let mut tally = vec![0u64; PLAT_NR];
+        let add = |h: &mut LatHist, tally: &mut [u64], v: u64| {
+            h.record(v);
+            tally[plat_val_to_idx(v)] += 1;
+        };
+        for i in 0..300u64 {
+            let v = [500, 9_000, 500, 70_000, 9_000][(i % 5) as usize];
+            add(&mut h, &mut tally, v);
+        }
+        let Buckets::Sparse(v) = &h.counts else {
+            panic!("three buckets stay sparse");
+        };
+        // The last bucket hit is first, where `add` looks first.
+        assert_eq!(v[0].0 as usize, plat_val_to_idx(9_000));
+        assert_eq!(&h.counts()[..], &tally[..]);
+        for i in 0..40u64 {
+            add(&mut h, &mut tally, 1_000 + 100 * i);
+        }
+        assert!(matches!(h.counts, Buckets::Dense(_)));
+        assert_eq!(&h.counts()[..], &tally[..]);
+        assert_eq!(h.count(), 340);
     }
 
     #[test]
