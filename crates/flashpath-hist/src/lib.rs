@@ -76,7 +76,8 @@ pub const SPARSE_MAX: usize = 16;
 #[derive(Clone, Debug)]
 enum Buckets {
     Dense(Box<[u64; PLAT_NR]>),
-    /// (bucket, count), in the order first used; at most [`SPARSE_MAX`].
+    /// (bucket, count) in no fixed order (a bucket hit past the first moves first); at
+    /// most [`SPARSE_MAX`].
     Sparse(Vec<(u16, u64)>),
 }
 
