@@ -7,6 +7,8 @@
 //!
 //! `FLASHPATH_BLESS=1 cargo test -p flashpath-cli --test golden_runs` rewrites the
 //! golden files; only for a change meant to move outputs, said in its commit.
+//! `FLASHPATH_GOLDEN_BIN=path/to/flashpath` checks another build of the binary (the
+//! profile-guided one of `scripts/pgo.sh`) against them.
 
 mod common;
 
@@ -80,6 +82,14 @@ fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     out
 }
 
+/// The binary under test: this build's, or `FLASHPATH_GOLDEN_BIN` (CI checks the
+/// profile-guided build of `scripts/pgo.sh` against the corpus this way).
+fn binary() -> PathBuf {
+    std::env::var_os("FLASHPATH_GOLDEN_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_flashpath")))
+}
+
 /// Runs one case in an empty directory: its outputs as files (`stdout`, `stderr`,
 /// `status`, and every file the run wrote under `files/`).
 fn run_case(name: &str, args: &[String]) -> BTreeMap<String, Vec<u8>> {
@@ -103,7 +113,7 @@ fn run_case(name: &str, args: &[String]) -> BTreeMap<String, Vec<u8>> {
             }
         })
         .collect();
-    let o = Command::new(env!("CARGO_BIN_EXE_flashpath"))
+    let o = Command::new(binary())
         .args(&args)
         .current_dir(&dir)
         .output()
