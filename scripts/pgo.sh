@@ -37,8 +37,10 @@ trap 'rm -rf "$W"' EXIT
 
 # The command line and the benches are built in one selection: cargo then builds
 # flashpath-core once for both, with the same symbol names, and a profile taken
-# through the command line applies to the benches (`cargo bench -p flashpath-core`
-# alone unifies other features, names the functions differently and matches nothing).
+# through the command line applies to the benches. (`cargo bench -p flashpath-core`
+# alone builds it with another metadata hash, so every function has another name and
+# the profile matched nothing; why cargo hashes the two selections apart, probably
+# the dev-dependencies' features, was not looked into.)
 build() {
   cargo build --profile bench -q -p flashpath-cli -p flashpath-core --bins --benches
 }
