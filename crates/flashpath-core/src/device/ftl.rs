@@ -245,9 +245,7 @@ impl PageMap {
         let Some(&e) = self.l2p.entry(lpn) else {
             return;
         };
-        // Not in NAND yet, or in WriteBooster's SLC ring (past the TLC slots: its slots
-        // have no reverse map here).
-        if e == UNMAPPED || e & BUF_FLAG != 0 || e >= self.tlc_slots {
+        if !self.in_tlc_nand(e) {
             return;
         }
         let b = self.block_of(e);
@@ -436,11 +434,19 @@ impl PageMap {
     pub fn supersede(&mut self, lpn: Lpn, entry: u32) -> u32 {
         assert!(entry == UNMAPPED || entry & BUF_FLAG != 0);
         let old = self.get(lpn);
-        if old != UNMAPPED && old & BUF_FLAG == 0 && old < self.tlc_slots() {
+        if self.in_tlc_nand(old) {
             self.invalidate(old, lpn);
         }
         self.set(lpn, entry);
         old
+    }
+
+    /// Whether an L2P entry is a slot of the blocks here, with a reverse map: not
+    /// unmapped, not in the write buffer, not in WriteBooster's SLC ring (past the TLC
+    /// slots).
+    #[inline]
+    fn in_tlc_nand(&self, e: u32) -> bool {
+        e != UNMAPPED && e & BUF_FLAG == 0 && e < self.tlc_slots
     }
 
     /// Physical slots of the blocks here (addresses at or above are the WriteBooster
@@ -721,7 +727,7 @@ impl PageMap {
         let mut owned = vec![0u32; self.valid.len()];
         for lpn in 0..self.user_lpns {
             let e = self.get(lpn);
-            if e == UNMAPPED || e & BUF_FLAG != 0 || e >= self.tlc_slots() {
+            if !self.in_tlc_nand(e) {
                 continue;
             }
             let b = self.block_of(e) as usize;

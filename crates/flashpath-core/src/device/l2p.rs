@@ -52,15 +52,10 @@ impl L2pTable {
     #[inline]
     pub fn get(&self, lpn: u32) -> Option<u32> {
         debug_assert!(lpn < self.lpns);
-        let c = self.chunk_of(lpn);
-        if c == NO_CHUNK {
-            return None;
-        }
-        let slab = &self.slabs[(c >> SLAB_SHIFT) as usize];
-        Some(slab[c as usize & (SLAB - 1)][lpn as usize & (CHUNK - 1)])
+        self.entry(lpn).copied()
     }
 
-    /// Where `lpn`'s entry is, if its chunk was made (for a prefetch).
+    /// Where `lpn`'s entry is, if its chunk was made.
     #[inline]
     pub fn entry(&self, lpn: u32) -> Option<&u32> {
         let c = self.chunk_of(lpn);
