@@ -8,7 +8,7 @@ mod common;
 
 use flashpath_core::engine::SimTime;
 use flashpath_core::host::DriverKind;
-use flashpath_core::sim::{ExternalRequest, Precondition, Sim, SimConfig};
+use flashpath_core::sim::{ExternalOp, ExternalRequest, Precondition, Sim, SimConfig};
 use flashpath_core::trace::{BlkAction, Trace, TraceKind};
 use flashpath_core::workload::{Dir, JobConfig, Replay, ReplayKind, ReplayOp};
 
@@ -132,7 +132,10 @@ fn check(host: &str, device: &str, driver: DriverKind) {
                 at,
                 ExternalRequest {
                     id: 100 + n as u64,
-                    dir,
+                    op: match dir {
+                        Dir::Read => ExternalOp::Read,
+                        _ => ExternalOp::Write { fua: false },
+                    },
                     offset,
                     len,
                     core,
@@ -187,7 +190,7 @@ fn bad_external_requests_are_errors() {
     let mut sim = Sim::for_external(config(SPRD, EMMC, DriverKind::MmcLegacy, vec![])).unwrap();
     let ok = ExternalRequest {
         id: 1,
-        dir: Dir::Read,
+        op: ExternalOp::Read,
         offset: 0,
         len: 4096,
         core: 0,
@@ -230,4 +233,101 @@ fn bad_external_requests_are_errors() {
     random.precondition = Precondition::Random;
     let e = Sim::for_external(random).err().unwrap();
     assert!(e.contains("random preconditioning"), "{e}");
+}
+
+/// One request from outside at `at` on `sim`, run to its end: (arrived, done).
+fn one(sim: &mut Sim, at: SimTime, op: ExternalOp, offset: u64, len: u64) -> (SimTime, SimTime) {
+    let id = at;
+    sim.submit_external(
+        at,
+        ExternalRequest {
+            id,
+            op,
+            offset,
+            len,
+            core: 0,
+        },
+    )
+    .unwrap();
+    sim.run_until(u64::MAX);
+    let d = sim.take_external_done();
+    assert_eq!(d.len(), 1);
+    assert_eq!(d[0].id, id);
+    (d[0].arrived, d[0].done)
+}
+
+#[test]
+fn flushes_discards_and_fua_writes_from_outside() {
+    // eMMC with CMD23: a write cache and native FUA (a reliable write waits for NAND).
+    let mut sim = Sim::for_external(config(SPRD, EMMC, DriverKind::MmcLegacy, vec![])).unwrap();
+    let lat = |(a, d): (SimTime, SimTime)| d - a;
+    let plain = lat(one(&mut sim, 0, ExternalOp::Write { fua: false }, 0, 65536));
+    let fua = lat(one(
+        &mut sim,
+        GAP,
+        ExternalOp::Write { fua: true },
+        1 << 20,
+        65536,
+    ));
+    assert!(
+        fua > 2 * plain,
+        "a reliable write {fua} ns, a cached one {plain} ns"
+    );
+    // CMD6 FLUSH_CACHE with its R1b busy.
+    let flush = lat(one(&mut sim, 2 * GAP, ExternalOp::Flush, 0, 0));
+    assert!(flush > 0);
+    // A discard of the first write's 64 KiB: its 16 slots are invalid from then on.
+    let discard = lat(one(&mut sim, 3 * GAP, ExternalOp::Discard, 0, 65536));
+    assert!(discard > 0);
+    let r = sim.finish();
+    assert_eq!(r.system.requests, 4);
+    assert_eq!(r.system.device.discarded_slots, 16);
+    assert_eq!(r.system.device_host_write_bytes, 2 * 65536);
+
+    // Without CMD23 and with the card's cache on: no native FUA, so blk-flush sends the
+    // write, then a flush; the FUA write takes a write and a flush at least.
+    let mut c = config(SPRD, EMMC, DriverKind::MmcLegacy, vec![]);
+    c.host.mmc.cmd23 = false;
+    let mut sim = Sim::for_external(c).unwrap();
+    let plain = lat(one(&mut sim, 0, ExternalOp::Write { fua: false }, 0, 65536));
+    let flush = lat(one(&mut sim, GAP, ExternalOp::Flush, 0, 0));
+    let fua = lat(one(
+        &mut sim,
+        2 * GAP,
+        ExternalOp::Write { fua: true },
+        1 << 20,
+        65536,
+    ));
+    // (More than the two: the post-flush finds the write's data still in the cache.)
+    assert!(
+        fua > plain + flush,
+        "FUA {fua} ns, write {plain}, flush {flush}"
+    );
+    let r = sim.finish();
+    assert_eq!(
+        r.system.requests, 4,
+        "the post-flush is a request of its own"
+    );
+
+    // An SD card's queue has no write cache: a flush ends at once, unsimulated.
+    let mut sim = Sim::for_external(config(
+        LAPTOP,
+        SD,
+        DriverKind::parse("sd-rtsx").unwrap(),
+        vec![],
+    ))
+    .unwrap();
+    assert_eq!(lat(one(&mut sim, 0, ExternalOp::Flush, 0, 0)), 0);
+    let bad = ExternalRequest {
+        id: 9,
+        op: ExternalOp::Flush,
+        offset: 512,
+        len: 0,
+        core: 0,
+    };
+    assert!(sim
+        .submit_external(GAP, bad)
+        .unwrap_err()
+        .contains("a flush has offset and length 0"));
+    assert_eq!(sim.finish().system.requests, 0);
 }

@@ -41,7 +41,7 @@ mod occupancy;
 mod progress;
 pub use crate::driver::mmc::rtsx::IDLE_STOP_NS as RTSX_IDLE_STOP_NS;
 pub use buffered::CacheStats;
-pub use external::{ExternalDone, ExternalRequest};
+pub use external::{ExternalDone, ExternalOp, ExternalRequest};
 pub use jobs::{errors, steadystate};
 use jobs::{flow, lat_target, null_engine, offload, replay, verify, verify_async};
 use kernel::{blkev, buffered, discard, iopoll, journal};
@@ -693,6 +693,11 @@ impl Sim {
     /// of simulated time skips the idle ones (a thinktime of hours costs no wall time).
     pub fn next_event_at(&self) -> Option<SimTime> {
         self.q.peek_time()
+    }
+
+    /// The simulated time reached.
+    pub fn now(&self) -> SimTime {
+        self.now
     }
 
     /// Simulated time and I/Os completed so far (for progress reports).
