@@ -304,6 +304,38 @@ pub const COMMANDS: &[Command] = &[
         system_options: true,
     },
     Command {
+        name: "serve",
+        synopsis: "[flashpath options] --nbd unix:PATH|tcp:HOST:PORT [--data FILE] [--once]",
+        summary: "Serves the simulated device over NBD in real time: real fio (ioengine=nbd), \
+                  nbdcopy, nbdinfo, qemu-img and qemu-io drive it, and each reply goes out \
+                  when the wall clock reaches the request's simulated completion. Each \
+                  request is simulated from the block layer down (block layer, host \
+                  driver, bus, device): the client's own system calls are real and not \
+                  simulated again. Reads return what was written. SIGINT or SIGTERM ends \
+                  it with a report: per direction the requests, bytes and simulated \
+                  latency, and how late replies went out against their simulated \
+                  completions.",
+        options: &[
+            (
+                "--nbd unix:PATH|tcp:HOST:PORT",
+                "where to listen: a Unix socket (clients use nbd+unix:///?socket=PATH) or \
+                 TCP (nbd://HOST:PORT/; no authentication: keep it on 127.0.0.1)",
+            ),
+            (
+                "--data FILE",
+                "keep the data in FILE, a sparse file as large as the device, across \
+                 restarts (default: an unnamed temporary file, gone at exit)",
+            ),
+            (
+                "--once",
+                "end, with the report, when the last connection closes after a request \
+                 was served",
+            ),
+            ("--help", "this text"),
+        ],
+        system_options: true,
+    },
+    Command {
         name: "presets",
         synopsis: "[NAME] | --estimates NAME|FILE",
         summary: "Lists the shipped presets (kind, name, description) and, for each \

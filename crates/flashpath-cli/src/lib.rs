@@ -23,6 +23,7 @@ pub mod replay;
 mod report;
 mod repro;
 pub mod run;
+mod serve;
 mod signals;
 mod trace_out;
 mod validate;
@@ -137,6 +138,7 @@ fn dispatch(args: &[String]) -> anyhow::Result<()> {
         Some("validate") => validate::command(rest),
         Some("calibrate") => calibrate::command(rest),
         Some("presets") => presets::command(rest),
+        Some("serve") => serve::command(rest),
         Some(v @ ("--version" | "version" | "-V")) if !rest.is_empty() => Err(anyhow::anyhow!(
             "{v} takes no arguments (got '{}')",
             rest.join(" ")

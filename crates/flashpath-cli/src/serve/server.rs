@@ -1,0 +1,564 @@
+//! The threads of `flashpath serve`, and how simulated time keeps to the wall clock.
+//!
+//! ```text
+//!  client ──▶ reader thread (one per connection): handshake, request headers, a
+//!               write's payload into the store ──ToSim──▶ ┐
+//!                                                         ▼
+//!             simulation thread (one): the Sim, fed at each request's arrival time,
+//!               run up to the wall clock's now and never past it ──Reply──▶ ┐
+//!                                                                            ▼
+//!  client ◀── writer thread (one per connection): a read's data from the store,
+//!               fdatasync for FLUSH and FUA, the reply
+//! ```
+//!
+//! Time: simulated time is the wall time since the server started (t0), one to one.
+//! A request is stamped when its header has been read (and its payload, for a write)
+//! and enters the simulated block layer at that time, or at the simulated time already
+//! reached if the simulation thread took it up later (the lag is in the lateness
+//! figure). The simulation runs events only up to the wall clock's now, so a
+//! completion is known no earlier than it is due, and its reply goes out as soon as it
+//! is known: how late, against the simulated completion, is the emulator's own accuracy
+//! figure (p50/p99 lateness in the end report). The thread sleeps until the next
+//! simulated event or the next request; the last 200 µs before an event it spins,
+//! since a timed sleep wakes 50-100 µs late.
+//!
+//! Plain threads rather than an async runtime: the work per request is a few system
+//! calls and one simulation step, the number of connections is small (one per fio job
+//! or per nbdcopy worker), and what matters is the simulation thread's wake-up precision,
+//! which a spin on a channel gives directly.
+//!
+//! Bounded memory: a write's payload goes to the store as it is read; a connection has
+//! at most [`MAX_IN_FLIGHT`] requests in flight (its reader waits beyond that); a read's
+//! buffer lives only while its reply is written.
+
+use super::nbd::{self, Command, Export, Negotiated, Request};
+use super::store::Store;
+use flashpath_core::engine::SimTime;
+use flashpath_core::sim::{ExternalOp, ExternalRequest, Sim};
+use flashpath_hist::LatHist;
+use std::collections::HashMap;
+use std::io::{BufReader, BufWriter, Read, Write};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Requests of one connection in flight before its reader waits.
+pub const MAX_IN_FLIGHT: usize = 1024;
+/// The simulation thread spins (instead of sleeping) this close to its next event.
+const SPIN_NS: u64 = 200_000;
+/// It looks at the stop flag at least this often.
+const POLL: Duration = Duration::from_millis(50);
+
+/// A byte stream one connection is served over (a Unix or TCP socket).
+pub trait Stream: Read + Write + Send + 'static {
+    fn try_clone_box(&self) -> std::io::Result<Box<dyn Stream>>;
+    fn shutdown_both(&self);
+}
+
+impl Stream for std::os::unix::net::UnixStream {
+    fn try_clone_box(&self) -> std::io::Result<Box<dyn Stream>> {
+        Ok(Box::new(self.try_clone()?))
+    }
+    fn shutdown_both(&self) {
+        let _ = self.shutdown(std::net::Shutdown::Both);
+    }
+}
+
+impl Stream for std::net::TcpStream {
+    fn try_clone_box(&self) -> std::io::Result<Box<dyn Stream>> {
+        let _ = self.set_nodelay(true);
+        Ok(Box::new(self.try_clone()?))
+    }
+    fn shutdown_both(&self) {
+        let _ = self.shutdown(std::net::Shutdown::Both);
+    }
+}
+
+/// To the simulation thread.
+enum ToSim {
+    /// A connection reached transmission; its replies go to `replies`.
+    Open {
+        conn: usize,
+        replies: Sender<ToConn>,
+    },
+    Request {
+        conn: usize,
+        cookie: u64,
+        cmd: Command,
+        offset: u64,
+        len: u64,
+        at: Instant,
+    },
+    /// The connection's reader ended (DISC, the client closed, or a protocol error):
+    /// once its requests in flight are answered, its writer ends.
+    Closed { conn: usize },
+}
+
+/// To a connection's writer thread.
+enum ToConn {
+    /// Answer `cookie`: `error` (0: success); for a successful read, `len` bytes at
+    /// `offset` from the store. `due`: the simulated completion as a wall-clock instant
+    /// (`None`: an error answered at once, not simulated).
+    Reply {
+        cookie: u64,
+        error: u32,
+        cmd: Command,
+        offset: u64,
+        len: u64,
+        due: Option<Instant>,
+    },
+    /// No more replies: the writer ends.
+    End,
+}
+
+/// What the server saw, for the end report.
+#[derive(Default)]
+pub struct Seen {
+    /// Per direction (read, write, trim, flush): requests, bytes, simulated latency
+    /// (block layer to completion).
+    pub ios: [u64; 4],
+    pub bytes: [u64; 4],
+    pub lat: [LatHist; 4],
+    /// How late replies went out against their simulated completions.
+    pub lateness: LatHist,
+    /// Requests answered with an error at once (not simulated).
+    pub refused: u64,
+    pub connections: u64,
+}
+
+fn dir_index(cmd: Command) -> usize {
+    match cmd {
+        Command::Read => 0,
+        Command::Write { .. } | Command::WriteZeroes { .. } => 1,
+        Command::Trim { .. } => 2,
+        Command::Flush | Command::Disconnect => 3,
+    }
+}
+
+pub struct Shared {
+    pub store: Store,
+    pub export: Export,
+    pub t0: Instant,
+    pub stop: AtomicBool,
+    pub seen: Mutex<Seen>,
+    /// Connections in transmission now.
+    pub open: AtomicUsize,
+}
+
+/// Serves one accepted connection: the handshake, then its reader loop; spawns its
+/// writer. Returns when the connection's reader is done.
+pub fn serve_connection(
+    conn: usize,
+    stream: Box<dyn Stream>,
+    shared: Arc<Shared>,
+    to_sim: Sender<ToSimMsg>,
+) {
+    let Ok(out) = stream.try_clone_box() else {
+        return;
+    };
+    let mut duplex = Duplex {
+        r: BufReader::new(stream),
+        w: BufWriter::new(out),
+    };
+    match nbd::handshake(&mut duplex, &shared.export) {
+        Ok(Negotiated::Go) => {}
+        Ok(Negotiated::Ended) => return,
+        Err(e) => {
+            eprintln!("flashpath serve: connection {conn}: handshake: {e}");
+            return;
+        }
+    }
+    let Duplex {
+        r: mut reader,
+        w: writer,
+    } = duplex;
+    let (tx, rx) = mpsc::channel();
+    let in_flight = Arc::new(AtomicUsize::new(0));
+    let writer_thread = {
+        let shared = shared.clone();
+        let in_flight = in_flight.clone();
+        std::thread::spawn(move || write_replies(conn, writer, rx, &shared, &in_flight))
+    };
+    shared.open.fetch_add(1, Ordering::SeqCst);
+    shared
+        .seen
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .connections += 1;
+    let _ = to_sim.send(ToSimMsg(ToSim::Open {
+        conn,
+        replies: tx.clone(),
+    }));
+    let mut payload = Vec::new();
+    loop {
+        let req = match nbd::read_request(&mut reader) {
+            Ok(Some(r)) => r,
+            Ok(None) => break,
+            Err(e) => {
+                eprintln!("flashpath serve: connection {conn}: {e}; closing it");
+                break;
+            }
+        };
+        match read_one(&req, &mut reader, &shared, &mut payload) {
+            Err(()) => break,
+            Ok(Err(error)) => {
+                shared
+                    .seen
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .refused += 1;
+                in_flight.fetch_add(1, Ordering::SeqCst);
+                let _ = tx.send(ToConn::Reply {
+                    cookie: req.cookie,
+                    error,
+                    cmd: Command::Flush,
+                    offset: 0,
+                    len: 0,
+                    due: None,
+                });
+            }
+            Ok(Ok(Command::Disconnect)) => break,
+            Ok(Ok(cmd)) => {
+                while in_flight.load(Ordering::SeqCst) >= MAX_IN_FLIGHT {
+                    std::thread::sleep(Duration::from_micros(200));
+                }
+                in_flight.fetch_add(1, Ordering::SeqCst);
+                let _ = to_sim.send(ToSimMsg(ToSim::Request {
+                    conn,
+                    cookie: req.cookie,
+                    cmd,
+                    offset: req.offset,
+                    len: req.len as u64,
+                    at: Instant::now(),
+                }));
+            }
+        }
+    }
+    drop(tx);
+    let _ = to_sim.send(ToSimMsg(ToSim::Closed { conn }));
+    let _ = writer_thread.join();
+    shared.open.fetch_sub(1, Ordering::SeqCst);
+}
+
+/// A message to the simulation thread (the type is private to this module).
+pub struct ToSimMsg(ToSim);
+
+struct Duplex<R, W> {
+    r: R,
+    w: W,
+}
+
+impl<R: Read, W> Read for Duplex<R, W> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.r.read(buf)
+    }
+}
+
+impl<R, W: Write> Write for Duplex<R, W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.w.write(buf)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.w.flush()
+    }
+}
+
+/// Takes one request off the stream: its payload (a write's) into the store, zeroes for
+/// TRIM and WRITE_ZEROES. `Err(())`: the stream failed (the connection ends);
+/// `Ok(Err(e))`: the request is answered with error `e` at once.
+fn read_one(
+    req: &Request,
+    reader: &mut impl Read,
+    shared: &Shared,
+    payload: &mut Vec<u8>,
+) -> Result<Result<Command, u32>, ()> {
+    let checked = nbd::check(req, &shared.export);
+    let carries = req.kind == nbd::CMD_WRITE;
+    let cmd = match checked {
+        Ok(c) => c,
+        Err(e) => {
+            if carries {
+                // Keep the stream in step: the payload is read and dropped.
+                nbd::discard(reader, req.len as u64).map_err(|_| ())?;
+            }
+            return Ok(Err(e));
+        }
+    };
+    match cmd {
+        Command::Write { .. } => {
+            payload.resize(req.len as usize, 0);
+            reader.read_exact(payload).map_err(|_| ())?;
+            if shared.store.write_at(payload, req.offset).is_err() {
+                return Ok(Err(nbd::EIO));
+            }
+            if payload.capacity() > 1 << 20 {
+                // A large write's buffer is not kept.
+                *payload = Vec::new();
+            }
+        }
+        Command::WriteZeroes { .. } | Command::Trim { .. } => {
+            if shared.store.zero(req.offset, req.len as u64).is_err() {
+                return Ok(Err(nbd::EIO));
+            }
+        }
+        Command::Read | Command::Flush | Command::Disconnect => {}
+    }
+    Ok(Ok(cmd))
+}
+
+/// A connection's writer: replies in the order the simulation completes them.
+fn write_replies(
+    conn: usize,
+    mut w: BufWriter<Box<dyn Stream>>,
+    rx: Receiver<ToConn>,
+    shared: &Shared,
+    in_flight: &AtomicUsize,
+) {
+    let mut buf = Vec::new();
+    let mut broken = false;
+    while let Ok(msg) = rx.recv() {
+        let ToConn::Reply {
+            cookie,
+            mut error,
+            cmd,
+            offset,
+            len,
+            due,
+        } = msg
+        else {
+            break;
+        };
+        if error == 0 {
+            let durable = match cmd {
+                Command::Flush => true,
+                Command::Write { fua } | Command::WriteZeroes { fua } | Command::Trim { fua } => {
+                    fua
+                }
+                _ => false,
+            };
+            if durable && shared.store.sync().is_err() {
+                error = nbd::EIO;
+            }
+        }
+        let mut ok = true;
+        if error == 0 && cmd == Command::Read {
+            buf.resize(len as usize, 0);
+            if shared.store.read_at(&mut buf, offset).is_err() {
+                error = nbd::EIO;
+            }
+        }
+        if !broken {
+            let mut r = w.write_all(&nbd::simple_reply(cookie, error));
+            if r.is_ok() && error == 0 && cmd == Command::Read {
+                r = w.write_all(&buf);
+            }
+            // Flush unless another reply is already waiting (it goes in the same write).
+            ok = r.is_ok();
+            if ok {
+                ok = w.flush().is_ok();
+            }
+        }
+        if let Some(due) = due {
+            let late = Instant::now().saturating_duration_since(due).as_nanos() as u64;
+            shared
+                .seen
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .lateness
+                .record(late);
+        }
+        if buf.capacity() > 1 << 20 {
+            buf = Vec::new();
+        }
+        in_flight.fetch_sub(1, Ordering::SeqCst);
+        if !ok && !broken {
+            eprintln!("flashpath serve: connection {conn}: the client stopped taking replies");
+            broken = true;
+            w.get_ref().shutdown_both();
+        }
+    }
+}
+
+/// A request in the simulation: whose it is and what to answer.
+struct InSim {
+    conn: usize,
+    cookie: u64,
+    cmd: Command,
+    offset: u64,
+    len: u64,
+}
+
+/// The simulation thread: runs until the stop flag is set (a signal), or, with `once`,
+/// until the last connection has closed after at least one request was served; then
+/// answers what is in flight and returns the simulation, drained.
+pub fn simulate(
+    mut sim: Sim,
+    rx: Receiver<ToSimMsg>,
+    shared: &Shared,
+    once: bool,
+    cores: u32,
+) -> Sim {
+    let mut conns: HashMap<usize, (Sender<ToConn>, usize, bool)> = HashMap::new();
+    let mut pending: HashMap<u64, InSim> = HashMap::new();
+    let mut next_id: u64 = 0;
+    let mut served = false;
+    let now_ns = || shared.t0.elapsed().as_nanos() as SimTime;
+    loop {
+        let now = now_ns();
+        sim.run_until(now);
+        for d in sim.take_external_done() {
+            complete(&mut conns, &mut pending, shared, d);
+        }
+        let stopping = shared.stop.load(Ordering::SeqCst)
+            || (once && served && conns.is_empty() && pending.is_empty());
+        if stopping {
+            break;
+        }
+        // Wait for the next event or the next message.
+        let next = sim.next_event_at().unwrap_or(SimTime::MAX);
+        let wait = next.saturating_sub(now_ns());
+        let msg = if wait <= SPIN_NS {
+            match rx.try_recv() {
+                Ok(m) => Some(m),
+                Err(mpsc::TryRecvError::Empty) => {
+                    std::hint::spin_loop();
+                    None
+                }
+                Err(mpsc::TryRecvError::Disconnected) => None,
+            }
+        } else {
+            let sleep = Duration::from_nanos(wait - SPIN_NS).min(POLL);
+            match rx.recv_timeout(sleep) {
+                Ok(m) => Some(m),
+                Err(RecvTimeoutError::Timeout) => None,
+                Err(RecvTimeoutError::Disconnected) => {
+                    std::thread::sleep(sleep.min(Duration::from_millis(1)));
+                    None
+                }
+            }
+        };
+        let Some(ToSimMsg(msg)) = msg else { continue };
+        match msg {
+            ToSim::Open { conn, replies } => {
+                conns.insert(conn, (replies, 0, false));
+            }
+            ToSim::Closed { conn } => {
+                if let Some(c) = conns.get_mut(&conn) {
+                    c.2 = true;
+                    if c.1 == 0 {
+                        let (tx, _, _) = conns.remove(&conn).expect("present");
+                        let _ = tx.send(ToConn::End);
+                    }
+                }
+            }
+            ToSim::Request {
+                conn,
+                cookie,
+                cmd,
+                offset,
+                len,
+                at,
+            } => {
+                served = true;
+                let at_ns = at.saturating_duration_since(shared.t0).as_nanos() as SimTime;
+                let op = match cmd {
+                    Command::Read => ExternalOp::Read,
+                    Command::Write { fua } | Command::WriteZeroes { fua } => {
+                        ExternalOp::Write { fua }
+                    }
+                    Command::Trim { .. } => ExternalOp::Discard,
+                    Command::Flush | Command::Disconnect => ExternalOp::Flush,
+                };
+                let (offset_s, len_s) = if op == ExternalOp::Flush {
+                    (0, 0)
+                } else {
+                    (offset, len)
+                };
+                let id = next_id;
+                next_id += 1;
+                let req = ExternalRequest {
+                    id,
+                    op,
+                    offset: offset_s,
+                    len: len_s,
+                    core: (conn as u32) % cores,
+                };
+                if let Some(c) = conns.get_mut(&conn) {
+                    c.1 += 1;
+                }
+                pending.insert(
+                    id,
+                    InSim {
+                        conn,
+                        cookie,
+                        cmd,
+                        offset,
+                        len,
+                    },
+                );
+                if let Err(e) = sim.submit_external(at_ns.max(sim.now()), req) {
+                    // Checked before: not expected; answered as an I/O error.
+                    eprintln!("flashpath serve: {e}");
+                    let p = pending.remove(&id).expect("just put");
+                    reply(&mut conns, shared, p, nbd::EIO, None, None);
+                }
+            }
+        }
+    }
+    // Answer what is in flight: the simulation runs to its end.
+    sim.run_until(SimTime::MAX);
+    for d in sim.take_external_done() {
+        complete(&mut conns, &mut pending, shared, d);
+    }
+    for (_, (tx, _, _)) in conns.drain() {
+        let _ = tx.send(ToConn::End);
+    }
+    sim
+}
+
+fn complete(
+    conns: &mut HashMap<usize, (Sender<ToConn>, usize, bool)>,
+    pending: &mut HashMap<u64, InSim>,
+    shared: &Shared,
+    d: flashpath_core::sim::ExternalDone,
+) {
+    let Some(p) = pending.remove(&d.id) else {
+        return;
+    };
+    let due = shared.t0 + Duration::from_nanos(d.done);
+    reply(conns, shared, p, 0, Some(due), Some(d.done - d.arrived));
+}
+
+fn reply(
+    conns: &mut HashMap<usize, (Sender<ToConn>, usize, bool)>,
+    shared: &Shared,
+    p: InSim,
+    error: u32,
+    due: Option<Instant>,
+    latency: Option<SimTime>,
+) {
+    if let Some(lat) = latency {
+        let mut seen = shared.seen.lock().unwrap_or_else(|e| e.into_inner());
+        let k = dir_index(p.cmd);
+        seen.ios[k] += 1;
+        seen.bytes[k] += if k == 3 { 0 } else { p.len };
+        seen.lat[k].record(lat);
+    }
+    let Some(c) = conns.get_mut(&p.conn) else {
+        return;
+    };
+    let _ = c.0.send(ToConn::Reply {
+        cookie: p.cookie,
+        error,
+        cmd: p.cmd,
+        offset: p.offset,
+        len: p.len,
+        due,
+    });
+    c.1 -= 1;
+    if c.1 == 0 && c.2 {
+        let (tx, _, _) = conns.remove(&p.conn).expect("present");
+        let _ = tx.send(ToConn::End);
+    }
+}

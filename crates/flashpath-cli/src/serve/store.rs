@@ -1,0 +1,194 @@
+//! The data of `flashpath serve`'s export: a sparse file as large as the simulated
+//! device, so that reads return what was written and memory and disk grow with what was
+//! written, not with the device's capacity.
+//!
+//! - With `--data FILE` the file is kept across restarts: a server started again on it
+//!   serves the same data. A file longer than the device is refused (it was made for a
+//!   larger one); a shorter one is extended, sparsely.
+//! - Without it, an unnamed file in the temporary directory (`TMPDIR`): created and
+//!   unlinked at once, so it goes when the process ends. Its pages live in the page
+//!   cache, which the kernel may write out and drop, not in the server's own memory.
+//!
+//! Zeroes (TRIM, WRITE_ZEROES) punch a hole (`fallocate(PUNCH_HOLE)`), so they read back
+//! as zeroes and give the space back; where the file system cannot punch holes, zeroes
+//! are written. `sync` is `fdatasync`: what a FLUSH and a FUA write wait for.
+//! Reads and writes are positioned (`pread`/`pwrite`): connections share the store
+//! without a lock.
+
+use anyhow::{bail, Context};
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+
+pub struct Store {
+    file: File,
+    /// Where it lives (`None`: the unnamed temporary file).
+    path: Option<PathBuf>,
+}
+
+impl Store {
+    /// The store of a `size`-byte export: `path`'s file, or an unnamed temporary one.
+    pub fn open(path: Option<&Path>, size: u64) -> anyhow::Result<Store> {
+        let (file, path) = match path {
+            Some(p) => {
+                let file = OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .create(true)
+                    .truncate(false)
+                    .open(p)
+                    .with_context(|| format!("--data {}", p.display()))?;
+                let len = file
+                    .metadata()
+                    .with_context(|| format!("--data {}", p.display()))?
+                    .len();
+                if len > size {
+                    bail!(
+                        "--data {}: the file holds {len} bytes, more than the simulated device's {size}: it was made for another device (give another file, or the device it was made for)",
+                        p.display()
+                    );
+                }
+                (file, Some(p.to_path_buf()))
+            }
+            None => (temporary()?, None),
+        };
+        file.set_len(size).context("sizing the data file")?;
+        Ok(Store { file, path })
+    }
+
+    /// A description for the start-up line.
+    pub fn describe(&self) -> String {
+        match &self.path {
+            Some(p) => format!("data in {} (kept)", p.display()),
+            None => "data in an unnamed temporary file (gone at exit; --data FILE keeps it)".into(),
+        }
+    }
+
+    pub fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+        self.file.read_exact_at(buf, offset)
+    }
+
+    pub fn write_at(&self, buf: &[u8], offset: u64) -> std::io::Result<()> {
+        self.file.write_all_at(buf, offset)
+    }
+
+    /// `len` bytes at `offset` read as zeroes from now on.
+    pub fn zero(&self, offset: u64, len: u64) -> std::io::Result<()> {
+        // SAFETY: fallocate on an open file descriptor with in-range arguments; it
+        // reads no memory of ours.
+        let r = unsafe {
+            libc::fallocate(
+                self.file.as_raw_fd(),
+                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                offset as libc::off_t,
+                len as libc::off_t,
+            )
+        };
+        if r == 0 {
+            return Ok(());
+        }
+        // No hole punching here (EOPNOTSUPP): write the zeroes.
+        let zeroes = vec![0u8; len.min(1 << 20) as usize];
+        let mut at = offset;
+        while at < offset + len {
+            let n = (offset + len - at).min(zeroes.len() as u64) as usize;
+            self.file.write_all_at(&zeroes[..n], at)?;
+            at += n as u64;
+        }
+        Ok(())
+    }
+
+    /// Everything written so far is on stable storage (fdatasync).
+    pub fn sync(&self) -> std::io::Result<()> {
+        self.file.sync_data()
+    }
+
+    /// Bytes the file takes on disk (its allocated blocks).
+    pub fn allocated(&self) -> u64 {
+        use std::os::unix::fs::MetadataExt;
+        self.file.metadata().map(|m| m.blocks() * 512).unwrap_or(0)
+    }
+}
+
+/// A file in the temporary directory that no other process can open: made with a name
+/// of our own (O_EXCL) and unlinked at once.
+fn temporary() -> anyhow::Result<File> {
+    let dir = std::env::temp_dir();
+    for attempt in 0..100u32 {
+        let p = dir.join(format!(
+            "flashpath-serve-{}-{attempt}.data",
+            std::process::id()
+        ));
+        match OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&p)
+        {
+            Ok(f) => {
+                std::fs::remove_file(&p).with_context(|| {
+                    format!("unlinking the temporary data file {}", p.display())
+                })?;
+                return Ok(f);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => {
+                return Err(e).with_context(|| {
+                    format!(
+                        "making the temporary data file in {} (set TMPDIR, or give --data FILE)",
+                        dir.display()
+                    )
+                })
+            }
+        }
+    }
+    bail!(
+        "no free name for a temporary data file in {}",
+        dir.display()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_what_was_written_zeroes_read_as_zero_and_the_file_stays_sparse() {
+        let s = Store::open(None, 1 << 40).unwrap();
+        let data: Vec<u8> = (0..8192u32).map(|i| (i * 7) as u8).collect();
+        s.write_at(&data, 1 << 39).unwrap();
+        let mut back = vec![0u8; 8192];
+        s.read_at(&mut back, 1 << 39).unwrap();
+        assert_eq!(back, data);
+        // Never written: zeroes.
+        s.read_at(&mut back, 12345 * 4096).unwrap();
+        assert!(back.iter().all(|&b| b == 0));
+        // A terabyte export costs what was written (a few blocks), not its size.
+        assert!(s.allocated() < 1 << 20, "{}", s.allocated());
+        s.zero((1 << 39) + 4096, 4096).unwrap();
+        s.read_at(&mut back, 1 << 39).unwrap();
+        assert_eq!(&back[..4096], &data[..4096]);
+        assert!(back[4096..].iter().all(|&b| b == 0));
+        s.sync().unwrap();
+    }
+
+    #[test]
+    fn a_data_file_is_kept_and_a_larger_one_refused() {
+        let dir = std::env::temp_dir().join(format!("fp-store-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("d");
+        {
+            let s = Store::open(Some(&p), 1 << 20).unwrap();
+            s.write_at(b"kept", 4096).unwrap();
+            s.sync().unwrap();
+        }
+        let s = Store::open(Some(&p), 1 << 20).unwrap();
+        let mut b = [0u8; 4];
+        s.read_at(&mut b, 4096).unwrap();
+        assert_eq!(&b, b"kept");
+        let e = Store::open(Some(&p), 1 << 19).err().unwrap().to_string();
+        assert!(e.contains("more than the simulated device's"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
