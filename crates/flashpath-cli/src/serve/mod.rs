@@ -211,7 +211,11 @@ pub fn command(args: &[String]) -> Result<()> {
     if let Listen::Unix(p) = &so.listen {
         let _ = std::fs::remove_file(p);
     }
-    let _ = shared.store.sync();
+    if shared.store.kept() {
+        // A clean end leaves a kept data file whole; the temporary one is dropped
+        // (syncing it would only write it out to be deleted).
+        let _ = shared.store.sync();
+    }
     let seen = shared.seen.lock().unwrap_or_else(|e| e.into_inner());
     crate::emit(&report(
         &seen,

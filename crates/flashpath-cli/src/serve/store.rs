@@ -57,6 +57,11 @@ impl Store {
         Ok(Store { file, path })
     }
 
+    /// Whether the data is kept (`--data`).
+    pub fn kept(&self) -> bool {
+        self.path.is_some()
+    }
+
     /// A description for the start-up line.
     pub fn describe(&self) -> String {
         match &self.path {
