@@ -23,7 +23,7 @@ pub mod replay;
 mod report;
 mod repro;
 pub mod run;
-mod serve;
+pub mod serve;
 mod signals;
 mod trace_out;
 mod validate;

@@ -9,7 +9,7 @@
 //! simulated completion (serve/server.rs). The data is kept in a sparse file
 //! (serve/store.rs); the protocol is in serve/nbd.rs.
 
-mod nbd;
+pub mod nbd;
 mod server;
 mod store;
 
@@ -182,15 +182,30 @@ pub fn command(args: &[String]) -> Result<()> {
         let shared = shared.clone();
         std::thread::spawn(move || {
             let mut conn = 0usize;
+            let live = Arc::new(AtomicUsize::new(0));
             loop {
                 let Ok(stream) = listener() else {
                     if shared.stop.load(Ordering::SeqCst) {
                         return;
                     }
+                    // Out of file descriptors, say: not a busy loop.
+                    std::thread::sleep(std::time::Duration::from_millis(10));
                     continue;
                 };
-                let (shared, tx) = (shared.clone(), tx.clone());
-                std::thread::spawn(move || server::serve_connection(conn, stream, shared, tx));
+                if live.load(Ordering::SeqCst) >= server::MAX_CONNECTIONS {
+                    eprintln!(
+                        "flashpath serve: {} connections are open; refusing another",
+                        server::MAX_CONNECTIONS
+                    );
+                    stream.shutdown_both();
+                    continue;
+                }
+                live.fetch_add(1, Ordering::SeqCst);
+                let (shared, tx, live) = (shared.clone(), tx.clone(), live.clone());
+                std::thread::spawn(move || {
+                    server::serve_connection(conn, stream, shared, tx);
+                    live.fetch_sub(1, Ordering::SeqCst);
+                });
                 conn += 1;
             }
         });

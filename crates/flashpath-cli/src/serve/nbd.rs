@@ -430,6 +430,37 @@ pub fn check(req: &Request, export: &Export) -> Result<Command, u32> {
     Ok(cmd)
 }
 
+/// A client's whole byte stream taken as the server's reader takes it, with no store
+/// and no simulation: the handshake, then each request header read and checked, and a
+/// write's payload read and dropped, up to DISC, the end of the stream or a protocol
+/// error. Returns the requests taken and how many of them were refused. What the fuzz
+/// target `nbd_session` drives: nothing a client sends may panic here.
+pub fn drain_session<S: Read + Write>(
+    s: &mut S,
+    export: &Export,
+) -> Result<(u64, u64), HandshakeError> {
+    if handshake(s, export)? == Negotiated::Ended {
+        return Ok((0, 0));
+    }
+    let (mut taken, mut refused) = (0, 0);
+    while let Some(req) = read_request(s)? {
+        taken += 1;
+        let checked = check(&req, export);
+        if req.kind == CMD_WRITE {
+            discard(s, req.len as u64)?;
+        }
+        match checked {
+            Err(e) => {
+                refused += 1;
+                s.write_all(&simple_reply(req.cookie, e))?;
+            }
+            Ok(Command::Disconnect) => break,
+            Ok(_) => {}
+        }
+    }
+    Ok((taken, refused))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -709,6 +740,33 @@ mod tests {
             .unwrap()
             .is_none());
         assert!(read_request(&mut Cursor::new(vec![0x25, 0x60])).is_err());
+    }
+
+    #[test]
+    fn a_session_is_drained_to_its_end() {
+        let mut c = 1u32.to_be_bytes().to_vec();
+        c.extend(go("", &[]));
+        let header = |kind: u16, offset: u64, len: u32| {
+            let mut b = REQUEST_MAGIC.to_be_bytes().to_vec();
+            b.extend_from_slice(&0u16.to_be_bytes());
+            b.extend_from_slice(&kind.to_be_bytes());
+            b.extend_from_slice(&9u64.to_be_bytes());
+            b.extend_from_slice(&offset.to_be_bytes());
+            b.extend_from_slice(&len.to_be_bytes());
+            b
+        };
+        c.extend(header(CMD_WRITE, 0, 4096));
+        c.extend([0xaa; 4096]);
+        c.extend(header(CMD_WRITE, 1 << 30, 512)); // past the end: refused, payload dropped
+        c.extend([0xbb; 512]);
+        c.extend(header(CMD_READ, 0, 4096));
+        c.extend(header(CMD_DISC, 0, 0));
+        c.extend(header(CMD_READ, 0, 4096)); // after DISC: not taken
+        let mut d = Duplex {
+            input: Cursor::new(c),
+            output: Vec::new(),
+        };
+        assert_eq!(drain_session(&mut d, &export()).unwrap(), (4, 1));
     }
 
     #[test]

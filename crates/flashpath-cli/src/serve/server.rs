@@ -55,6 +55,10 @@ pub const MAX_IN_FLIGHT: usize = 1024;
 const SPIN_NS: u64 = 200_000;
 /// It looks at the stop flag at least this often.
 const POLL: Duration = Duration::from_millis(50);
+/// Connections served at once (each has two threads); more are closed at once.
+pub const MAX_CONNECTIONS: usize = 64;
+/// A client has this long to finish its handshake.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
 /// A reply's write may block this long before its connection is given up.
 pub const WRITE_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -63,6 +67,7 @@ pub trait Stream: Read + Write + Send + 'static {
     fn try_clone_box(&self) -> std::io::Result<Box<dyn Stream>>;
     fn shutdown_both(&self);
     fn write_timeout(&self, t: Duration);
+    fn read_timeout(&self, t: Option<Duration>);
 }
 
 impl Stream for std::os::unix::net::UnixStream {
@@ -74,6 +79,9 @@ impl Stream for std::os::unix::net::UnixStream {
     }
     fn write_timeout(&self, t: Duration) {
         let _ = self.set_write_timeout(Some(t));
+    }
+    fn read_timeout(&self, t: Option<Duration>) {
+        let _ = self.set_read_timeout(t);
     }
 }
 
@@ -87,6 +95,9 @@ impl Stream for std::net::TcpStream {
     }
     fn write_timeout(&self, t: Duration) {
         let _ = self.set_write_timeout(Some(t));
+    }
+    fn read_timeout(&self, t: Option<Duration>) {
+        let _ = self.set_read_timeout(t);
     }
 }
 
@@ -174,6 +185,8 @@ pub fn serve_connection(
     let Ok(out) = stream.try_clone_box() else {
         return;
     };
+    // A client that connects and says nothing does not hold its threads for ever.
+    stream.read_timeout(Some(HANDSHAKE_TIMEOUT));
     let mut duplex = Duplex {
         r: BufReader::new(stream),
         w: BufWriter::new(out),
@@ -191,6 +204,7 @@ pub fn serve_connection(
         w: writer,
     } = duplex;
     writer.get_ref().write_timeout(WRITE_TIMEOUT);
+    reader.get_ref().read_timeout(None);
     let (tx, rx) = mpsc::channel();
     let out = Arc::new(Out {
         conn,
