@@ -165,7 +165,6 @@ pub fn command(args: &[String]) -> Result<()> {
         t0: Instant::now(),
         stop: AtomicBool::new(false),
         seen: Mutex::new(server::Seen::default()),
-        open: AtomicUsize::new(0),
     });
     let where_ = match &so.listen {
         Listen::Unix(p) => format!("nbd+unix:///?socket={}", p.display()),

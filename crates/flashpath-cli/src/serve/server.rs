@@ -170,8 +170,6 @@ pub struct Shared {
     pub t0: Instant,
     pub stop: AtomicBool,
     pub seen: Mutex<Seen>,
-    /// Connections in transmission now.
-    pub open: AtomicUsize,
 }
 
 /// Serves one accepted connection: the handshake, then its reader loop; spawns its
@@ -217,7 +215,6 @@ pub fn serve_connection(
         let out = out.clone();
         std::thread::spawn(move || write_replies(rx, &shared, &out))
     };
-    shared.open.fetch_add(1, Ordering::SeqCst);
     shared
         .seen
         .lock()
@@ -247,10 +244,12 @@ pub fn serve_connection(
                     .unwrap_or_else(|e| e.into_inner())
                     .refused += 1;
                 in_flight.fetch_add(1, Ordering::SeqCst);
+                // An error reply carries no data and waits for nothing: the command
+                // it names does not matter.
                 let _ = tx.send(ToConn::Reply {
                     cookie: req.cookie,
                     error,
-                    cmd: Command::Flush,
+                    cmd: Command::Disconnect,
                     offset: 0,
                     len: 0,
                     due: None,
@@ -276,7 +275,6 @@ pub fn serve_connection(
     drop(tx);
     let _ = to_sim.send(ToSimMsg(ToSim::Closed { conn }));
     let _ = writer_thread.join();
-    shared.open.fetch_sub(1, Ordering::SeqCst);
 }
 
 /// A message to the simulation thread (the type is private to this module).
