@@ -521,3 +521,56 @@ fn bad_serve_command_lines_are_one_line_errors() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn it_serves_over_tcp_too() {
+    if !have("nbdinfo") || !have("qemu-io") {
+        eprintln!("note: libnbd-bin or qemu-utils is not installed; skipping");
+        return;
+    }
+    let dir = scratch("serve-tcp");
+    // A free port: the system's pick, released for the server.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_flashpath"))
+        .args(["serve", "--set", "device.geometry.capacity=64MiB"])
+        .args(["--nbd", &format!("tcp:{addr}")])
+        .stdout(std::fs::File::create(dir.join("report")).unwrap())
+        .stderr(std::fs::File::create(dir.join("stderr")).unwrap())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while std::net::TcpStream::connect(&addr).is_err() {
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "the server did not listen"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let uri = format!("nbd://{addr}/");
+    let info = String::from_utf8(run(Command::new("nbdinfo").arg(&uri)).stdout).unwrap();
+    assert!(info.contains("export-size: 67108864"), "{info}");
+    let out = String::from_utf8(
+        run(Command::new("qemu-io").args([
+            "-f",
+            "raw",
+            "-c",
+            "write -P 0x3c 0 128k",
+            "-c",
+            "read -P 0x3c 0 128k",
+            &uri,
+        ]))
+        .stdout,
+    )
+    .unwrap();
+    assert!(!out.contains("Pattern verification failed"), "{out}");
+    signal(&child, "INT");
+    assert!(child.wait().unwrap().success());
+    let report = std::fs::read_to_string(dir.join("report")).unwrap();
+    assert!(report_number(&report, "write", ":") >= 1.0, "{report}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -143,7 +143,12 @@ pub fn command(args: &[String]) -> Result<()> {
         }
         Listen::Tcp(a) => {
             let l = std::net::TcpListener::bind(a).with_context(|| format!("--nbd tcp:{a}"))?;
-            Box::new(move || l.accept().map(|(s, _)| Box::new(s) as Box<dyn Stream>))
+            Box::new(move || {
+                let (s, _) = l.accept()?;
+                // Replies are small and each one is awaited: no Nagle delay.
+                let _ = s.set_nodelay(true);
+                Ok(Box::new(s) as Box<dyn Stream>)
+            })
         }
     };
     crate::signals::install()?;

@@ -70,36 +70,27 @@ pub trait Stream: Read + Write + Send + 'static {
     fn read_timeout(&self, t: Option<Duration>);
 }
 
-impl Stream for std::os::unix::net::UnixStream {
-    fn try_clone_box(&self) -> std::io::Result<Box<dyn Stream>> {
-        Ok(Box::new(self.try_clone()?))
-    }
-    fn shutdown_both(&self) {
-        let _ = self.shutdown(std::net::Shutdown::Both);
-    }
-    fn write_timeout(&self, t: Duration) {
-        let _ = self.set_write_timeout(Some(t));
-    }
-    fn read_timeout(&self, t: Option<Duration>) {
-        let _ = self.set_read_timeout(t);
-    }
+/// Unix and TCP sockets have the same methods under the same names.
+macro_rules! socket_stream {
+    ($t:ty) => {
+        impl Stream for $t {
+            fn try_clone_box(&self) -> std::io::Result<Box<dyn Stream>> {
+                Ok(Box::new(self.try_clone()?))
+            }
+            fn shutdown_both(&self) {
+                let _ = self.shutdown(std::net::Shutdown::Both);
+            }
+            fn write_timeout(&self, t: Duration) {
+                let _ = self.set_write_timeout(Some(t));
+            }
+            fn read_timeout(&self, t: Option<Duration>) {
+                let _ = self.set_read_timeout(t);
+            }
+        }
+    };
 }
-
-impl Stream for std::net::TcpStream {
-    fn try_clone_box(&self) -> std::io::Result<Box<dyn Stream>> {
-        let _ = self.set_nodelay(true);
-        Ok(Box::new(self.try_clone()?))
-    }
-    fn shutdown_both(&self) {
-        let _ = self.shutdown(std::net::Shutdown::Both);
-    }
-    fn write_timeout(&self, t: Duration) {
-        let _ = self.set_write_timeout(Some(t));
-    }
-    fn read_timeout(&self, t: Option<Duration>) {
-        let _ = self.set_read_timeout(t);
-    }
-}
+socket_stream!(std::os::unix::net::UnixStream);
+socket_stream!(std::net::TcpStream);
 
 /// To the simulation thread.
 enum ToSim {
