@@ -574,3 +574,29 @@ fn it_serves_over_tcp_too() {
     assert!(report_number(&report, "write", ":") >= 1.0, "{report}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn with_once_the_server_ends_when_its_last_client_leaves() {
+    if !have("qemu-io") {
+        eprintln!("note: qemu-utils is not installed; skipping");
+        return;
+    }
+    let dir = scratch("serve-once");
+    let mut s = Server::start(&dir, &[SMALL, &["--once"]].concat());
+    // Connecting to see that it listens was a connection with no request: it ends
+    // nothing. A client with requests does.
+    run(Command::new("qemu-io").args(["-f", "raw", "-c", "write 0 4k", &s.uri()]));
+    let mut child = s.child.take().unwrap();
+    let t = Instant::now();
+    let st = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(t.elapsed() < Duration::from_secs(20), "still serving");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(st.success());
+    let report = std::fs::read_to_string(dir.join("report")).unwrap();
+    assert!(report_number(&report, "write", ":") >= 1.0, "{report}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
