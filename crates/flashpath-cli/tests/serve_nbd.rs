@@ -508,10 +508,6 @@ fn bad_serve_command_lines_are_one_line_errors() {
             vec!["serve", "--precondition", "random", "--nbd", "unix:/x"],
             "--precondition random",
         ),
-        (
-            vec!["serve", "--blktrace", "d", "--nbd", "unix:/x"],
-            "not modelled in serve mode yet",
-        ),
     ] {
         let o = common::flashpath(&args);
         assert_eq!(o.status.code(), Some(1), "{args:?}");
@@ -598,5 +594,57 @@ fn with_once_the_server_ends_when_its_last_client_leaves() {
     assert!(st.success());
     let report = std::fs::read_to_string(dir.join("report")).unwrap();
     assert!(report_number(&report, "write", ":") >= 1.0, "{report}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn blktrace_and_the_timeline_work_in_serve_mode() {
+    if !have("qemu-io") || !have("blkparse") {
+        eprintln!("note: qemu-utils or blktrace is not installed; skipping");
+        return;
+    }
+    let dir = scratch("serve-trace");
+    let bt = dir.join("bt");
+    let json = dir.join("t.json");
+    let (bt_arg, json_arg) = (bt.to_str().unwrap(), json.to_str().unwrap());
+    let s = Server::start(
+        &dir,
+        &[SMALL, &["--blktrace", bt_arg, "--trace", json_arg]].concat(),
+    );
+    run(Command::new("qemu-io").args([
+        "-f",
+        "raw",
+        "-c",
+        "write 1M 64k",
+        "-c",
+        "read 1M 64k",
+        "-c",
+        "flush",
+        &s.uri(),
+    ]));
+    s.stop();
+    // blkparse reads the per-CPU files: the write's and the read's requests queued,
+    // dispatched and completed, and the flush.
+    let o = run(Command::new("blkparse").args(["-i", "mmcblk0", "-D", bt_arg]));
+    let text = String::from_utf8_lossy(&o.stdout);
+    for (action, rwbs) in [
+        ("Q", "W"),
+        ("D", "W"),
+        ("C", "W"),
+        ("Q", "R"),
+        ("C", "R"),
+        ("Q", "F"),
+    ] {
+        assert!(
+            text.lines().any(|l| {
+                let w: Vec<&str> = l.split_whitespace().collect();
+                w.len() > 6 && w[5] == action && w[6].contains(rwbs)
+            }),
+            "no {action} {rwbs} event in:\n{text}"
+        );
+    }
+    let t: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap())
+        .expect("the timeline is JSON");
+    assert!(t["traceEvents"].as_array().is_some_and(|e| e.len() > 10));
     let _ = std::fs::remove_dir_all(&dir);
 }

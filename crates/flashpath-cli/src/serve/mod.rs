@@ -89,12 +89,6 @@ fn parse_serve_options(rest: &[String]) -> Result<ServeOptions> {
 pub fn command(args: &[String]) -> Result<()> {
     let (opts, rest) = run::split_options(args)?;
     let so = parse_serve_options(&rest)?;
-    if let Some(d) = &opts.blktrace {
-        bail!("serve: --blktrace {d} is not modelled in serve mode yet (it is in `flashpath fio`)");
-    }
-    if let Some(t) = &opts.trace {
-        bail!("serve: --trace {t} is not modelled in serve mode yet (it is in `flashpath fio`)");
-    }
     let (host, device, driver) = run::system_announced(&opts)?;
     // A request source's simulation is mapped in address order or not at all; `auto`
     // (and random, which would run jobs first) is the sequential layout.
@@ -115,7 +109,15 @@ pub fn command(args: &[String]) -> Result<()> {
         precondition,
     };
     let device_name = cfg.device.name.clone();
-    let sim = Sim::for_external(cfg).map_err(|e| anyhow!("serve: {e}"))?;
+    let mut sim = Sim::for_external(cfg).map_err(|e| anyhow!("serve: {e}"))?;
+    let outputs = crate::trace_out::TraceOutputs::open(&opts)?;
+    let mut traces = if outputs.wanted() {
+        sim.enable_trace();
+        let tasks = sim.trace().map(|t| t.tasks.clone()).unwrap_or_default();
+        Some(outputs.stream(driver, cores, tasks)?)
+    } else {
+        None
+    };
     let store = store::Store::open(so.data.as_deref(), size)?;
 
     let listener: Box<dyn Fn() -> std::io::Result<Box<dyn Stream>> + Send> = match &so.listen {
@@ -225,7 +227,15 @@ pub fn command(args: &[String]) -> Result<()> {
             std::thread::sleep(std::time::Duration::from_millis(20));
         });
     }
-    let sim = server::simulate(sim, rx, &shared, so.once, cores);
+    let (mut sim, traced) = server::simulate(sim, rx, &shared, so.once, cores, traces.as_mut());
+    let traced = traced.and_then(|()| match traces {
+        Some(t) => t.finish(
+            sim.take_trace()
+                .map(flashpath_core::trace::Trace::into_chunk)
+                .unwrap_or_default(),
+        ),
+        None => Ok(()),
+    });
     let result = sim.finish();
     if let Listen::Unix(p) = &so.listen {
         let _ = std::fs::remove_file(p);
@@ -242,7 +252,7 @@ pub fn command(args: &[String]) -> Result<()> {
         shared.t0.elapsed(),
         shared.store.allocated(),
     ))?;
-    Ok(())
+    traced
 }
 
 /// The end report: what the device saw per direction, the emulator's lateness, the

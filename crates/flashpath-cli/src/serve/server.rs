@@ -442,7 +442,10 @@ pub fn simulate(
     shared: &Shared,
     once: bool,
     cores: u32,
-) -> Sim {
+    mut traces: Option<&mut crate::trace_out::TraceStreamer>,
+) -> (Sim, anyhow::Result<()>) {
+    let mut trace_result = Ok(());
+    let mut last_drain = Instant::now();
     let mut conns: HashMap<usize, Conn> = HashMap::new();
     let mut buf = Vec::new();
     let mut pending: HashMap<u64, InSim> = HashMap::new();
@@ -454,6 +457,19 @@ pub fn simulate(
         sim.run_until(now);
         for d in sim.take_external_done() {
             complete(&mut conns, &mut pending, shared, &mut buf, d);
+        }
+        if last_drain.elapsed() >= POLL {
+            // What the trace recorded goes to --blktrace/--trace's files as it becomes
+            // final; a failed write stops the tracing (the serving goes on) and is the
+            // command's error at the end.
+            last_drain = Instant::now();
+            if let (Some(t), Some(chunk)) = (traces.as_deref_mut(), sim.drain_trace()) {
+                if let Err(e) = t.feed(chunk) {
+                    eprintln!("flashpath serve: {e:#}; tracing stops here");
+                    trace_result = Err(e);
+                    traces = None;
+                }
+            }
         }
         let stopping = shared.stop.load(Ordering::SeqCst)
             || (once && served && conns.is_empty() && pending.is_empty());
@@ -567,7 +583,11 @@ pub fn simulate(
     for (_, c) in conns.drain() {
         let _ = c.tx.send(ToConn::End);
     }
-    sim
+    if trace_result.is_err() {
+        // The files stay as far as they were written; nothing more goes to them.
+        let _ = sim.take_trace();
+    }
+    (sim, trace_result)
 }
 
 /// A connection as the simulation thread sees it: its writer thread's channel, its
