@@ -1,6 +1,6 @@
 //! `flashpath serve`: the simulated device as an NBD server that real tools drive in
-//! real time (fio's nbd engine, nbdcopy, nbdinfo, qemu-img and qemu-io, the kernel's
-//! nbd client).
+//! real time (fio's nbd engine, nbdcopy, nbdinfo, qemu-img and qemu-io; the kernel's
+//! nbd client speaks the same protocol, untested).
 //!
 //! Each NBD request enters the simulated host as a block request (sim/external.rs) and
 //! runs through its block layer, host driver, bus and device; what is above the block
