@@ -632,13 +632,7 @@ pub fn fio_command(args: &[String]) -> Result<()> {
     if let Some(w) = crate::iolog_writer::IologWriter::open(iolog_targets(&inv)?)? {
         sim.add_observer(Box::new(w));
     }
-    let mut stream = if outputs.wanted() {
-        sim.enable_trace();
-        let tasks = sim.trace().map(|t| t.tasks.clone()).unwrap_or_default();
-        Some(outputs.stream(driver, host_cores, tasks)?)
-    } else {
-        None
-    };
+    let mut stream = outputs.start(&mut sim, driver, host_cores)?;
     let normal = inv
         .formats
         .contains(&flashpath_fio::parse::OutputFormat::Normal);
@@ -682,8 +676,7 @@ pub fn fio_command(args: &[String]) -> Result<()> {
     }
     sim.close_observers().map_err(|e| anyhow!("{e}"))?;
     if let Some(s) = stream {
-        let rest = sim.take_trace().map(Trace::into_chunk).unwrap_or_default();
-        s.finish(rest)?;
+        s.finish_sim(&mut sim)?;
     }
     let (stopped_at, _) = sim.progress();
     let result = match interrupted {

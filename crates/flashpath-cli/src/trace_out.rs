@@ -100,6 +100,22 @@ impl TraceOutputs {
         Ok(TraceStreamer { blk, json })
     }
 
+    /// Turns `sim`'s trace on and starts writing, if an output was asked for: what
+    /// `flashpath fio` and `flashpath serve` do before their runs.
+    pub(crate) fn start(
+        self,
+        sim: &mut flashpath_core::sim::Sim,
+        driver: DriverKind,
+        cores: u32,
+    ) -> Result<Option<TraceStreamer>> {
+        if !self.wanted() {
+            return Ok(None);
+        }
+        sim.enable_trace();
+        let tasks = sim.trace().map(|t| t.tasks.clone()).unwrap_or_default();
+        self.stream(driver, cores, tasks).map(Some)
+    }
+
     /// Writes the whole trace of a run kept in memory (iozone and flashbench runs).
     pub(crate) fn write(self, trace: &Trace, driver: DriverKind) -> Result<()> {
         let s = self.stream(driver, trace.cores, trace.tasks.clone())?;
@@ -165,6 +181,12 @@ impl TraceStreamer {
             t.enc.feed(chunk);
         }
         self.drain()
+    }
+
+    /// The run of `sim` is over: what its trace still holds, then the files completed.
+    pub(crate) fn finish_sim(self, sim: &mut flashpath_core::sim::Sim) -> Result<()> {
+        let rest = sim.take_trace().map(Trace::into_chunk).unwrap_or_default();
+        self.finish(rest)
     }
 
     /// The run is over: `rest` is what the trace still held (`Sim::take_trace`).

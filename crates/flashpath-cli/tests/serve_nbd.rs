@@ -106,6 +106,17 @@ fn fio_json(o: &Output) -> serde_json::Value {
     serde_json::from_str(&text[start..]).expect("fio's JSON parses")
 }
 
+/// qemu-io's commands `cmds` (`-c` each) on the raw image at `uri`; its output.
+fn qemu_io<S: AsRef<str>>(uri: &str, cmds: &[S]) -> String {
+    let mut c = Command::new("qemu-io");
+    c.args(["-f", "raw"]);
+    for k in cmds {
+        c.args(["-c", k.as_ref()]);
+    }
+    c.arg(uri);
+    String::from_utf8(run(&mut c).stdout).unwrap()
+}
+
 /// The number after `key` in the report's line for `dir`.
 fn report_number(report: &str, dir: &str, key: &str) -> f64 {
     let line = report
@@ -245,15 +256,7 @@ fn qemu_img_and_qemu_io_read_and_write_it() {
     let info =
         String::from_utf8(run(Command::new("qemu-img").args(["info", &s.uri()])).stdout).unwrap();
     assert!(info.contains("64 MiB"), "{info}");
-    let io = |cmds: &[&str]| {
-        let mut c = Command::new("qemu-io");
-        c.args(["-f", "raw"]);
-        for k in cmds {
-            c.args(["-c", k]);
-        }
-        c.arg(s.uri());
-        String::from_utf8(run(&mut c).stdout).unwrap()
-    };
+    let io = |cmds: &[&str]| qemu_io(&s.uri(), cmds);
     io(&[
         "write -P 0xab 1M 256k",
         "write -z 2M 64k",
@@ -283,23 +286,18 @@ fn a_flushed_write_survives_sigkill_and_restart_on_the_data_file() {
     let data_arg = data.to_str().unwrap().to_string();
     let args: Vec<&str> = [SMALL, &["--data", &data_arg]].concat();
     let s = Server::start(&dir, &args);
-    let mut c = Command::new("qemu-io");
-    c.args(["-f", "raw"]);
-    for k in 0..16 {
-        c.args(["-c", &format!("write -P {} {}k 4k", 0x40 + k, k * 68)]);
-    }
-    c.args(["-c", "flush", &s.uri()]);
-    run(&mut c);
+    let mut writes: Vec<String> = (0..16)
+        .map(|k| format!("write -P {} {}k 4k", 0x40 + k, k * 68))
+        .collect();
+    writes.push("flush".into());
+    qemu_io(&s.uri(), &writes);
     // Killed right after the FLUSH reply: no chance to write anything more.
     s.kill();
     let s = Server::start(&dir, &args);
-    let mut c = Command::new("qemu-io");
-    c.args(["-f", "raw"]);
-    for k in 0..16 {
-        c.args(["-c", &format!("read -P {} {}k 4k", 0x40 + k, k * 68)]);
-    }
-    c.arg(s.uri());
-    let out = String::from_utf8(run(&mut c).stdout).unwrap();
+    let reads: Vec<String> = (0..16)
+        .map(|k| format!("read -P {} {}k 4k", 0x40 + k, k * 68))
+        .collect();
+    let out = qemu_io(&s.uri(), &reads);
     assert!(!out.contains("Pattern verification failed"), "{out}");
     s.stop();
     let _ = std::fs::remove_dir_all(&dir);
@@ -550,19 +548,7 @@ fn it_serves_over_tcp_too() {
     let uri = format!("nbd://{addr}/");
     let info = String::from_utf8(run(Command::new("nbdinfo").arg(&uri)).stdout).unwrap();
     assert!(info.contains("export-size: 67108864"), "{info}");
-    let out = String::from_utf8(
-        run(Command::new("qemu-io").args([
-            "-f",
-            "raw",
-            "-c",
-            "write -P 0x3c 0 128k",
-            "-c",
-            "read -P 0x3c 0 128k",
-            &uri,
-        ]))
-        .stdout,
-    )
-    .unwrap();
+    let out = qemu_io(&uri, &["write -P 0x3c 0 128k", "read -P 0x3c 0 128k"]);
     assert!(!out.contains("Pattern verification failed"), "{out}");
     signal(&child, "INT");
     assert!(child.wait().unwrap().success());
@@ -581,7 +567,7 @@ fn with_once_the_server_ends_when_its_last_client_leaves() {
     let mut s = Server::start(&dir, &[SMALL, &["--once"]].concat());
     // Connecting to see that it listens was a connection with no request: it ends
     // nothing. A client with requests does.
-    run(Command::new("qemu-io").args(["-f", "raw", "-c", "write 0 4k", &s.uri()]));
+    qemu_io(&s.uri(), &["write 0 4k"]);
     let mut child = s.child.take().unwrap();
     let t = Instant::now();
     let st = loop {
@@ -611,17 +597,7 @@ fn blktrace_and_the_timeline_work_in_serve_mode() {
         &dir,
         &[SMALL, &["--blktrace", bt_arg, "--trace", json_arg]].concat(),
     );
-    run(Command::new("qemu-io").args([
-        "-f",
-        "raw",
-        "-c",
-        "write 1M 64k",
-        "-c",
-        "read 1M 64k",
-        "-c",
-        "flush",
-        &s.uri(),
-    ]));
+    qemu_io(&s.uri(), &["write 1M 64k", "read 1M 64k", "flush"]);
     s.stop();
     // blkparse reads the per-CPU files: the write's and the read's requests queued,
     // dispatched and completed, and the flush.

@@ -16,6 +16,7 @@ pub mod device;
 pub mod driver;
 pub mod engine;
 pub mod host;
+pub mod scratch;
 pub mod sim;
 pub mod stats;
 pub mod timeline;

@@ -18,7 +18,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use flashpath_core::sim::{Precondition, Sim, SimConfig};
 use server::{Shared, Stream};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Instant;
 
@@ -110,14 +110,7 @@ pub fn command(args: &[String]) -> Result<()> {
     };
     let device_name = cfg.device.name.clone();
     let mut sim = Sim::for_external(cfg).map_err(|e| anyhow!("serve: {e}"))?;
-    let outputs = crate::trace_out::TraceOutputs::open(&opts)?;
-    let mut traces = if outputs.wanted() {
-        sim.enable_trace();
-        let tasks = sim.trace().map(|t| t.tasks.clone()).unwrap_or_default();
-        Some(outputs.stream(driver, cores, tasks)?)
-    } else {
-        None
-    };
+    let mut traces = crate::trace_out::TraceOutputs::open(&opts)?.start(&mut sim, driver, cores)?;
     let store = store::Store::open(so.data.as_deref(), size)?;
 
     let listener: Box<dyn Fn() -> std::io::Result<Box<dyn Stream>> + Send> = match &so.listen {
@@ -170,7 +163,6 @@ pub fn command(args: &[String]) -> Result<()> {
         },
         store,
         t0: Instant::now(),
-        stop: AtomicBool::new(false),
         seen: Mutex::new(server::Seen::default()),
     });
     let where_ = match &so.listen {
@@ -191,7 +183,7 @@ pub fn command(args: &[String]) -> Result<()> {
             let live = Arc::new(AtomicUsize::new(0));
             loop {
                 let Ok(stream) = listener() else {
-                    if shared.stop.load(Ordering::SeqCst) {
+                    if crate::signals::caught().is_some() {
                         return;
                     }
                     // Out of file descriptors, say: not a busy loop.
@@ -216,26 +208,8 @@ pub fn command(args: &[String]) -> Result<()> {
             }
         });
     }
-    {
-        // The stop flag follows the signals.
-        let shared = shared.clone();
-        std::thread::spawn(move || loop {
-            if crate::signals::caught().is_some() {
-                shared.stop.store(true, Ordering::SeqCst);
-                return;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        });
-    }
     let (mut sim, traced) = server::simulate(sim, rx, &shared, so.once, cores, traces.as_mut());
-    let traced = traced.and_then(|()| match traces {
-        Some(t) => t.finish(
-            sim.take_trace()
-                .map(flashpath_core::trace::Trace::into_chunk)
-                .unwrap_or_default(),
-        ),
-        None => Ok(()),
-    });
+    let traced = traced.and_then(|()| traces.map_or(Ok(()), |t| t.finish_sim(&mut sim)));
     let result = sim.finish();
     if let Listen::Unix(p) = &so.listen {
         let _ = std::fs::remove_file(p);

@@ -44,7 +44,7 @@ use flashpath_core::sim::{ExternalOp, ExternalRequest, Sim};
 use flashpath_hist::LatHist;
 use std::collections::HashMap;
 use std::io::{BufReader, BufWriter, Read, Write};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -53,7 +53,7 @@ use std::time::{Duration, Instant};
 pub const MAX_IN_FLIGHT: usize = 1024;
 /// The simulation thread spins (instead of sleeping) this close to its next event.
 const SPIN_NS: u64 = 200_000;
-/// It looks at the stop flag at least this often.
+/// It looks for a signal (SIGINT, SIGTERM) at least this often.
 const POLL: Duration = Duration::from_millis(50);
 /// Connections served at once (each has two threads); more are closed at once.
 pub const MAX_CONNECTIONS: usize = 64;
@@ -159,7 +159,6 @@ pub struct Shared {
     pub store: Store,
     pub export: Export,
     pub t0: Instant,
-    pub stop: AtomicBool,
     pub seen: Mutex<Seen>,
 }
 
@@ -433,7 +432,7 @@ struct InSim {
     len: u64,
 }
 
-/// The simulation thread: runs until the stop flag is set (a signal), or, with `once`,
+/// The simulation thread: runs until SIGINT or SIGTERM (`signals::caught`), or, with `once`,
 /// until the last connection has closed after at least one request was served; then
 /// answers what is in flight and returns the simulation, drained.
 pub fn simulate(
@@ -471,7 +470,7 @@ pub fn simulate(
                 }
             }
         }
-        let stopping = shared.stop.load(Ordering::SeqCst)
+        let stopping = crate::signals::caught().is_some()
             || (once && served && conns.is_empty() && pending.is_empty());
         if stopping {
             break;

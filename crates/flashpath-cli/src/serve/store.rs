@@ -116,42 +116,14 @@ impl Store {
     }
 }
 
-/// A file in the temporary directory that no other process can open: made with a name
-/// of our own (O_EXCL) and unlinked at once.
+/// An unnamed file in the temporary directory (`flashpath_core::scratch`).
 fn temporary() -> anyhow::Result<File> {
-    let dir = std::env::temp_dir();
-    for attempt in 0..100u32 {
-        let p = dir.join(format!(
-            "flashpath-serve-{}-{attempt}.data",
-            std::process::id()
-        ));
-        match OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(&p)
-        {
-            Ok(f) => {
-                std::fs::remove_file(&p).with_context(|| {
-                    format!("unlinking the temporary data file {}", p.display())
-                })?;
-                return Ok(f);
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => {
-                return Err(e).with_context(|| {
-                    format!(
-                        "making the temporary data file in {} (set TMPDIR, or give --data FILE)",
-                        dir.display()
-                    )
-                })
-            }
-        }
-    }
-    bail!(
-        "no free name for a temporary data file in {}",
-        dir.display()
-    )
+    flashpath_core::scratch::file("serve-data").with_context(|| {
+        format!(
+            "making the temporary data file in {} (set TMPDIR, or give --data FILE)",
+            std::env::temp_dir().display()
+        )
+    })
 }
 
 #[cfg(test)]

@@ -20,7 +20,6 @@ use super::block_arrays::BlockArrays;
 use std::collections::VecDeque;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A slot that holds no valid data.
 pub const INVALID: u32 = u32::MAX;
@@ -181,7 +180,7 @@ impl ReverseMap {
     /// Writes `block`'s map to the file and frees its memory; false if that failed.
     fn move_out(&mut self, block: u32) -> bool {
         if self.file.is_none() {
-            match scratch_file() {
+            match crate::scratch::file("reverse-map") {
                 Ok(f) => self.file = Some(f),
                 Err(e) => {
                     eprintln!(
@@ -217,23 +216,6 @@ impl ReverseMap {
         self.moved[b] = false;
         self.resident.erase(block);
     }
-}
-
-/// A new scratch file in the temporary directory, already unlinked.
-fn scratch_file() -> std::io::Result<File> {
-    static N: AtomicU64 = AtomicU64::new(0);
-    let path = std::env::temp_dir().join(format!(
-        "flashpath-reverse-map-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .open(&path)?;
-    std::fs::remove_file(&path)?;
-    Ok(f)
 }
 
 #[cfg(test)]
