@@ -46,6 +46,14 @@ pub const SYSTEM_OPTIONS: &[(&str, &str)] = &[
          storage instant (no device or bus time)",
     ),
     (
+        "--costs-above-block zero|simulated",
+        "zero: take out the host's CPU costs above the block layer (system call entry \
+         and return, direct I/O's page pinning, the asynchronous engines' submit and reap, \
+         waking fio's thread, fio's verify), so that a direct I/O's latency is the block \
+         request's, from submission to its end: what `flashpath serve` simulates under a \
+         real client. Direct I/O only (direct=1). Default: simulated",
+    ),
+    (
         "--precondition auto|random|sequential|off",
         "the data layout the jobs find on the device. random: every block written once \
          in random 4 KiB order through the whole simulated path before the jobs (not \

@@ -34,6 +34,9 @@ pub struct Options {
     /// `--precondition auto|random|sequential|off`: the data layout the jobs find
     /// (`Auto` when not given).
     pub precondition: Option<Precondition>,
+    /// `--costs-above-block zero`: the host's costs above the block layer taken out
+    /// (`HostCosts::zero_above_block`); direct I/O only.
+    pub zero_above_block: bool,
 }
 
 /// The value of option `key` if `args[*i]` is it: `KEY=V`, or `KEY V` (then `*i`
@@ -73,6 +76,12 @@ pub fn split_options(args: &[String]) -> Result<(Options, Vec<String>)> {
         } else if let Some(v) = take("--precondition")? {
             o.precondition =
                 Some(Precondition::parse(&v).map_err(|e| anyhow!("--precondition: {e}"))?);
+        } else if let Some(v) = take("--costs-above-block")? {
+            o.zero_above_block = match v.as_str() {
+                "zero" => true,
+                "simulated" => false,
+                _ => bail!("--costs-above-block {v}: expected zero or simulated"),
+            };
         } else if let Some(v) = take("--set")? {
             let (f, val) = v
                 .split_once('=')
@@ -209,6 +218,9 @@ fn resolve(o: &Options) -> Result<(System, Option<String>)> {
     if ideal {
         flashpath_core::sim::instant_hardware(&mut host, &mut device);
     }
+    if o.zero_above_block {
+        host.costs.zero_above_block();
+    }
     Ok(((host, device, driver), note))
 }
 
@@ -256,6 +268,7 @@ pub fn configuration(
         precondition: pre.name().to_string(),
         layout: pre.layout(driver).name().to_string(),
         sets: o.sets.clone(),
+        zero_above_block: o.zero_above_block,
     }
 }
 
@@ -567,6 +580,15 @@ pub fn set_up(opts: &Options, inv: &Invocation) -> Result<SetUp> {
     let (host_name, device_name) = (host.name.clone(), device.name.clone());
     let host_cores = host.cores;
     let mut plan = jobmap::plan(inv, &device, jobmap::journal(&host))?;
+    if opts.zero_above_block {
+        if let Some(j) = plan.jobs.iter().find(|j| !j.direct) {
+            bail!(
+                "--costs-above-block zero: job '{}' is buffered (direct=0); the page cache \
+                 is above the block layer and is not taken out: give it direct=1",
+                j.name
+            );
+        }
+    }
     plan.apply(&mut host)?;
     // The simulator takes the jobs; the plan keeps what the report needs.
     let jobs = std::mem::take(&mut plan.jobs);

@@ -20,6 +20,7 @@ fn costed_host() -> HostConfig {
     h.costs.aio_reap_ns = 1_100;
     h.costs.irq_ns = 3_000;
     h.costs.wakeup_ns = 11_000;
+    h.costs.task_wakeup_ns = 11_000;
     h.costs.complete_ns = 1_700;
     h.costs.syscall_return_ns = 2_300;
     h.mmc.prep_ns = 4_000;

@@ -222,6 +222,7 @@ fn qd1_read_is_the_sum_of_the_modelled_steps() {
     host.costs.block_submit_ns = 2_000;
     host.costs.irq_ns = 3_000;
     host.costs.wakeup_ns = 11_000;
+    host.costs.task_wakeup_ns = 11_000;
     host.costs.complete_ns = 1_700;
     host.costs.syscall_return_ns = 2_300;
     let mut u = UfsHostConfig::ideal();

@@ -182,6 +182,7 @@ fn a_costed_host_books_the_hand_over_and_the_workers_system_calls() {
     h.costs.pin_per_4k_read_ns = 400;
     h.costs.aio_reap_ns = 1_100;
     h.costs.wakeup_ns = 11_000;
+    h.costs.task_wakeup_ns = 11_000;
     let (r, s) = run(h.clone(), job(4, 100, 1000, true), SERVICE_NS).unwrap();
     // A worker is a QD1 libaio thread: its clat is an inline QD1 job's.
     let (_, inline) = run(h, job(1, 100, 1000, false), SERVICE_NS).unwrap();

@@ -56,6 +56,10 @@ pub struct HostCosts {
     pub irq_ns: u64,
     /// Waking a sleeping task: scheduler wake-up, idle exit and context switch.
     pub wakeup_ns: u64,
+    /// The same for one of fio's threads waiting on its I/O (`costs.task_wakeup`,
+    /// default `wakeup`); `wakeup` stays the kernel's own contexts' (a driver's
+    /// dispatcher, a worker, an IRQ thread).
+    pub task_wakeup_ns: u64,
     /// Block completion per request: bio end, direct-I/O completion, unpinning.
     pub complete_ns: u64,
     /// System-call return to the thread and fio's own per-I/O work (accounting, next offset).
@@ -66,6 +70,23 @@ pub struct HostCosts {
 }
 
 impl HostCosts {
+    /// Takes out the costs above the block layer: the system calls' entry and return,
+    /// direct I/O's page pinning and bio building, the asynchronous engines' submit and
+    /// reap, waking fio's thread, fio's verify. What stays is the block layer's, the
+    /// driver's and the interrupt's (`block_submit`, `irq`, `wakeup`, `complete`), so a
+    /// direct I/O's latency is then what a block request sees from its submission to its
+    /// end, the part `flashpath serve` simulates under a real client.
+    pub fn zero_above_block(&mut self) {
+        self.syscall_ns = 0;
+        self.pin_per_4k_ns = 0;
+        self.pin_per_4k_read_ns = 0;
+        self.aio_submit_ns = 0;
+        self.aio_reap_ns = 0;
+        self.task_wakeup_ns = 0;
+        self.syscall_return_ns = 0;
+        self.verify_per_4k_ns = [0; crate::workload::verify_algo::VerifyAlgo::ALL.len()];
+    }
+
     /// The CPU cost of fio checking 4 KiB with `algo`.
     pub fn verify_per_4k_ns(&self, algo: crate::workload::verify_algo::VerifyAlgo) -> u64 {
         self.verify_per_4k_ns[algo as usize]
@@ -528,6 +549,8 @@ pub struct RawCosts {
     pub aio_reap: String,
     pub irq: String,
     pub wakeup: String,
+    #[serde(default)]
+    pub task_wakeup: Option<String>,
     pub complete: String,
     pub syscall_return: String,
     /// fio verify cost per 4 KiB by algorithm name (`crc32c = "0.8us"`); optional.
@@ -643,6 +666,10 @@ impl RawHost {
             aio_reap_ns: cost("costs.aio_reap", &c.aio_reap)?,
             irq_ns: cost("costs.irq", &c.irq)?,
             wakeup_ns: cost("costs.wakeup", &c.wakeup)?,
+            task_wakeup_ns: cost(
+                "costs.task_wakeup",
+                c.task_wakeup.as_ref().unwrap_or(&c.wakeup),
+            )?,
             complete_ns: cost("costs.complete", &c.complete)?,
             syscall_return_ns: cost("costs.syscall_return", &c.syscall_return)?,
             verify_per_4k_ns: {
@@ -854,6 +881,7 @@ impl HostConfig {
                 aio_reap_ns: 0,
                 irq_ns: 0,
                 wakeup_ns: 0,
+                task_wakeup_ns: 0,
                 complete_ns: 0,
                 syscall_return_ns: 0,
                 verify_per_4k_ns: [0; crate::workload::verify_algo::VerifyAlgo::ALL.len()],

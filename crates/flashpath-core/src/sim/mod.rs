@@ -868,7 +868,7 @@ impl Sim {
         }
         let end = self
             .cpu
-            .run_l(core, at, self.cfg.host.costs.wakeup_ns, "wakeup");
+            .run_l(core, at, self.cfg.host.costs.task_wakeup_ns, "wakeup");
         self.tr(end, None, TraceKind::Wakeup { core });
         end
     }

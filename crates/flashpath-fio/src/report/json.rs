@@ -501,6 +501,9 @@ pub fn json_string(r: &RunReport, plus: bool) -> String {
                 }
             }
             o.obj("set", sets);
+            if c.zero_above_block {
+                o.str("costs_above_block", "zero");
+            }
             fp.obj("configuration", o);
         }
         if let Some(i) = &r.interrupted {

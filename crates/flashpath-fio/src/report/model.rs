@@ -625,6 +625,8 @@ pub struct RunConfiguration {
     pub layout: String,
     /// Every `--set FIELD=VALUE`, in order.
     pub sets: Vec<(String, String)>,
+    /// `--costs-above-block zero` was given.
+    pub zero_above_block: bool,
 }
 
 impl RunConfiguration {
@@ -639,6 +641,9 @@ impl RunConfiguration {
         }
         for (f, v) in &self.sets {
             l.push_str(&format!(" --set {f}={v}"));
+        }
+        if self.zero_above_block {
+            l.push_str(" --costs-above-block zero");
         }
         l
     }

@@ -199,7 +199,7 @@ impl Sim {
             + costs.syscall_ns
             + pin * spec.len.div_ceil(4096)
             + costs.block_submit_ns * nbios as u64;
-        let wakeup = costs.wakeup_ns;
+        let wakeup = costs.task_wakeup_ns;
         let pinned = self.cfg.jobs[self.threads[ti].cfg].cpu.is_some();
         let th = &mut self.threads[ti];
         th.outstanding += 1;
@@ -288,7 +288,7 @@ impl Sim {
     pub(in crate::sim) fn offload_done(&mut self, t: u32, io: u32) {
         let now = self.now;
         let costs = &self.cfg.host.costs;
-        let cost = costs.wakeup_ns + costs.aio_reap_ns;
+        let cost = costs.task_wakeup_ns + costs.aio_reap_ns;
         let pinned = self.cfg.jobs[self.threads[t as usize].cfg].cpu.is_some();
         let pool = self.threads[t as usize].offload.as_ref().expect("offload");
         let w = pool

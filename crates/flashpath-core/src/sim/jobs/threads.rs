@@ -891,7 +891,11 @@ impl Sim {
         }
         let now = self.now;
         let costs = &self.cfg.host.costs;
-        let (wakeup, ret, reap) = (costs.wakeup_ns, costs.syscall_return_ns, costs.aio_reap_ns);
+        let (wakeup, ret, reap) = (
+            costs.task_wakeup_ns,
+            costs.syscall_return_ns,
+            costs.aio_reap_ns,
+        );
         let th = &mut self.threads[t as usize];
         th.completed.push(io);
         if th.state != ThreadState::Sleeping {

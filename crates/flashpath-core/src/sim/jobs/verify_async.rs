@@ -160,7 +160,7 @@ impl Sim {
             .map(|i| p.cpus[(at + i) % n])
             .find(|&c| self.cpu.idle_at(c, now))
             .unwrap_or(prev);
-        let wakeup = self.cfg.host.costs.wakeup_ns;
+        let wakeup = self.cfg.host.costs.task_wakeup_ns;
         let start = self.cpu.run_l(core, now, wakeup, "wakeup");
         let p = self.pool(t);
         let worker = &mut p.workers[w];
