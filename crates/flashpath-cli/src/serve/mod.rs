@@ -261,15 +261,18 @@ fn report(
             h.max() as f64 / 1e3,
         ));
     }
-    let l = &seen.lateness;
+    let (l, w) = (&seen.lateness, &seen.written);
     if l.count() > 0 {
         let p = l.percentiles(&[50.0, 99.0]);
+        let q = w.percentiles(&[50.0, 99.0]);
         s.push_str(&format!(
-            "  lateness of replies against their simulated completion: p50 {:.1} us, p99 {:.1} us, max {:.1} us ({} replies)\n",
+            "  lateness of replies against their simulated completion: p50 {:.1} us, p99 {:.1} us, max {:.1} us ({} replies); their socket writes returned p50 {:.1} us, p99 {:.1} us after it\n",
             p[0] as f64 / 1e3,
             p[1] as f64 / 1e3,
             l.max() as f64 / 1e3,
-            l.count()
+            l.count(),
+            q[0] as f64 / 1e3,
+            q[1] as f64 / 1e3,
         ));
     }
     let d = &result.system;

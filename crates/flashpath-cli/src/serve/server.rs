@@ -139,8 +139,11 @@ pub struct Seen {
     pub ios: [u64; 4],
     pub bytes: [u64; 4],
     pub lat: [LatHist; 4],
-    /// How late replies went out against their simulated completions.
+    /// How late replies went out against their simulated completions: as their socket
+    /// write began, and as it returned (the difference is the write, which wakes the
+    /// client).
     pub lateness: LatHist,
+    pub written: LatHist,
     /// Requests answered with an error at once (not simulated).
     pub refused: u64,
     pub connections: u64,
@@ -373,6 +376,7 @@ fn send_reply(
             error = nbd::EIO;
         }
     }
+    let going = Instant::now();
     {
         let mut g = out.w.lock().unwrap_or_else(|e| e.into_inner());
         let (w, broken) = &mut *g;
@@ -392,13 +396,11 @@ fn send_reply(
         }
     }
     if let Some(due) = due {
-        let late = Instant::now().saturating_duration_since(due).as_nanos() as u64;
-        shared
-            .seen
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .lateness
-            .record(late);
+        let late = |t: Instant| t.saturating_duration_since(due).as_nanos() as u64;
+        let written = late(Instant::now());
+        let mut seen = shared.seen.lock().unwrap_or_else(|e| e.into_inner());
+        seen.lateness.record(late(going));
+        seen.written.record(written);
     }
     if buf.capacity() > 1 << 20 {
         *buf = Vec::new();

@@ -70,8 +70,49 @@ impl Store {
         }
     }
 
+    /// Reads `buf.len()` bytes at `offset`. A range the file holds no data in (never
+    /// written, or zeroed) is filled with zeroes without reading the file: reading a
+    /// hole still makes the kernel allocate, zero and read ahead page-cache pages, and
+    /// on this machine's ext4 one 128 KiB read of a hole in a hundred took 1-20 ms,
+    /// which would show as lateness. Where data begins inside the range, the zeroes
+    /// before it are filled and the rest is read.
     pub fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
-        self.file.read_exact_at(buf, offset)
+        let end = offset + buf.len() as u64;
+        let data = match self.next_data(offset)? {
+            Some(d) if d < end => d,
+            _ => {
+                buf.fill(0);
+                return Ok(());
+            }
+        };
+        let skip = (data - offset) as usize;
+        buf[..skip].fill(0);
+        self.file.read_exact_at(&mut buf[skip..], data)
+    }
+
+    /// Where the next data at or after `offset` begins (`lseek(SEEK_DATA)`); `None`
+    /// when there is none before the end. A file system without SEEK_DATA reports the
+    /// whole file as data, as the call's fallback is.
+    fn next_data(&self, offset: u64) -> std::io::Result<Option<u64>> {
+        // SAFETY: lseek on an open file descriptor; it reads no memory of ours. The
+        // file is only ever accessed positioned (pread/pwrite), so moving its offset
+        // affects nothing else.
+        let r = unsafe {
+            libc::lseek(
+                self.file.as_raw_fd(),
+                offset as libc::off_t,
+                libc::SEEK_DATA,
+            )
+        };
+        if r >= 0 {
+            return Ok(Some(r as u64));
+        }
+        let e = std::io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::ENXIO) => Ok(None),
+            Some(libc::EINVAL) | Some(libc::EOPNOTSUPP) => Ok(Some(offset)),
+            _ => Err(e),
+        }
     }
 
     pub fn write_at(&self, buf: &[u8], offset: u64) -> std::io::Result<()> {
@@ -141,6 +182,14 @@ mod tests {
         // Never written: zeroes.
         s.read_at(&mut back, 12345 * 4096).unwrap();
         assert!(back.iter().all(|&b| b == 0));
+        // A range that starts in a hole and runs into the data: zeroes, then the data
+        // (and one that ends where the data begins: all zeroes).
+        let mut span = vec![0xffu8; 3 * 4096];
+        s.read_at(&mut span, (1 << 39) - 4096).unwrap();
+        assert!(span[..4096].iter().all(|&b| b == 0));
+        assert_eq!(&span[4096..], &data[..]);
+        s.read_at(&mut span, (1 << 39) - 3 * 4096).unwrap();
+        assert!(span.iter().all(|&b| b == 0));
         // A terabyte export costs what was written (a few blocks), not its size.
         assert!(s.allocated() < 1 << 20, "{}", s.allocated());
         s.zero((1 << 39) + 4096, 4096).unwrap();
