@@ -319,7 +319,8 @@ pub const COMMANDS: &[Command] = &[
                   when the wall clock reaches the request's simulated completion. Each \
                   request is simulated from the block layer down (block layer, host \
                   driver, bus, device): the client's own system calls are real and not \
-                  simulated again. Reads return what was written. SIGINT or SIGTERM ends \
+                  simulated again (the batch run to set beside it is `flashpath fio \
+                  --costs-above-block zero`). Reads return what was written. SIGINT or SIGTERM ends \
                   it with a report: per direction the requests, bytes and simulated \
                   latency, and how late replies went out against their simulated \
                   completions.",

@@ -279,6 +279,77 @@ fn qemu_img_and_qemu_io_read_and_write_it() {
 }
 
 #[test]
+fn structured_replies_and_block_status_map_the_data_and_the_holes() {
+    if !have("nbdinfo") || !have("qemu-io") || !have("qemu-img") {
+        eprintln!("note: libnbd-bin or qemu-utils is not installed; skipping");
+        return;
+    }
+    let dir = scratch("serve-map");
+    let s = Server::start(&dir, SMALL);
+    // libnbd and qemu negotiate structured replies and base:allocation.
+    run(Command::new("nbdinfo").args(["--can", "structured-reply", &s.uri()]));
+    qemu_io(
+        &s.uri(),
+        &[
+            "write -P 0xab 1M 64k",
+            "write -P 0xcd 3M 4k",
+            "write -P 0x01 8M 64k",
+            "write -z 8M 64k",
+        ],
+    );
+    let map = run(Command::new("nbdinfo").args(["--map", "--json", &s.uri()])).stdout;
+    let map: serde_json::Value = serde_json::from_slice(&map).unwrap();
+    let got: Vec<(u64, u64, u64)> = map
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let n = |k: &str| e[k].as_u64().unwrap();
+            (n("offset"), n("length"), n("type"))
+        })
+        .collect();
+    const M: u64 = 1 << 20;
+    // type 3: hole and zero; 0: data. The zeroed range at 8M is a hole again.
+    assert_eq!(
+        got,
+        [
+            (0, M, 3),
+            (M, 64 << 10, 0),
+            (M + (64 << 10), 2 * M - (64 << 10), 3),
+            (3 * M, 4096, 0),
+            (3 * M + 4096, 61 * M - 4096, 3),
+        ]
+    );
+    let qmap =
+        run(Command::new("qemu-img").args(["map", "--output=json", "-f", "raw", &s.uri()])).stdout;
+    let qmap: serde_json::Value = serde_json::from_slice(&qmap).unwrap();
+    let data: Vec<(u64, u64)> = qmap
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["data"] == true)
+        .map(|e| (e["start"].as_u64().unwrap(), e["length"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(data, [(M, 64 << 10), (3 * M, 4096)]);
+    // Reads come back in structured replies (qemu-io negotiated them) intact.
+    let out = qemu_io(
+        &s.uri(),
+        &[
+            "read -P 0xab 1M 64k",
+            "read -P 0xcd 3M 4k",
+            "read -P 0 8M 64k",
+        ],
+    );
+    assert!(!out.contains("Pattern verification failed"), "{out}");
+    let report = s.stop();
+    assert!(
+        report_number(&report, "block status", ":") >= 2.0,
+        "{report}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn a_flushed_write_survives_sigkill_and_restart_on_the_data_file() {
     if !have("qemu-io") {
         eprintln!("note: qemu-utils is not installed; skipping");
@@ -409,6 +480,22 @@ fn reply(s: &mut UnixStream) -> (u32, u64) {
     )
 }
 
+/// A structured reply chunk: (flags, type, cookie, payload).
+fn chunk(s: &mut UnixStream) -> (u16, u16, u64, Vec<u8>) {
+    let mut h = [0u8; 20];
+    s.read_exact(&mut h).unwrap();
+    assert_eq!(&h[..4], &0x668e_33efu32.to_be_bytes());
+    let len = u32::from_be_bytes(h[16..20].try_into().unwrap());
+    let mut p = vec![0u8; len as usize];
+    s.read_exact(&mut p).unwrap();
+    (
+        u16::from_be_bytes([h[4], h[5]]),
+        u16::from_be_bytes([h[6], h[7]]),
+        u64::from_be_bytes(h[8..16].try_into().unwrap()),
+        p,
+    )
+}
+
 #[test]
 fn bad_handshakes_and_requests_get_the_protocols_errors_and_the_server_goes_on() {
     let dir = scratch("serve-bad");
@@ -473,9 +560,62 @@ fn bad_handshakes_and_requests_get_the_protocols_errors_and_the_server_goes_on()
     let mut c = transmission(&s.sock);
     request(&mut c, 0, 3, 10, 0, 0); // FLUSH
     assert_eq!(reply(&mut c), (0, 10));
+    request(&mut c, 0, 7, 12, 0, 4096); // BLOCK_STATUS without a meta context
+    assert_eq!(reply(&mut c), (22, 12));
     request(&mut c, 0, 2, 11, 0, 0); // DISC
+
+    // A structured session with base:allocation: errors come as ERROR chunks.
+    let mut c = UnixStream::connect(&s.sock).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    greeting(&mut c);
+    c.write_all(&3u32.to_be_bytes()).unwrap();
+    option(&mut c, 10, &[0, 0, 0, 0, 0, 0, 0, 0]); // SET_META_CONTEXT first: refused
+    assert_eq!(option_reply(&mut c).0, (1 << 31) + 3, "ERR_INVALID");
+    option(&mut c, 8, &[]);
+    assert_eq!(option_reply(&mut c).0, 1, "STRUCTURED_REPLY acknowledged");
+    let mut q = vec![0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 15];
+    q.extend_from_slice(b"base:allocation");
+    option(&mut c, 10, &q);
+    let (kind, ctx) = option_reply(&mut c);
+    assert_eq!(
+        (kind, &ctx[4..]),
+        (4, &b"base:allocation"[..]),
+        "META_CONTEXT"
+    );
+    assert_eq!(option_reply(&mut c).0, 1);
+    option(&mut c, 7, &[0, 0, 0, 0, 0, 0]);
+    while option_reply(&mut c).0 != 1 {}
+    request(&mut c, 0, 0, 13, size - 512, 1024); // read past the end
+    let (flags, kind, cookie, payload) = chunk(&mut c);
+    assert_eq!(
+        (flags, kind, cookie),
+        (1, (1 << 15) + 1, 13),
+        "a DONE ERROR chunk"
+    );
+    assert_eq!(u32::from_be_bytes(payload[..4].try_into().unwrap()), 22);
+    request(&mut c, 8, 7, 14, 0, 1 << 20); // BLOCK_STATUS with REQ_ONE
+    let (flags, kind, cookie, payload) = chunk(&mut c);
+    assert_eq!((flags, kind, cookie, payload.len()), (1, 5, 14, 12));
+    let word = |i: usize| u32::from_be_bytes(payload[i..i + 4].try_into().unwrap());
+    assert_eq!(
+        (word(4), word(8)),
+        (8192, 3),
+        "the hole before the data written above"
+    );
+    request(&mut c, 0, 7, 15, 0, 8192 + 4096); // the hole, then the data
+    let (_, _, _, payload) = chunk(&mut c);
+    let word = |i: usize| u32::from_be_bytes(payload[i..i + 4].try_into().unwrap());
+    assert_eq!((word(4), word(8), word(12), word(16)), (8192, 3, 4096, 0));
+    request(&mut c, 0, 7, 16, 100, 512); // misaligned
+    assert_eq!(chunk(&mut c).1, (1 << 15) + 1);
+    request(&mut c, 0, 0, 17, 8192, 4096); // a read: one OFFSET_DATA chunk
+    let (flags, kind, cookie, payload) = chunk(&mut c);
+    assert_eq!((flags, kind, cookie, payload.len()), (1, 1, 17, 8 + 4096));
+    assert_eq!(u64::from_be_bytes(payload[..8].try_into().unwrap()), 8192);
+    assert!(payload[8..].iter().all(|&b| b == 0x5a));
+    request(&mut c, 0, 2, 18, 0, 0); // DISC
     let report = s.stop();
-    assert!(report.contains("7 requests refused"), "{report}");
+    assert!(report.contains("10 requests refused"), "{report}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -275,6 +275,12 @@ fn report(
             q[1] as f64 / 1e3,
         ));
     }
+    if seen.status_queries > 0 {
+        s.push_str(&format!(
+            "  block status: {} queries, answered from the data file at once (not simulated)\n",
+            seen.status_queries
+        ));
+    }
     let d = &result.system;
     s.push_str(&format!(
         "  device: {} bytes read and {} written by the host; data file holds {} bytes\n",

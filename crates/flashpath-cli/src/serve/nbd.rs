@@ -7,13 +7,17 @@
 //! What the server offers:
 //! - the fixed newstyle handshake with `NO_ZEROES`; options `GO` and `INFO` (the export,
 //!   its name and description if asked, and always its block sizes), `LIST`, `ABORT`,
-//!   and the old `EXPORT_NAME`. `STARTTLS`, `STRUCTURED_REPLY`, the meta contexts and
-//!   any other option get `ERR_UNSUP`, and negotiation goes on. So every reply is a
-//!   simple reply (a client that asked for structured replies falls back: libnbd, qemu
-//!   and the kernel do).
+//!   the old `EXPORT_NAME`, `STRUCTURED_REPLY`, and `LIST_META_CONTEXT` /
+//!   `SET_META_CONTEXT` with the one context `base:allocation`. `STARTTLS` and any other
+//!   option get `ERR_UNSUP`, and negotiation goes on.
 //! - commands `READ`, `WRITE`, `FLUSH`, `TRIM`, `WRITE_ZEROES` (with `NO_HOLE`
 //!   accepted) and `DISC`; the `FUA` flag on writes; `CAN_MULTI_CONN` (all connections
-//!   share one device and one store). Anything else gets `EINVAL`.
+//!   share one device and one store); with `base:allocation` selected, `BLOCK_STATUS`
+//!   (with `REQ_ONE`). Anything else gets `EINVAL`.
+//! - replies: simple ones, unless the client negotiated structured replies; then a read
+//!   is answered with one `OFFSET_DATA` chunk, a block status with one `BLOCK_STATUS`
+//!   chunk, and every error with an `ERROR` chunk (each flagged `DONE`), and the other
+//!   commands' successes with simple replies, as the spec allows.
 //!
 //! Limits: an option's data is at most [`MAX_OPTION_LEN`] bytes (a longer one is
 //! refused with `ERR_TOO_BIG` and the connection closed, as the spec allows for a
@@ -29,6 +33,7 @@ pub const IHAVEOPT: u64 = 0x4948_4156_454f_5054;
 const OPT_REPLY_MAGIC: u64 = 0x0003_e889_0455_65a9;
 pub const REQUEST_MAGIC: u32 = 0x2560_9513;
 pub const SIMPLE_REPLY_MAGIC: u32 = 0x6744_6698;
+pub const STRUCTURED_REPLY_MAGIC: u32 = 0x668e_33ef;
 
 /// Handshake flags (server) and client flags.
 const FLAG_FIXED_NEWSTYLE: u16 = 1;
@@ -42,11 +47,15 @@ const OPT_ABORT: u32 = 2;
 const OPT_LIST: u32 = 3;
 const OPT_INFO: u32 = 6;
 const OPT_GO: u32 = 7;
+const OPT_STRUCTURED_REPLY: u32 = 8;
+const OPT_LIST_META_CONTEXT: u32 = 9;
+const OPT_SET_META_CONTEXT: u32 = 10;
 
 /// Option reply types.
 const REP_ACK: u32 = 1;
 const REP_SERVER: u32 = 2;
 const REP_INFO: u32 = 3;
+const REP_META_CONTEXT: u32 = 4;
 const REP_ERR_UNSUP: u32 = (1 << 31) + 1;
 const REP_ERR_INVALID: u32 = (1 << 31) + 3;
 const REP_ERR_UNKNOWN: u32 = (1 << 31) + 6;
@@ -73,10 +82,25 @@ pub const CMD_DISC: u16 = 2;
 pub const CMD_FLUSH: u16 = 3;
 pub const CMD_TRIM: u16 = 4;
 pub const CMD_WRITE_ZEROES: u16 = 6;
+pub const CMD_BLOCK_STATUS: u16 = 7;
 
 /// Command flags.
 pub const CMD_FLAG_FUA: u16 = 1;
 pub const CMD_FLAG_NO_HOLE: u16 = 2;
+pub const CMD_FLAG_REQ_ONE: u16 = 8;
+
+/// Structured reply chunks: flags and types.
+pub const REPLY_FLAG_DONE: u16 = 1;
+pub const REPLY_TYPE_OFFSET_DATA: u16 = 1;
+pub const REPLY_TYPE_BLOCK_STATUS: u16 = 5;
+pub const REPLY_TYPE_ERROR: u16 = (1 << 15) + 1;
+
+/// The one metadata context, its name and the id it is selected with.
+pub const BASE_ALLOCATION: &str = "base:allocation";
+pub const BASE_ALLOCATION_ID: u32 = 1;
+/// `base:allocation`'s status flags: not allocated, reads as zeroes.
+pub const STATE_HOLE: u32 = 1;
+pub const STATE_ZERO: u32 = 2;
 
 /// Error values of a reply.
 pub const EIO: u32 = 5;
@@ -112,11 +136,20 @@ impl Export {
     }
 }
 
+/// What a connection negotiated for its transmission phase.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Session {
+    /// Structured replies (`STRUCTURED_REPLY` acknowledged).
+    pub structured: bool,
+    /// `base:allocation` selected (`SET_META_CONTEXT`): `BLOCK_STATUS` may be sent.
+    pub allocation: bool,
+}
+
 /// How a handshake ended.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Negotiated {
     /// Transmission begins.
-    Go,
+    Go(Session),
     /// The client ended the negotiation (`ABORT`, or closed the connection).
     Ended,
 }
@@ -197,6 +230,33 @@ fn parse_info_request(data: &[u8]) -> Option<(&[u8], Vec<u16>)> {
     Some((name, asked))
 }
 
+/// The data of `LIST_META_CONTEXT` / `SET_META_CONTEXT`: the export name and the
+/// queries.
+fn parse_meta_request(data: &[u8]) -> Option<(&[u8], Vec<&[u8]>)> {
+    let u32_at = |i: usize| -> Option<usize> {
+        Some(u32::from_be_bytes(data.get(i..i.checked_add(4)?)?.try_into().ok()?) as usize)
+    };
+    let name_len = u32_at(0)?;
+    let name = data.get(4..4usize.checked_add(name_len)?)?;
+    let mut at = 4 + name_len;
+    let count = u32_at(at)?;
+    at += 4;
+    let mut queries = Vec::new();
+    for _ in 0..count {
+        let n = u32_at(at)?;
+        queries.push(data.get(at + 4..(at + 4).checked_add(n)?)?);
+        at += 4 + n;
+    }
+    (at == data.len()).then_some((name, queries))
+}
+
+/// A `META_CONTEXT` option reply's data.
+fn meta_context(id: u32) -> Vec<u8> {
+    let mut d = id.to_be_bytes().to_vec();
+    d.extend_from_slice(BASE_ALLOCATION.as_bytes());
+    d
+}
+
 /// The server's side of the fixed newstyle handshake, up to transmission (or the
 /// client's end of it). Unknown options are refused and negotiation goes on.
 pub fn handshake<S: Read + Write>(
@@ -221,6 +281,7 @@ pub fn handshake<S: Read + Write>(
         ));
     }
     let no_zeroes = client & FLAG_C_NO_ZEROES != 0;
+    let mut session = Session::default();
     loop {
         let magic = match read_u64(s) {
             Ok(m) => m,
@@ -260,7 +321,7 @@ pub fn handshake<S: Read + Write>(
                 }
                 s.write_all(&b)?;
                 s.flush()?;
-                return Ok(Negotiated::Go);
+                return Ok(Negotiated::Go(session));
             }
             OPT_ABORT => {
                 option_reply(s, opt, REP_ACK, &[])?;
@@ -312,10 +373,63 @@ pub fn handshake<S: Read + Write>(
                     option_reply(s, opt, REP_ACK, &[])?;
                     if opt == OPT_GO {
                         s.flush()?;
-                        return Ok(Negotiated::Go);
+                        return Ok(Negotiated::Go(session));
                     }
                 }
             },
+            OPT_STRUCTURED_REPLY => {
+                if !data.is_empty() {
+                    option_error(s, opt, REP_ERR_INVALID, "STRUCTURED_REPLY carries no data")?;
+                } else {
+                    session.structured = true;
+                    option_reply(s, opt, REP_ACK, &[])?;
+                }
+            }
+            OPT_LIST_META_CONTEXT | OPT_SET_META_CONTEXT => {
+                // SET replaces the selection, even when it fails.
+                if opt == OPT_SET_META_CONTEXT {
+                    session.allocation = false;
+                }
+                match parse_meta_request(&data) {
+                    _ if !session.structured => option_error(
+                        s,
+                        opt,
+                        REP_ERR_INVALID,
+                        "meta contexts need structured replies first",
+                    )?,
+                    None => {
+                        option_error(s, opt, REP_ERR_INVALID, "malformed meta context request")?
+                    }
+                    Some((name, _)) if !export.known(name) => option_error(
+                        s,
+                        opt,
+                        REP_ERR_UNKNOWN,
+                        &format!("no export named '{}'", String::from_utf8_lossy(name)),
+                    )?,
+                    Some((_, queries)) => {
+                        // LIST: no query, `base:` or `base:allocation` lists it; SET:
+                        // only `base:allocation` selects it. Other queries are ignored.
+                        let hit = if opt == OPT_LIST_META_CONTEXT {
+                            queries.is_empty()
+                                || queries
+                                    .iter()
+                                    .any(|q| *q == b"base:" || *q == BASE_ALLOCATION.as_bytes())
+                        } else {
+                            queries.iter().any(|q| *q == BASE_ALLOCATION.as_bytes())
+                        };
+                        if hit {
+                            let id = if opt == OPT_SET_META_CONTEXT {
+                                session.allocation = true;
+                                BASE_ALLOCATION_ID
+                            } else {
+                                0
+                            };
+                            option_reply(s, opt, REP_META_CONTEXT, &meta_context(id))?;
+                        }
+                        option_reply(s, opt, REP_ACK, &[])?;
+                    }
+                }
+            }
             _ => option_error(s, opt, REP_ERR_UNSUP, "option not supported")?,
         }
         s.flush()?;
@@ -377,25 +491,83 @@ pub fn simple_reply(cookie: u64, error: u32) -> [u8; 16] {
     b
 }
 
+/// The header of a structured reply chunk of `len` payload bytes.
+pub fn chunk_header(cookie: u64, flags: u16, kind: u16, len: u32) -> [u8; 20] {
+    let mut b = [0u8; 20];
+    b[0..4].copy_from_slice(&STRUCTURED_REPLY_MAGIC.to_be_bytes());
+    b[4..6].copy_from_slice(&flags.to_be_bytes());
+    b[6..8].copy_from_slice(&kind.to_be_bytes());
+    b[8..16].copy_from_slice(&cookie.to_be_bytes());
+    b[16..20].copy_from_slice(&len.to_be_bytes());
+    b
+}
+
+/// What goes before a successful read's `len` bytes of data at `offset`: a simple
+/// reply, or in a structured session one `OFFSET_DATA` chunk flagged `DONE`.
+pub fn read_reply_header(session: &Session, cookie: u64, offset: u64, len: u32) -> Vec<u8> {
+    if !session.structured {
+        return simple_reply(cookie, 0).to_vec();
+    }
+    let mut b = chunk_header(cookie, REPLY_FLAG_DONE, REPLY_TYPE_OFFSET_DATA, len + 8).to_vec();
+    b.extend_from_slice(&offset.to_be_bytes());
+    b
+}
+
+/// The whole reply to a request without data to return: a simple reply, or in a
+/// structured session an `ERROR` chunk for an error.
+pub fn plain_reply(session: &Session, cookie: u64, error: u32) -> Vec<u8> {
+    if !session.structured || error == 0 {
+        return simple_reply(cookie, error).to_vec();
+    }
+    let mut b = chunk_header(cookie, REPLY_FLAG_DONE, REPLY_TYPE_ERROR, 6).to_vec();
+    b.extend_from_slice(&error.to_be_bytes());
+    b.extend_from_slice(&0u16.to_be_bytes());
+    b
+}
+
+/// A `BLOCK_STATUS` reply for `base:allocation`: one chunk of `(length, status)`
+/// descriptors, flagged `DONE`.
+pub fn block_status_reply(cookie: u64, extents: &[(u32, u32)]) -> Vec<u8> {
+    let len = 4 + 8 * extents.len() as u32;
+    let mut b = chunk_header(cookie, REPLY_FLAG_DONE, REPLY_TYPE_BLOCK_STATUS, len).to_vec();
+    b.extend_from_slice(&BASE_ALLOCATION_ID.to_be_bytes());
+    for (l, f) in extents {
+        b.extend_from_slice(&l.to_be_bytes());
+        b.extend_from_slice(&f.to_be_bytes());
+    }
+    b
+}
+
 /// What the server does with a request, or the error it answers at once.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Command {
     Read,
-    Write { fua: bool },
-    WriteZeroes { fua: bool },
-    Trim { fua: bool },
+    Write {
+        fua: bool,
+    },
+    WriteZeroes {
+        fua: bool,
+    },
+    Trim {
+        fua: bool,
+    },
     Flush,
     Disconnect,
+    /// `BLOCK_STATUS` of `base:allocation`; `one`: `REQ_ONE` (one extent).
+    BlockStatus {
+        one: bool,
+    },
 }
 
 /// Checks a request against the export: the command it is, or the error its reply
 /// carries (the spec's choices: `ENOSPC` for a write past the end, `EINVAL` for a read
 /// or trim past it, for a misaligned or oversized request, and for a command or flag
-/// not offered).
-pub fn check(req: &Request, export: &Export) -> Result<Command, u32> {
+/// not offered, `BLOCK_STATUS` included unless the session selected `base:allocation`).
+pub fn check(req: &Request, export: &Export, session: &Session) -> Result<Command, u32> {
     let known_flags = match req.kind {
         CMD_WRITE | CMD_TRIM => CMD_FLAG_FUA,
         CMD_WRITE_ZEROES => CMD_FLAG_FUA | CMD_FLAG_NO_HOLE,
+        CMD_BLOCK_STATUS => CMD_FLAG_REQ_ONE,
         _ => 0,
     };
     if req.flags & !known_flags != 0 {
@@ -407,6 +579,9 @@ pub fn check(req: &Request, export: &Export) -> Result<Command, u32> {
         CMD_WRITE => Command::Write { fua },
         CMD_WRITE_ZEROES => Command::WriteZeroes { fua },
         CMD_TRIM => Command::Trim { fua },
+        CMD_BLOCK_STATUS if session.allocation => Command::BlockStatus {
+            one: req.flags & CMD_FLAG_REQ_ONE != 0,
+        },
         CMD_FLUSH => return Ok(Command::Flush),
         CMD_DISC => return Ok(Command::Disconnect),
         _ => return Err(EINVAL),
@@ -439,20 +614,21 @@ pub fn drain_session<S: Read + Write>(
     s: &mut S,
     export: &Export,
 ) -> Result<(u64, u64), HandshakeError> {
-    if handshake(s, export)? == Negotiated::Ended {
-        return Ok((0, 0));
-    }
+    let session = match handshake(s, export)? {
+        Negotiated::Ended => return Ok((0, 0)),
+        Negotiated::Go(session) => session,
+    };
     let (mut taken, mut refused) = (0, 0);
     while let Some(req) = read_request(s)? {
         taken += 1;
-        let checked = check(&req, export);
+        let checked = check(&req, export, &session);
         if req.kind == CMD_WRITE {
             discard(s, req.len as u64)?;
         }
         match checked {
             Err(e) => {
                 refused += 1;
-                s.write_all(&simple_reply(req.cookie, e))?;
+                s.write_all(&plain_reply(&session, req.cookie, e))?;
             }
             Ok(Command::Disconnect) => break,
             Ok(_) => {}
@@ -549,15 +725,19 @@ mod tests {
     #[test]
     fn greeting_then_unsupported_options_then_go() {
         let mut c = 3u32.to_be_bytes().to_vec();
-        c.extend(opt(8, &[])); // STRUCTURED_REPLY
+        c.extend(opt(OPT_STRUCTURED_REPLY, &[]));
         c.extend(opt(5, &[])); // STARTTLS
         c.extend(go("", &[INFO_NAME]));
         let (r, out) = run(c);
-        assert_eq!(r.unwrap(), Negotiated::Go);
+        let structured = Session {
+            structured: true,
+            allocation: false,
+        };
+        assert_eq!(r.unwrap(), Negotiated::Go(structured));
         assert_eq!(&out[0..16], b"NBDMAGICIHAVEOPT");
         assert_eq!(u16::from_be_bytes([out[16], out[17]]), 3);
         let r = replies(&out);
-        assert_eq!((r[0].0, r[0].1), (8, REP_ERR_UNSUP));
+        assert_eq!((r[0].0, r[0].1), (OPT_STRUCTURED_REPLY, REP_ACK));
         assert_eq!((r[1].0, r[1].1), (5, REP_ERR_UNSUP));
         // GO: the export (size, flags), block sizes, the name asked for, then ACK.
         assert_eq!((r[2].0, r[2].1), (OPT_GO, REP_INFO));
@@ -603,7 +783,7 @@ mod tests {
         c.extend(opt(42, &[1, 2, 3]));
         c.extend(go("", &[]));
         let (r, out) = run(c);
-        assert_eq!(r.unwrap(), Negotiated::Go);
+        assert_eq!(r.unwrap(), Negotiated::Go(Session::default()));
         let kinds: Vec<u32> = replies(&out).iter().map(|r| r.1).collect();
         assert_eq!(
             kinds,
@@ -653,7 +833,7 @@ mod tests {
             let mut c = flags.to_be_bytes().to_vec();
             c.extend(opt(OPT_EXPORT_NAME, b""));
             let (r, out) = run(c);
-            assert_eq!(r.unwrap(), Negotiated::Go);
+            assert_eq!(r.unwrap(), Negotiated::Go(Session::default()));
             assert_eq!(out.len(), 18 + 10 + pad);
             assert_eq!(u64::from_be_bytes(out[18..26].try_into().unwrap()), 1 << 30);
         }
@@ -689,49 +869,100 @@ mod tests {
                 len: 8192
             }
         );
-        assert_eq!(check(&r, &export()), Ok(Command::Write { fua: true }));
+        assert_eq!(
+            check(&r, &export(), &Session::default()),
+            Ok(Command::Write { fua: true })
+        );
         b[0] = 0;
         assert!(parse_request(&b).is_err());
 
         let e = export();
         let end = e.size;
         assert_eq!(
-            check(&req(CMD_READ, 0, end - 512, 512), &e),
+            check(&req(CMD_READ, 0, end - 512, 512), &e, &Session::default()),
             Ok(Command::Read)
         );
-        assert_eq!(check(&req(CMD_READ, 0, end, 512), &e), Err(EINVAL));
-        assert_eq!(check(&req(CMD_WRITE, 0, end, 512), &e), Err(ENOSPC));
         assert_eq!(
-            check(&req(CMD_WRITE_ZEROES, 0, end - 512, 1024), &e),
+            check(&req(CMD_READ, 0, end, 512), &e, &Session::default()),
+            Err(EINVAL)
+        );
+        assert_eq!(
+            check(&req(CMD_WRITE, 0, end, 512), &e, &Session::default()),
             Err(ENOSPC)
         );
-        assert_eq!(check(&req(CMD_TRIM, 0, end - 512, 1024), &e), Err(EINVAL));
         assert_eq!(
-            check(&req(CMD_READ, 0, u64::MAX - 511, 512), &e),
+            check(
+                &req(CMD_WRITE_ZEROES, 0, end - 512, 1024),
+                &e,
+                &Session::default()
+            ),
+            Err(ENOSPC)
+        );
+        assert_eq!(
+            check(&req(CMD_TRIM, 0, end - 512, 1024), &e, &Session::default()),
             Err(EINVAL)
         );
-        assert_eq!(check(&req(CMD_READ, 0, 100, 512), &e), Err(EINVAL));
-        assert_eq!(check(&req(CMD_READ, 0, 0, 0), &e), Err(EINVAL));
         assert_eq!(
-            check(&req(CMD_READ, 0, 0, MAX_PAYLOAD + 512), &e),
+            check(
+                &req(CMD_READ, 0, u64::MAX - 511, 512),
+                &e,
+                &Session::default()
+            ),
             Err(EINVAL)
         );
-        assert_eq!(check(&req(CMD_READ, CMD_FLAG_FUA, 0, 512), &e), Err(EINVAL));
-        assert_eq!(check(&req(9, 0, 0, 512), &e), Err(EINVAL));
+        assert_eq!(
+            check(&req(CMD_READ, 0, 100, 512), &e, &Session::default()),
+            Err(EINVAL)
+        );
+        assert_eq!(
+            check(&req(CMD_READ, 0, 0, 0), &e, &Session::default()),
+            Err(EINVAL)
+        );
+        assert_eq!(
+            check(
+                &req(CMD_READ, 0, 0, MAX_PAYLOAD + 512),
+                &e,
+                &Session::default()
+            ),
+            Err(EINVAL)
+        );
+        assert_eq!(
+            check(
+                &req(CMD_READ, CMD_FLAG_FUA, 0, 512),
+                &e,
+                &Session::default()
+            ),
+            Err(EINVAL)
+        );
+        assert_eq!(
+            check(&req(9, 0, 0, 512), &e, &Session::default()),
+            Err(EINVAL)
+        );
         // Trim and write-zeroes carry no payload: longer than the payload limit is fine.
         assert_eq!(
-            check(&req(CMD_TRIM, 0, 0, MAX_PAYLOAD + 512), &e),
+            check(
+                &req(CMD_TRIM, 0, 0, MAX_PAYLOAD + 512),
+                &e,
+                &Session::default()
+            ),
             Ok(Command::Trim { fua: false })
         );
         assert_eq!(
             check(
                 &req(CMD_WRITE_ZEROES, CMD_FLAG_NO_HOLE | CMD_FLAG_FUA, 0, 512),
-                &e
+                &e,
+                &Session::default()
             ),
             Ok(Command::WriteZeroes { fua: true })
         );
-        assert_eq!(check(&req(CMD_FLUSH, 0, 0, 0), &e), Ok(Command::Flush));
-        assert_eq!(check(&req(CMD_DISC, 0, 0, 0), &e), Ok(Command::Disconnect));
+        assert_eq!(
+            check(&req(CMD_FLUSH, 0, 0, 0), &e, &Session::default()),
+            Ok(Command::Flush)
+        );
+        assert_eq!(
+            check(&req(CMD_DISC, 0, 0, 0), &e, &Session::default()),
+            Ok(Command::Disconnect)
+        );
     }
 
     #[test]
@@ -767,6 +998,138 @@ mod tests {
             output: Vec::new(),
         };
         assert_eq!(drain_session(&mut d, &export()).unwrap(), (4, 1));
+    }
+
+    fn meta(kind: u32, name: &str, queries: &[&str]) -> Vec<u8> {
+        let mut d = (name.len() as u32).to_be_bytes().to_vec();
+        d.extend_from_slice(name.as_bytes());
+        d.extend_from_slice(&(queries.len() as u32).to_be_bytes());
+        for q in queries {
+            d.extend_from_slice(&(q.len() as u32).to_be_bytes());
+            d.extend_from_slice(q.as_bytes());
+        }
+        opt(kind, &d)
+    }
+
+    #[test]
+    fn meta_contexts_need_structured_replies_and_select_base_allocation() {
+        let mut c = 3u32.to_be_bytes().to_vec();
+        // Before STRUCTURED_REPLY: refused.
+        c.extend(meta(OPT_SET_META_CONTEXT, "", &[BASE_ALLOCATION]));
+        c.extend(opt(OPT_STRUCTURED_REPLY, &[1])); // with data: refused
+        c.extend(opt(OPT_STRUCTURED_REPLY, &[]));
+        // LIST with no query, with `base:`, with an unknown namespace.
+        c.extend(meta(OPT_LIST_META_CONTEXT, "emmc", &[]));
+        c.extend(meta(OPT_LIST_META_CONTEXT, "", &["base:"]));
+        c.extend(meta(OPT_LIST_META_CONTEXT, "", &["qemu:dirty-bitmap:x"]));
+        // Malformed (a query longer than the data), an unknown export.
+        let mut bad = meta(OPT_SET_META_CONTEXT, "", &[BASE_ALLOCATION]);
+        bad.truncate(bad.len() - 2);
+        let n = bad.len() as u32 - 16;
+        bad[12..16].copy_from_slice(&n.to_be_bytes());
+        c.extend(bad);
+        c.extend(meta(OPT_SET_META_CONTEXT, "other", &[BASE_ALLOCATION]));
+        // `base:` alone selects nothing; `base:allocation` selects it.
+        c.extend(meta(OPT_SET_META_CONTEXT, "", &["base:"]));
+        c.extend(meta(
+            OPT_SET_META_CONTEXT,
+            "",
+            &["x-other:y", BASE_ALLOCATION],
+        ));
+        c.extend(go("", &[]));
+        let (r, out) = run(c);
+        assert_eq!(
+            r.unwrap(),
+            Negotiated::Go(Session {
+                structured: true,
+                allocation: true
+            })
+        );
+        let r = replies(&out);
+        let kinds: Vec<(u32, u32)> = r.iter().map(|r| (r.0, r.1)).collect();
+        let (set, list) = (OPT_SET_META_CONTEXT, OPT_LIST_META_CONTEXT);
+        assert_eq!(
+            kinds,
+            [
+                (set, REP_ERR_INVALID),
+                (OPT_STRUCTURED_REPLY, REP_ERR_INVALID),
+                (OPT_STRUCTURED_REPLY, REP_ACK),
+                (list, REP_META_CONTEXT),
+                (list, REP_ACK),
+                (list, REP_META_CONTEXT),
+                (list, REP_ACK),
+                (list, REP_ACK),
+                (set, REP_ERR_INVALID),
+                (set, REP_ERR_UNKNOWN),
+                (set, REP_ACK),
+                (set, REP_META_CONTEXT),
+                (set, REP_ACK),
+                (OPT_GO, REP_INFO),
+                (OPT_GO, REP_INFO),
+                (OPT_GO, REP_ACK),
+            ]
+        );
+        assert_eq!(&r[3].2[4..], BASE_ALLOCATION.as_bytes());
+        assert_eq!(&r[11].2[..4], &BASE_ALLOCATION_ID.to_be_bytes());
+        assert_eq!(&r[11].2[4..], BASE_ALLOCATION.as_bytes());
+    }
+
+    #[test]
+    fn block_status_only_where_selected_and_structured_replies_layout() {
+        let e = export();
+        let selected = Session {
+            structured: true,
+            allocation: true,
+        };
+        let plain = Session {
+            structured: true,
+            allocation: false,
+        };
+        let bs = req(CMD_BLOCK_STATUS, CMD_FLAG_REQ_ONE, 4096, 1 << 20);
+        assert_eq!(
+            check(&bs, &e, &selected),
+            Ok(Command::BlockStatus { one: true })
+        );
+        assert_eq!(check(&bs, &e, &plain), Err(EINVAL));
+        let past = req(CMD_BLOCK_STATUS, 0, e.size - 512, 1024);
+        assert_eq!(check(&past, &e, &selected), Err(EINVAL));
+        let fua = req(CMD_BLOCK_STATUS, CMD_FLAG_FUA, 0, 512);
+        assert_eq!(check(&fua, &e, &selected), Err(EINVAL));
+
+        // A read: one OFFSET_DATA chunk, DONE, its length counting the offset.
+        let h = read_reply_header(&selected, 5, 4096, 512);
+        assert_eq!(&h[0..4], &STRUCTURED_REPLY_MAGIC.to_be_bytes());
+        assert_eq!(u16::from_be_bytes([h[4], h[5]]), REPLY_FLAG_DONE);
+        assert_eq!(u16::from_be_bytes([h[6], h[7]]), REPLY_TYPE_OFFSET_DATA);
+        assert_eq!(u64::from_be_bytes(h[8..16].try_into().unwrap()), 5);
+        assert_eq!(u32::from_be_bytes(h[16..20].try_into().unwrap()), 520);
+        assert_eq!(u64::from_be_bytes(h[20..28].try_into().unwrap()), 4096);
+        assert_eq!(
+            read_reply_header(&Session::default(), 5, 4096, 512),
+            simple_reply(5, 0)
+        );
+        // An error: an ERROR chunk in a structured session, a simple reply otherwise;
+        // a success without data: a simple reply.
+        let er = plain_reply(&selected, 6, EINVAL);
+        assert_eq!(er.len(), 26);
+        assert_eq!(u16::from_be_bytes([er[6], er[7]]), REPLY_TYPE_ERROR);
+        assert_eq!(u32::from_be_bytes(er[20..24].try_into().unwrap()), EINVAL);
+        assert_eq!(
+            plain_reply(&Session::default(), 6, EINVAL),
+            simple_reply(6, EINVAL)
+        );
+        assert_eq!(plain_reply(&selected, 6, 0), simple_reply(6, 0));
+        // Block status: context id, then (length, flags) pairs.
+        let b = block_status_reply(7, &[(4096, STATE_HOLE | STATE_ZERO), (512, 0)]);
+        assert_eq!(u16::from_be_bytes([b[6], b[7]]), REPLY_TYPE_BLOCK_STATUS);
+        assert_eq!(u32::from_be_bytes(b[16..20].try_into().unwrap()), 20);
+        assert_eq!(
+            u32::from_be_bytes(b[20..24].try_into().unwrap()),
+            BASE_ALLOCATION_ID
+        );
+        assert_eq!(u32::from_be_bytes(b[24..28].try_into().unwrap()), 4096);
+        assert_eq!(u32::from_be_bytes(b[28..32].try_into().unwrap()), 3);
+        assert_eq!(b.len(), 40);
     }
 
     #[test]

@@ -51,6 +51,9 @@ use std::time::{Duration, Instant};
 
 /// Requests of one connection in flight before its reader waits.
 pub const MAX_IN_FLIGHT: usize = 1024;
+/// Extents in one block status reply at most (the spec's ceiling is 2^20; the client
+/// asks again from where a reply stops).
+const MAX_EXTENTS: usize = 4096;
 /// The simulation thread spins (instead of sleeping) this close to its next event.
 const SPIN_NS: u64 = 200_000;
 /// It looks for a signal (SIGINT, SIGTERM) at least this often.
@@ -146,6 +149,8 @@ pub struct Seen {
     pub written: LatHist,
     /// Requests answered with an error at once (not simulated).
     pub refused: u64,
+    /// `BLOCK_STATUS` queries, answered from the data file at once (not simulated).
+    pub status_queries: u64,
     pub connections: u64,
 }
 
@@ -154,7 +159,8 @@ fn dir_index(cmd: Command) -> usize {
         Command::Read => 0,
         Command::Write { .. } | Command::WriteZeroes { .. } => 1,
         Command::Trim { .. } => 2,
-        Command::Flush | Command::Disconnect => 3,
+        // (A block status query never reaches the simulation.)
+        Command::Flush | Command::Disconnect | Command::BlockStatus { .. } => 3,
     }
 }
 
@@ -182,14 +188,14 @@ pub fn serve_connection(
         r: BufReader::new(stream),
         w: BufWriter::new(out),
     };
-    match nbd::handshake(&mut duplex, &shared.export) {
-        Ok(Negotiated::Go) => {}
+    let session = match nbd::handshake(&mut duplex, &shared.export) {
+        Ok(Negotiated::Go(session)) => session,
         Ok(Negotiated::Ended) => return,
         Err(e) => {
             eprintln!("flashpath serve: connection {conn}: handshake: {e}");
             return;
         }
-    }
+    };
     let Duplex {
         r: mut reader,
         w: writer,
@@ -199,6 +205,7 @@ pub fn serve_connection(
     let (tx, rx) = mpsc::channel();
     let out = Arc::new(Out {
         conn,
+        session,
         w: Mutex::new((writer, false)),
         in_flight: AtomicUsize::new(0),
     });
@@ -228,7 +235,7 @@ pub fn serve_connection(
                 break;
             }
         };
-        match read_one(&req, &mut reader, &shared, &mut payload) {
+        match read_one(&req, &mut reader, &shared, &session, &mut payload) {
             Err(()) => break,
             Ok(Err(error)) => {
                 shared
@@ -249,6 +256,24 @@ pub fn serve_connection(
                 });
             }
             Ok(Ok(Command::Disconnect)) => break,
+            Ok(Ok(cmd @ Command::BlockStatus { .. })) => {
+                // A query of the data file's allocation (as lseek(SEEK_DATA) on a file):
+                // no block request, so it is answered at once, by the writer thread.
+                shared
+                    .seen
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .status_queries += 1;
+                in_flight.fetch_add(1, Ordering::SeqCst);
+                let _ = tx.send(ToConn::Reply {
+                    cookie: req.cookie,
+                    error: 0,
+                    cmd,
+                    offset: req.offset,
+                    len: req.len as u64,
+                    due: None,
+                });
+            }
             Ok(Ok(cmd)) => {
                 while in_flight.load(Ordering::SeqCst) >= MAX_IN_FLIGHT {
                     std::thread::sleep(Duration::from_micros(200));
@@ -300,9 +325,10 @@ fn read_one(
     req: &Request,
     reader: &mut impl Read,
     shared: &Shared,
+    session: &nbd::Session,
     payload: &mut Vec<u8>,
 ) -> Result<Result<Command, u32>, ()> {
-    let checked = nbd::check(req, &shared.export);
+    let checked = nbd::check(req, &shared.export, session);
     let carries = req.kind == nbd::CMD_WRITE;
     let cmd = match checked {
         Ok(c) => c,
@@ -331,7 +357,7 @@ fn read_one(
                 return Ok(Err(nbd::EIO));
             }
         }
-        Command::Read | Command::Flush | Command::Disconnect => {}
+        Command::Read | Command::Flush | Command::Disconnect | Command::BlockStatus { .. } => {}
     }
     Ok(Ok(cmd))
 }
@@ -340,6 +366,8 @@ fn read_one(
 /// the socket (and whether it broke), and the requests in flight.
 pub struct Out {
     conn: usize,
+    /// What the connection negotiated: how its replies are framed.
+    session: nbd::Session,
     w: Mutex<(BufWriter<Box<dyn Stream>>, bool)>,
     in_flight: AtomicUsize,
 }
@@ -349,7 +377,7 @@ fn durable(cmd: Command) -> bool {
     match cmd {
         Command::Flush => true,
         Command::Write { fua } | Command::WriteZeroes { fua } | Command::Trim { fua } => fua,
-        Command::Read | Command::Disconnect => false,
+        Command::Read | Command::Disconnect | Command::BlockStatus { .. } => false,
     }
 }
 
@@ -376,12 +404,27 @@ fn send_reply(
             error = nbd::EIO;
         }
     }
+    let session = &out.session;
+    let mut status = Vec::new();
+    if let (0, Command::BlockStatus { one }) = (error, cmd) {
+        let max = if one { 1 } else { MAX_EXTENTS };
+        match shared.store.extents(offset, len as u32, max) {
+            Ok(runs) => status = nbd::block_status_reply(cookie, &runs),
+            Err(_) => error = nbd::EIO,
+        }
+    }
+    let head = match cmd {
+        _ if error != 0 => nbd::plain_reply(session, cookie, error),
+        Command::Read => nbd::read_reply_header(session, cookie, offset, len as u32),
+        Command::BlockStatus { .. } => status,
+        _ => nbd::plain_reply(session, cookie, 0),
+    };
     let going = Instant::now();
     {
         let mut g = out.w.lock().unwrap_or_else(|e| e.into_inner());
         let (w, broken) = &mut *g;
         if !*broken {
-            let mut r = w.write_all(&nbd::simple_reply(cookie, error));
+            let mut r = w.write_all(&head);
             if r.is_ok() && error == 0 && cmd == Command::Read {
                 r = w.write_all(buf);
             }
@@ -539,6 +582,7 @@ pub fn simulate(
                     }
                     Command::Trim { .. } => ExternalOp::Discard,
                     Command::Flush | Command::Disconnect => ExternalOp::Flush,
+                    Command::BlockStatus { .. } => unreachable!("answered by the reader"),
                 };
                 let (offset_s, len_s) = if op == ExternalOp::Flush {
                     (0, 0)

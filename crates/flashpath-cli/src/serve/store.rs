@@ -90,6 +90,55 @@ impl Store {
         self.file.read_exact_at(&mut buf[skip..], data)
     }
 
+    /// The allocation of `len` bytes at `offset`, as NBD's `base:allocation` gives it:
+    /// runs of (length, status), a hole as `STATE_HOLE | STATE_ZERO` (it reads as
+    /// zeroes), data as 0; at most `max` runs (the client asks again for the rest).
+    /// `len` fits in 32 bits (an NBD request's length), and so does each run.
+    pub fn extents(&self, offset: u64, len: u32, max: usize) -> std::io::Result<Vec<(u32, u32)>> {
+        use super::nbd::{STATE_HOLE, STATE_ZERO};
+        let end = offset + len as u64;
+        let mut runs = Vec::new();
+        let mut at = offset;
+        while at < end && runs.len() < max {
+            let data = self.next_data(at)?.unwrap_or(end).min(end);
+            if data > at {
+                runs.push(((data - at) as u32, STATE_HOLE | STATE_ZERO));
+                at = data;
+                continue;
+            }
+            let hole = self.next_hole(at)?.min(end);
+            // Data at `at`, so the next hole is past it; a file system that says
+            // otherwise gets the rest reported as data.
+            let hole = if hole > at { hole } else { end };
+            runs.push(((hole - at) as u32, 0));
+            at = hole;
+        }
+        Ok(runs)
+    }
+
+    /// Where the next hole at or after `offset` begins (`lseek(SEEK_HOLE)`; the end of
+    /// the file counts as one). Without SEEK_HOLE, the end of the file.
+    fn next_hole(&self, offset: u64) -> std::io::Result<u64> {
+        // SAFETY: as in `next_data`.
+        let r = unsafe {
+            libc::lseek(
+                self.file.as_raw_fd(),
+                offset as libc::off_t,
+                libc::SEEK_HOLE,
+            )
+        };
+        if r >= 0 {
+            return Ok(r as u64);
+        }
+        let e = std::io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::ENXIO) | Some(libc::EINVAL) | Some(libc::EOPNOTSUPP) => {
+                Ok(self.file.metadata()?.len())
+            }
+            _ => Err(e),
+        }
+    }
+
     /// Where the next data at or after `offset` begins (`lseek(SEEK_DATA)`); `None`
     /// when there is none before the end. A file system without SEEK_DATA reports the
     /// whole file as data, as the call's fallback is.
@@ -190,6 +239,19 @@ mod tests {
         assert_eq!(&span[4096..], &data[..]);
         s.read_at(&mut span, (1 << 39) - 3 * 4096).unwrap();
         assert!(span.iter().all(|&b| b == 0));
+        // Its allocation: a hole, the 8 KiB of data, a hole; REQ_ONE's single run.
+        use crate::serve::nbd::{STATE_HOLE, STATE_ZERO};
+        let z = STATE_HOLE | STATE_ZERO;
+        assert_eq!(
+            s.extents((1 << 39) - 8192, 6 * 4096, 100).unwrap(),
+            [(8192, z), (8192, 0), (8192, z)]
+        );
+        assert_eq!(
+            s.extents((1 << 39) - 8192, 6 * 4096, 1).unwrap(),
+            [(8192, z)]
+        );
+        assert_eq!(s.extents(1 << 39, 512, 100).unwrap(), [(512, 0)]);
+        assert_eq!(s.extents(0, 1 << 20, 100).unwrap(), [(1 << 20, z)]);
         // A terabyte export costs what was written (a few blocks), not its size.
         assert!(s.allocated() < 1 << 20, "{}", s.allocated());
         s.zero((1 << 39) + 4096, 4096).unwrap();
