@@ -211,6 +211,66 @@ fn real_fio_runs_random_and_sequential_jobs_and_verifies_over_nbd() {
 }
 
 #[test]
+fn serve_simulates_what_a_batch_run_without_the_costs_above_the_block_layer_does() {
+    if !have("fio") {
+        eprintln!("note: fio is not installed; skipping");
+        return;
+    }
+    // 4 KiB random reads at QD1 on the eMMC: the device's work ends with its answer,
+    // so the gaps between requests over NBD do not change its latency.
+    let dir = scratch("serve-batch");
+    let s = Server::start(&dir, &[]);
+    let job = ["--rw=randread", "--bs=4k", "--size=1g", "--number_ios=1500"];
+    let o = run(Command::new("fio")
+        .args([
+            "--name=r",
+            "--ioengine=nbd",
+            "--iodepth=1",
+            "--output-format=json",
+        ])
+        .arg(format!("--uri={}", s.uri()))
+        .args(job));
+    let over_nbd = fio_json(&o)["jobs"][0]["read"]["lat_ns"]["mean"]
+        .as_f64()
+        .unwrap()
+        / 1e3;
+    let report = s.stop();
+    let served = report_number(&report, "read", "mean");
+    let o = common::flashpath(
+        &[
+            &[
+                "fio",
+                "--device",
+                "emmc51-hs400-32g",
+                "--costs-above-block",
+                "zero",
+                "--precondition",
+                "sequential",
+                "--name=r",
+                "--direct=1",
+                "--ioengine=psync",
+                "--output-format=json",
+            ][..],
+            &job[..],
+        ]
+        .concat(),
+    );
+    let j: serde_json::Value = serde_json::from_str(&common::ok(&o)).unwrap();
+    let batch = j["jobs"][0]["read"]["lat_ns"]["mean"].as_f64().unwrap() / 1e3;
+    assert!(
+        (served - batch).abs() < 0.05 * batch,
+        "serve simulated {served} us, the batch run {batch} us"
+    );
+    // Replies never go out before their simulated completion: the real client sees at
+    // least the simulated latency (and the transport on top).
+    assert!(
+        over_nbd > served,
+        "fio over NBD {over_nbd} us, simulated {served} us"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn nbd_tools_see_the_export_and_copy_data_in_and_out() {
     if !have("nbdinfo") || !have("nbdcopy") {
         eprintln!("note: libnbd-bin (nbdinfo, nbdcopy) is not installed; skipping");
