@@ -313,7 +313,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         name: "serve",
-        synopsis: "[flashpath options] --nbd unix:PATH|tcp:HOST:PORT [--data FILE] [--once]",
+        synopsis: "[flashpath options] --nbd unix:PATH|tcp:HOST:PORT [--data FILE] [--once] [--no-busy-poll]",
         summary: "Serves the simulated device over NBD in real time: real fio (ioengine=nbd), \
                   nbdcopy, nbdinfo, qemu-img and qemu-io drive it, and each reply goes out \
                   when the wall clock reaches the request's simulated completion. Each \
@@ -334,6 +334,12 @@ pub const COMMANDS: &[Command] = &[
                 "--data FILE",
                 "keep the data in FILE, a sparse file as large as the device, across \
                  restarts (default: an unnamed temporary file, gone at exit)",
+            ),
+            (
+                "--no-busy-poll",
+                "readers wait for requests in the kernel instead of polling their socket \
+                 while a client is active: less CPU, and on a virtual machine the requests \
+                 start later (30-40 µs on the development machine's KVM guest)",
             ),
             (
                 "--once",

@@ -35,6 +35,8 @@ struct ServeOptions {
     listen: Listen,
     data: Option<PathBuf>,
     once: bool,
+    /// `--no-busy-poll`: readers always wait in the kernel.
+    no_busy_poll: bool,
 }
 
 fn parse_listen(v: &str) -> Result<Listen> {
@@ -62,6 +64,7 @@ fn parse_serve_options(rest: &[String]) -> Result<ServeOptions> {
     let mut listen = None;
     let mut data = None;
     let mut once = false;
+    let mut no_busy_poll = false;
     let mut i = 0;
     while i < rest.len() {
         if let Some(v) = run::option_value(rest, &mut i, "--nbd")? {
@@ -73,9 +76,11 @@ fn parse_serve_options(rest: &[String]) -> Result<ServeOptions> {
             data = Some(PathBuf::from(v));
         } else if rest[i] == "--once" {
             once = true;
+        } else if rest[i] == "--no-busy-poll" {
+            no_busy_poll = true;
         } else {
             bail!(
-                "serve: unknown argument '{}' (serve takes --nbd, --data, --once and the flashpath options; `flashpath serve --help`)",
+                "serve: unknown argument '{}' (serve takes --nbd, --data, --once, --no-busy-poll and the flashpath options; `flashpath serve --help`)",
                 rest[i]
             );
         }
@@ -83,7 +88,12 @@ fn parse_serve_options(rest: &[String]) -> Result<ServeOptions> {
     }
     let listen =
         listen.ok_or_else(|| anyhow!("serve: --nbd unix:PATH or --nbd tcp:HOST:PORT is needed"))?;
-    Ok(ServeOptions { listen, data, once })
+    Ok(ServeOptions {
+        listen,
+        data,
+        once,
+        no_busy_poll,
+    })
 }
 
 pub fn command(args: &[String]) -> Result<()> {
@@ -164,6 +174,11 @@ pub fn command(args: &[String]) -> Result<()> {
         store,
         t0: Instant::now(),
         seen: Mutex::new(server::Seen::default()),
+        pollers: server::Pollers::new(if so.no_busy_poll {
+            0
+        } else {
+            server::busy_poll_slots()
+        }),
     });
     let where_ = match &so.listen {
         Listen::Unix(p) => format!("nbd+unix:///?socket={}", p.display()),
@@ -322,6 +337,9 @@ mod tests {
         assert_eq!(o.listen, Listen::Unix("/x".into()));
         assert_eq!(o.data, Some(PathBuf::from("/d")));
         assert!(o.once);
+        assert!(!o.no_busy_poll);
+        let o = parse_serve_options(&a(&["--no-busy-poll", "--nbd=tcp:127.0.0.1:1"])).unwrap();
+        assert!(o.no_busy_poll);
         assert!(parse_serve_options(&a(&[]))
             .unwrap_err()
             .to_string()
