@@ -119,23 +119,9 @@ impl Store {
     /// Where the next hole at or after `offset` begins (`lseek(SEEK_HOLE)`; the end of
     /// the file counts as one). Without SEEK_HOLE, the end of the file.
     fn next_hole(&self, offset: u64) -> std::io::Result<u64> {
-        // SAFETY: as in `next_data`.
-        let r = unsafe {
-            libc::lseek(
-                self.file.as_raw_fd(),
-                offset as libc::off_t,
-                libc::SEEK_HOLE,
-            )
-        };
-        if r >= 0 {
-            return Ok(r as u64);
-        }
-        let e = std::io::Error::last_os_error();
-        match e.raw_os_error() {
-            Some(libc::ENXIO) | Some(libc::EINVAL) | Some(libc::EOPNOTSUPP) => {
-                Ok(self.file.metadata()?.len())
-            }
-            _ => Err(e),
+        match self.seek(offset, libc::SEEK_HOLE)? {
+            Some(Some(h)) => Ok(h),
+            _ => Ok(self.file.metadata()?.len()),
         }
     }
 
@@ -143,23 +129,24 @@ impl Store {
     /// when there is none before the end. A file system without SEEK_DATA reports the
     /// whole file as data, as the call's fallback is.
     fn next_data(&self, offset: u64) -> std::io::Result<Option<u64>> {
+        Ok(self.seek(offset, libc::SEEK_DATA)?.unwrap_or(Some(offset)))
+    }
+
+    /// `lseek(offset, whence)` for SEEK_DATA or SEEK_HOLE: `Some(Some(at))`, or
+    /// `Some(None)` where there is none (ENXIO: at or past the end), or `None` where the
+    /// file system does not answer (EINVAL, EOPNOTSUPP).
+    fn seek(&self, offset: u64, whence: libc::c_int) -> std::io::Result<Option<Option<u64>>> {
         // SAFETY: lseek on an open file descriptor; it reads no memory of ours. The
         // file is only ever accessed positioned (pread/pwrite), so moving its offset
         // affects nothing else.
-        let r = unsafe {
-            libc::lseek(
-                self.file.as_raw_fd(),
-                offset as libc::off_t,
-                libc::SEEK_DATA,
-            )
-        };
+        let r = unsafe { libc::lseek(self.file.as_raw_fd(), offset as libc::off_t, whence) };
         if r >= 0 {
-            return Ok(Some(r as u64));
+            return Ok(Some(Some(r as u64)));
         }
         let e = std::io::Error::last_os_error();
         match e.raw_os_error() {
-            Some(libc::ENXIO) => Ok(None),
-            Some(libc::EINVAL) | Some(libc::EOPNOTSUPP) => Ok(Some(offset)),
+            Some(libc::ENXIO) => Ok(Some(None)),
+            Some(libc::EINVAL) | Some(libc::EOPNOTSUPP) => Ok(None),
             _ => Err(e),
         }
     }
