@@ -232,8 +232,8 @@ pub fn busy_poll_slots() -> usize {
 /// the eMMC at QD1: 222 µs over NBD with sleeping readers, 188 µs with polling ones,
 /// against 178 µs simulated). The cost: a busy core while a client is active.
 struct PollingSocket {
-    /// Owns the socket (the writer has its own handle of it).
-    stream: Box<dyn Stream>,
+    /// Owns the socket `fd` is (the writer has its own handle of it).
+    _stream: Box<dyn Stream>,
     fd: std::os::unix::io::RawFd,
     out: Arc<Out>,
     shared: Arc<Shared>,
@@ -258,7 +258,6 @@ impl Drop for PollingSocket {
 
 impl Read for PollingSocket {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let _ = &self.stream;
         loop {
             // SAFETY: recv into `buf`, of its length, on the socket this value owns.
             let r = unsafe {
@@ -359,7 +358,7 @@ pub fn serve_connection(
     let in_flight = &out.in_flight;
     let fd = stream.raw_fd();
     let mut reader = BufReader::new(std::io::Cursor::new(leftover).chain(PollingSocket {
-        stream,
+        _stream: stream,
         fd,
         out: out.clone(),
         shared: shared.clone(),
@@ -446,6 +445,8 @@ pub fn serve_connection(
             }
         }
     }
+    // Its polling slot goes back now, not once the last replies have gone out.
+    drop(reader);
     drop(tx);
     let _ = to_sim.send(ToSimMsg(ToSim::Closed { conn }));
     let _ = writer_thread.join();
