@@ -213,6 +213,12 @@ fn option_error(w: &mut impl Write, opt: u32, kind: u32, msg: &str) -> io::Resul
     option_reply(w, opt, kind, msg.as_bytes())
 }
 
+/// `ERR_UNKNOWN` for an option naming an export this server does not have.
+fn unknown_export(w: &mut impl Write, opt: u32, name: &[u8]) -> io::Result<()> {
+    let msg = format!("no export named '{}'", String::from_utf8_lossy(name));
+    option_error(w, opt, REP_ERR_UNKNOWN, &msg)
+}
+
 /// The data of an `INFO` or `GO` option: the export name and the items asked for.
 fn parse_info_request(data: &[u8]) -> Option<(&[u8], Vec<u16>)> {
     let name_len = u32::from_be_bytes(data.get(0..4)?.try_into().ok()?) as usize;
@@ -342,12 +348,7 @@ pub fn handshake<S: Read + Write>(
             }
             OPT_INFO | OPT_GO => match parse_info_request(&data) {
                 None => option_error(s, opt, REP_ERR_INVALID, "malformed INFO/GO request")?,
-                Some((name, _)) if !export.known(name) => option_error(
-                    s,
-                    opt,
-                    REP_ERR_UNKNOWN,
-                    &format!("no export named '{}'", String::from_utf8_lossy(name)),
-                )?,
+                Some((name, _)) if !export.known(name) => unknown_export(s, opt, name)?,
                 Some((_, asked)) => {
                     let mut e = Vec::with_capacity(12);
                     e.extend_from_slice(&INFO_EXPORT.to_be_bytes());
@@ -400,12 +401,7 @@ pub fn handshake<S: Read + Write>(
                     None => {
                         option_error(s, opt, REP_ERR_INVALID, "malformed meta context request")?
                     }
-                    Some((name, _)) if !export.known(name) => option_error(
-                        s,
-                        opt,
-                        REP_ERR_UNKNOWN,
-                        &format!("no export named '{}'", String::from_utf8_lossy(name)),
-                    )?,
+                    Some((name, _)) if !export.known(name) => unknown_export(s, opt, name)?,
                     Some((_, queries)) => {
                         // LIST: no query, `base:` or `base:allocation` lists it; SET:
                         // only `base:allocation` selects it. Other queries are ignored.

@@ -390,6 +390,18 @@ pub fn serve_connection(
                 break;
             }
         };
+        // A reply that does not go through the simulation: by the writer thread, now.
+        let at_once = |cmd: Command, error: u32| {
+            in_flight.fetch_add(1, Ordering::SeqCst);
+            let _ = tx.send(ToConn::Reply {
+                cookie: req.cookie,
+                error,
+                cmd,
+                offset: req.offset,
+                len: req.len as u64,
+                due: None,
+            });
+        };
         match read_one(&req, &mut reader, &shared, &session, &mut payload) {
             Err(()) => break,
             Ok(Err(error)) => {
@@ -398,36 +410,20 @@ pub fn serve_connection(
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .refused += 1;
-                in_flight.fetch_add(1, Ordering::SeqCst);
                 // An error reply carries no data and waits for nothing: the command
                 // it names does not matter.
-                let _ = tx.send(ToConn::Reply {
-                    cookie: req.cookie,
-                    error,
-                    cmd: Command::Disconnect,
-                    offset: 0,
-                    len: 0,
-                    due: None,
-                });
+                at_once(Command::Disconnect, error);
             }
             Ok(Ok(Command::Disconnect)) => break,
             Ok(Ok(cmd @ Command::BlockStatus { .. })) => {
                 // A query of the data file's allocation (as lseek(SEEK_DATA) on a file):
-                // no block request, so it is answered at once, by the writer thread.
+                // no block request, so it is answered at once.
                 shared
                     .seen
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .status_queries += 1;
-                in_flight.fetch_add(1, Ordering::SeqCst);
-                let _ = tx.send(ToConn::Reply {
-                    cookie: req.cookie,
-                    error: 0,
-                    cmd,
-                    offset: req.offset,
-                    len: req.len as u64,
-                    due: None,
-                });
+                at_once(cmd, 0);
             }
             Ok(Ok(cmd)) => {
                 while in_flight.load(Ordering::SeqCst) >= MAX_IN_FLIGHT {
@@ -562,18 +558,16 @@ fn send_reply(
         }
     }
     let session = &out.session;
-    let mut status = Vec::new();
-    if let (0, Command::BlockStatus { one }) = (error, cmd) {
-        let max = if one { 1 } else { MAX_EXTENTS };
-        match shared.store.extents(offset, len as u32, max) {
-            Ok(runs) => status = nbd::block_status_reply(cookie, &runs),
-            Err(_) => error = nbd::EIO,
-        }
-    }
     let head = match cmd {
         _ if error != 0 => nbd::plain_reply(session, cookie, error),
         Command::Read => nbd::read_reply_header(session, cookie, offset, len as u32),
-        Command::BlockStatus { .. } => status,
+        Command::BlockStatus { one } => {
+            let max = if one { 1 } else { MAX_EXTENTS };
+            match shared.store.extents(offset, len as u32, max) {
+                Ok(runs) => nbd::block_status_reply(cookie, &runs),
+                Err(_) => nbd::plain_reply(session, cookie, nbd::EIO),
+            }
+        }
         _ => nbd::plain_reply(session, cookie, 0),
     };
     let going = Instant::now();
