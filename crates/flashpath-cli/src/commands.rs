@@ -214,7 +214,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         name: "validate",
-        synopsis: "[--jobs DIR] [--only TEXT] [--in-sample]",
+        synopsis: "[--jobs DIR] [--only TEXT] [--in-sample] [--json FILE|-]",
         summary: "Runs every shipped reproduction (jobs/*/reproductions.toml) and prints \
                   simulated against published figures; exits 1 if any leaves its \
                   tolerance. Then, out of sample: for each before/after set, the \
@@ -232,6 +232,13 @@ pub const COMMANDS: &[Command] = &[
             (
                 "--in-sample",
                 "skip the out-of-sample calibrations (they take minutes)",
+            ),
+            (
+                "--json FILE|-",
+                "also write the report as JSON: a record per figure, range, \
+                 prediction, comparison and out-of-sample prediction (simulated, \
+                 published, error, verdict, in-sample or not), and the summary lines; \
+                 `-` writes it to standard output in place of the table",
             ),
             ("--help", "this text"),
         ],
@@ -352,11 +359,16 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         name: "presets",
-        synopsis: "[NAME] | --estimates NAME|FILE",
+        synopsis: "[NAME] | --json | --estimates NAME|FILE",
         summary: "Lists the shipped presets (kind, name, description) and, for each \
                   device, the hosts and drivers it goes with; with a NAME, prints that \
                   preset's TOML (its values and their sources).",
         options: &[
+            (
+                "--json",
+                "the list as JSON: an array of {kind, name, description}, a device's \
+                 with its hosts and drivers",
+            ),
             (
                 "--estimates NAME|FILE",
                 "the preset's declared estimates: the values no public source gives, \

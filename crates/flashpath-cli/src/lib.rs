@@ -10,6 +10,7 @@ mod analyze;
 mod calibrate;
 mod commands;
 mod compare;
+pub mod embed;
 mod errmap;
 mod files;
 mod fiologs;
@@ -36,6 +37,9 @@ use std::process::ExitCode;
 pub fn emit(text: &str) -> anyhow::Result<()> {
     use anyhow::Context;
     use std::io::Write;
+    if embed::write_out(text.as_bytes()) {
+        return Ok(());
+    }
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())
         .and_then(|()| out.flush())
@@ -95,18 +99,25 @@ pub fn main() -> ExitCode {
             }
         }
     }
-    let result = dispatch(&args);
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
+    let (status, error) = command_status(&args);
+    if let Some(msg) = error {
+        eprintln!("flashpath: error: {msg}");
+    }
+    ExitCode::from(status)
+}
+
+/// Runs the command `args` (after the program's name): its exit status, and the error
+/// line to print (as one line: the chain of causes, outermost first), if it failed.
+pub(crate) fn command_status(args: &[String]) -> (u8, Option<String>) {
+    match dispatch(args) {
+        Ok(()) => (0, None),
         Err(e) => {
             // flashbench's own failures have printed what flashbench prints.
             if let Some(s) = e.downcast_ref::<flashbench::ExitStatus>() {
-                return ExitCode::from(s.0);
+                return (s.0, None);
             }
-            // One line: the chain of causes, outermost first.
             let msg: Vec<String> = e.chain().map(|c| c.to_string()).collect();
-            eprintln!("flashpath: error: {}", one_line(&msg.join(": ")));
-            ExitCode::from(1)
+            (1, Some(one_line(&msg.join(": "))))
         }
     }
 }

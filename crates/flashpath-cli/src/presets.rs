@@ -130,6 +130,7 @@ pub fn load_host(spec: &str, overrides: &[(String, String)]) -> Result<HostConfi
 pub fn command(args: &[String]) -> Result<()> {
     match args {
         [] => crate::emit(&list()),
+        [flag] if flag == "--json" => crate::emit(&format!("{}\n", list_json())),
         [flag, spec] if flag == "--estimates" => crate::emit(&estimates(spec)?),
         [flag] if flag == "--estimates" => {
             bail!("presets: --estimates needs a preset name or file (usage: flashpath presets --estimates NAME)")
@@ -146,7 +147,9 @@ pub fn command(args: &[String]) -> Result<()> {
                 }
             }
         }
-        _ => bail!("presets: expected at most one preset name (usage: flashpath presets [NAME])"),
+        _ => bail!(
+            "presets: expected at most one preset name (usage: flashpath presets [NAME] | --json)"
+        ),
     }
 }
 
@@ -234,6 +237,31 @@ pub fn estimates(spec: &str) -> Result<String> {
         ));
     }
     Ok(out)
+}
+
+/// `flashpath presets --json`: the list as a JSON array of objects (kind, name,
+/// description; a device's hosts and drivers too).
+pub fn list_json() -> String {
+    use serde_json::{json, Value};
+    let mut rows: Vec<(String, String, String)> = SHIPPED
+        .iter()
+        .filter_map(|(_, t)| preset::header(t))
+        .collect();
+    rows.sort();
+    let v: Vec<Value> = rows
+        .into_iter()
+        .map(|(kind, name, description)| {
+            let mut o = json!({"kind": kind, "name": name, "description": description});
+            if kind == "device" {
+                if let Ok(dev) = load_device(&name, &[]) {
+                    o["hosts"] = json!(dev.hosts);
+                    o["drivers"] = json!(dev.drivers);
+                }
+            }
+            o
+        })
+        .collect();
+    serde_json::to_string_pretty(&v).expect("JSON of plain values")
 }
 
 /// `flashpath presets`: one line each: kind, name, description; under each device, the

@@ -375,7 +375,8 @@ fn check(path: &Path, o: &Opts) -> Result<Summary> {
         probed_depth: None,
     };
     let mut first_target: Option<Target> = None;
-    let mut warn = |m: String| eprintln!("flashpath fio: warning: {}", crate::one_line(&m));
+    let mut warn =
+        |m: String| crate::embed::note(&format!("flashpath fio: warning: {}", crate::one_line(&m)));
     while let Some(x) = d.next(o, &mut warn)? {
         if let (Some(t), false) = (&x.target, o.redirect) {
             match &first_target {
@@ -443,16 +444,16 @@ fn check(path: &Path, o: &Opts) -> Result<Summary> {
         Decoder::Blktrace { skipped_writes, .. } => *skipped_writes,
     };
     if skipped > 0 {
-        eprintln!(
+        crate::embed::note(&format!(
             "flashpath fio: warning: fio: {} skips replay of {skipped} writes due to read-only",
             o.job
-        );
+        ));
     }
     if o.skip.iter().any(|&x| x) && matches!(d, Decoder::Iolog { .. }) {
-        eprintln!(
+        crate::embed::note(&format!(
             "flashpath fio: warning: replay_skip: fio 3.33 applies it to blktrace replays only; {} is an iolog, replayed whole",
             path.display()
-        );
+        ));
     }
     if s.ios == 0 && !(s.syncs && matches!(d, Decoder::Blktrace { .. })) {
         bail!(
@@ -510,7 +511,7 @@ fn merge_blktrace_3_33(
 ) -> Result<()> {
     let names: Vec<&str> = list.split(':').collect();
     let warn = |m: String| {
-        eprintln!("flashpath fio: warning: {m} (fio 3.33's merge_blktrace_file merges nothing: docs/replay.md)")
+        crate::embed::note(&format!("flashpath fio: warning: {m} (fio 3.33's merge_blktrace_file merges nothing: docs/replay.md)"))
     };
     for (opt, v) in [
         ("merge_blktrace_scalars", scalars),

@@ -325,7 +325,7 @@ pub(crate) fn drive(
     mut status: Option<Status>,
 ) -> Result<()> {
     if let Some(n) = ANNOUNCE.lock().unwrap_or_else(|e| e.into_inner()).take() {
-        eprintln!("flashpath: {n}");
+        crate::embed::note(&format!("flashpath: {n}"));
     }
     let show = progress && progress::enabled();
     let forced = progress::forced();
@@ -537,10 +537,10 @@ fn iolog_targets(
             continue;
         };
         if j.options.read_iolog.is_some() {
-            eprintln!(
+            crate::embed::note(&format!(
                 "flashpath fio: warning: fio: read iolog overrides write_iolog (job '{}')",
                 j.name
-            );
+            ));
             v.push(None);
             continue;
         }
@@ -621,7 +621,7 @@ pub fn fio_command(args: &[String]) -> Result<()> {
     check_switches(&inv)?;
     // What fio prints and goes on after (an option value out of range, ...).
     for w in &inv.warnings {
-        eprintln!("flashpath fio: warning: {}", crate::one_line(w));
+        crate::embed::note(&format!("flashpath fio: warning: {}", crate::one_line(w)));
     }
     let SetUp {
         plan,
@@ -663,7 +663,7 @@ pub fn fio_command(args: &[String]) -> Result<()> {
             std::fs::File::create(p)
                 .with_context(|| format!("{}: cannot create output file", p.display()))?,
         )),
-        None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
+        None => crate::embed::stdout(),
     };
     let conf = configuration(&opts, &host_name, &device_name, driver);
     if normal {
@@ -694,7 +694,7 @@ pub fn fio_command(args: &[String]) -> Result<()> {
     let interrupted = crate::signals::caught();
     if let Some(sig) = interrupted {
         // As fio says it on the first signal.
-        eprintln!("fio: terminating on signal {sig}");
+        crate::embed::note(&format!("fio: terminating on signal {sig}"));
     }
     sim.close_observers().map_err(|e| anyhow!("{e}"))?;
     if let Some(s) = stream {
@@ -723,15 +723,15 @@ pub fn fio_command(args: &[String]) -> Result<()> {
         let job = &inv.jobs[j];
         let file = job.options.filename.as_deref().unwrap_or(&job.name);
         if !e.message.is_empty() {
-            eprintln!("{}", e.message.replace("%FILE%", file));
+            crate::embed::note(&e.message.replace("%FILE%", file));
         }
     }
     // fill_device's last write (io_u.c io_u_log_error; the job then ends without error).
     for (s, fill) in result.jobs.iter().zip(&plan.enospc) {
         if let (Some(len), Some((file, offset))) = (s.enospc_write, fill) {
-            eprintln!(
+            crate::embed::note(&format!(
                 "fio: io_u error on file {file}: No space left on device: write offset={offset}, buflen={len}"
-            );
+            ));
         }
     }
     // fio's exit value counts the jobs that ended with an error (td->error).

@@ -23,8 +23,12 @@ struct Caught {
 
 static CAUGHT: OnceLock<Caught> = OnceLock::new();
 
-/// Takes SIGINT and SIGTERM from now on (once a process).
+/// Takes SIGINT and SIGTERM from now on (once a process); not in an embedded run,
+/// whose signals stay its caller's (crate::embed).
 pub fn install() -> anyhow::Result<()> {
+    if crate::embed::active() {
+        return Ok(());
+    }
     use signal_hook::consts::{SIGINT, SIGTERM};
     CAUGHT.get_or_init(|| Caught {
         any: AtomicBool::new(false),
@@ -55,8 +59,12 @@ fn on_signal(sig: i32) {
     c.any.store(true, Ordering::SeqCst);
 }
 
-/// The signal caught, if one was.
+/// The signal caught, if one was; in an embedded run, SIGINT once its caller asks the
+/// run to stop.
 pub fn caught() -> Option<i32> {
+    if crate::embed::stop_requested() {
+        return Some(signal_hook::consts::SIGINT);
+    }
     let c = CAUGHT.get()?;
     if !c.any.load(Ordering::SeqCst) {
         return None;

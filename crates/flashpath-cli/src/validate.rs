@@ -4,15 +4,18 @@
 
 use crate::measure::{self, JobFigures};
 use crate::repro::{self, Catalogue};
-use anyhow::{anyhow, bail, Result};
+use anyhow::{anyhow, bail, Context, Result};
+use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
-const USAGE: &str = "usage: flashpath validate [--jobs DIR] [--only TEXT] [--in-sample]";
+const USAGE: &str =
+    "usage: flashpath validate [--jobs DIR] [--only TEXT] [--in-sample] [--json FILE|-]";
 
 pub fn command(args: &[String]) -> Result<()> {
     let mut dir = None;
     let mut only = None;
     let mut out_of_sample = true;
+    let mut json_to = None;
     let mut i = 0;
     while i < args.len() {
         match args[i].as_str() {
@@ -20,14 +23,14 @@ pub fn command(args: &[String]) -> Result<()> {
                 out_of_sample = false;
                 i += 1;
             }
-            "--jobs" | "--only" => {
+            "--jobs" | "--only" | "--json" => {
                 let v = args
                     .get(i + 1)
                     .ok_or_else(|| anyhow!("{} needs a value ({USAGE})", args[i]))?;
-                if args[i] == "--jobs" {
-                    dir = Some(v.clone());
-                } else {
-                    only = Some(v.clone());
+                match args[i].as_str() {
+                    "--jobs" => dir = Some(v.clone()),
+                    "--only" => only = Some(v.clone()),
+                    _ => json_to = Some(v.clone()),
                 }
                 i += 2;
             }
@@ -38,21 +41,53 @@ pub fn command(args: &[String]) -> Result<()> {
     // The table is written whole once the reproductions have run: a full disk or a
     // closed pipe is then one line naming what failed ("writing the output: ...").
     let mut table = Vec::new();
-    let failed = validate(&cat, only.as_deref(), out_of_sample, &mut table)?;
-    crate::emit(&String::from_utf8_lossy(&table))?;
+    let mut records = Records::default();
+    let failed = validate(
+        &cat,
+        only.as_deref(),
+        out_of_sample,
+        &mut table,
+        &mut records,
+    )?;
+    match json_to.as_deref() {
+        Some("-") => crate::emit(&format!("{}\n", records.json()))?,
+        Some(path) => {
+            std::fs::write(path, format!("{}\n", records.json()))
+                .with_context(|| format!("{path}: cannot write"))?;
+            crate::emit(&String::from_utf8_lossy(&table))?
+        }
+        None => crate::emit(&String::from_utf8_lossy(&table))?,
+    }
     if failed > 0 {
         bail!("validate: {failed} check(s) outside their tolerance");
     }
     Ok(())
 }
 
+/// The report as data (`--json`): one record per line of the table (`kind`: figure,
+/// range, prediction, comparison, out_of_sample), and the summary lines.
+#[derive(Default)]
+pub struct Records {
+    rows: Vec<Value>,
+    summary: Vec<String>,
+}
+
+impl Records {
+    fn json(&self) -> String {
+        serde_json::to_string_pretty(&json!({"records": self.rows, "summary": self.summary}))
+            .expect("JSON of plain values")
+    }
+}
+
 /// Runs the reproductions (those whose name contains `only`, and the ones the selected
-/// comparisons need) and writes the report; returns how many checks failed.
+/// comparisons need) and writes the report, its records into `records`; returns how
+/// many checks failed.
 pub fn validate(
     cat: &Catalogue,
     only: Option<&str>,
     out_of_sample: bool,
     out: &mut impl std::io::Write,
+    records: &mut Records,
 ) -> Result<usize> {
     let comparisons: Vec<_> = cat
         .comparisons
@@ -100,6 +135,10 @@ pub fn validate(
                 if let Ok(v) = measure::metric(rows, m) {
                     if v > 0.0 {
                         predictions += 1;
+                        records.rows.push(json!({
+                            "kind": "prediction", "reproduction": r.name, "metric": m,
+                            "simulated": v, "sample": "predicted",
+                        }));
                         writeln!(
                             out,
                             "{:34} {:20} {:>10.2} {:>10} {:>9} {:>6}  prediction",
@@ -120,6 +159,12 @@ pub fn validate(
             figures.add(ok, bad);
             figures.predicted += f.prediction as usize;
             abs_err.push((err.abs(), ok, f.prediction));
+            records.rows.push(json!({
+                "kind": "figure", "reproduction": r.name, "metric": f.metric,
+                "simulated": v, "published": f.published, "error_pct": err,
+                "tolerance_pct": f.tolerance_pct, "within": ok, "verdict": verdict,
+                "sample": if f.prediction { "predicted" } else { "in-sample" },
+            }));
             writeln!(
                 out,
                 "{:34} {:20} {:>10.2} {:>10.2} {:>+8.1}% {:>5}%  {}",
@@ -134,6 +179,12 @@ pub fn validate(
             let verdict = predicted(b.prediction, verdict);
             figures.add(ok, bad);
             figures.predicted += b.prediction as usize;
+            records.rows.push(json!({
+                "kind": "range", "reproduction": r.name, "metric": b.metric,
+                "simulated": v, "min": b.min, "max": b.max, "within": ok,
+                "verdict": verdict,
+                "sample": if b.prediction { "predicted" } else { "in-sample" },
+            }));
             writeln!(
                 out,
                 "{:34} {:20} {:>10.2} {:>21} {:>6}  {}",
@@ -169,6 +220,12 @@ pub fn validate(
             && c.max_change_pct.is_none_or(|m| change <= m);
         let (bad, verdict) = verdict(ok, c.known_failure.as_deref());
         ranges.add(ok, bad);
+        records.rows.push(json!({
+            "kind": "comparison", "comparison": c.name, "metric": c.metric,
+            "before": b, "after": a, "change_pct": change,
+            "min_change_pct": c.min_change_pct, "max_change_pct": c.max_change_pct,
+            "within": ok, "verdict": verdict,
+        }));
         let bound = |x: Option<f64>| x.map_or(String::new(), |v| format!("{v:+}%"));
         writeln!(
             out,
@@ -194,14 +251,17 @@ pub fn validate(
         }
     }
     let oos = if out_of_sample {
-        out_of_sample_section(cat, only, &wanted, &results, out)?
+        out_of_sample_section(cat, only, &wanted, &results, out, records)?
     } else {
         None
     };
     writeln!(out)?;
-    writeln!(out, "{}", summary(&figures, &ranges, predictions, &abs_err))?;
+    let line = summary(&figures, &ranges, predictions, &abs_err);
+    writeln!(out, "{line}")?;
+    records.summary.push(line);
     if let Some(line) = oos {
         writeln!(out, "{line}")?;
+        records.summary.push(line);
     }
     Ok(figures.unexpected + ranges.unexpected)
 }
@@ -217,6 +277,7 @@ fn out_of_sample_section(
     wanted: &[&repro::Reproduction],
     results: &BTreeMap<String, Vec<JobFigures>>,
     out: &mut impl std::io::Write,
+    records: &mut Records,
 ) -> Result<Option<String>> {
     let sets: Vec<_> = cat
         .out_of_sample
@@ -302,6 +363,19 @@ fn out_of_sample_section(
             if let Some(i) = ins {
                 same_in_sample.push(i.abs());
             }
+            let (value, min, max, tolerance) = match r.published {
+                Published::Figure {
+                    value,
+                    tolerance_pct,
+                } => (Some(value), None, None, Some(tolerance_pct)),
+                Published::Range { min, max } => (None, Some(min), Some(max), None),
+            };
+            records.rows.push(json!({
+                "kind": "out_of_sample", "set": rep.name, "reproduction": r.reproduction,
+                "metric": r.metric, "simulated": r.predicted, "published": value,
+                "min": min, "max": max, "tolerance_pct": tolerance, "error_pct": err,
+                "within": ok, "in_sample_error_pct": ins, "sample": "out-of-sample",
+            }));
             let (published, tol) = match r.published {
                 Published::Figure {
                     value,

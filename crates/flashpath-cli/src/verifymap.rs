@@ -250,6 +250,6 @@ impl flashpath_core::sim::IoObserver for FailureLog {
         _t: flashpath_core::engine::SimTime,
         f: &flashpath_core::sim::VerifyFailure,
     ) {
-        eprintln!("{}", f.message(&self.files[job]));
+        crate::embed::note(&f.message(&self.files[job]));
     }
 }

@@ -167,16 +167,93 @@ fn bad_command_lines_are_one_line_errors() {
 
 /// `flashpath validate` over the shipped reproductions: every published figure within its
 /// tolerance and every before/after change in its range (or an explained known failure).
+/// Its `--json` records are the table's lines.
 #[test]
 fn shipped_reproductions_validate() {
-    let o = flashpath(&["validate"]);
+    let json = std::env::temp_dir().join(format!("flashpath-validate-{}.json", std::process::id()));
+    let o = flashpath(&["validate", "--json", json.to_str().unwrap()]);
     assert!(
         o.status.success(),
         "validate failed:\n{}{}",
         stdout(&o),
         stderr(&o)
     );
-    assert!(stdout(&o).contains("hsq-randwrite-hsq"));
+    let table = stdout(&o);
+    assert!(table.contains("hsq-randwrite-hsq"));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    std::fs::remove_file(&json).unwrap();
+    let records = v["records"].as_array().unwrap();
+    let line_of = |r: &serde_json::Value, name: &str, value: &str| {
+        let (name, metric) = (r[name].as_str().unwrap(), r["metric"].as_str().unwrap());
+        let x = format!("{:.2}", r[value].as_f64().unwrap());
+        assert!(
+            table
+                .lines()
+                .any(|l| l.trim_start().starts_with(name) && l.contains(metric) && l.contains(&x)),
+            "no table line for {r}"
+        );
+    };
+    let mut checks = 0;
+    for r in records {
+        match r["kind"].as_str().unwrap() {
+            "figure" | "range" => {
+                checks += 1;
+                line_of(r, "reproduction", "simulated");
+            }
+            "prediction" => line_of(r, "reproduction", "simulated"),
+            "comparison" => line_of(r, "comparison", "after"),
+            "out_of_sample" => {
+                assert_eq!(r["sample"], "out-of-sample");
+                line_of(r, "reproduction", "simulated");
+            }
+            k => panic!("unknown kind {k}"),
+        }
+    }
+    let summary = v["summary"][0].as_str().unwrap();
+    assert!(table.contains(summary));
+    assert!(
+        summary.starts_with(&format!("validate: {checks} published figures")),
+        "{summary}"
+    );
+    assert!(v["summary"][1]
+        .as_str()
+        .unwrap()
+        .starts_with("validate: out of sample"));
+}
+
+#[test]
+fn presets_json_lists_what_presets_prints() {
+    let o = flashpath(&["presets", "--json"]);
+    assert!(o.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let listing = stdout(&flashpath(&["presets"]));
+    let all = v.as_array().unwrap();
+    assert_eq!(
+        all.len(),
+        listing
+            .lines()
+            .filter(|l| l.starts_with("device") || l.starts_with("host"))
+            .count()
+    );
+    for p in all {
+        let (kind, name) = (p["kind"].as_str().unwrap(), p["name"].as_str().unwrap());
+        assert!(listing.lines().any(|l| l.starts_with(kind)
+            && l.contains(name)
+            && l.contains(p["description"].as_str().unwrap())));
+        if kind == "device" {
+            let hosts: Vec<&str> = p["hosts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|h| h.as_str().unwrap())
+                .collect();
+            assert!(
+                listing.contains(&format!("goes with host {}", hosts.join(", "))),
+                "{p}"
+            );
+        }
+    }
 }
 
 /// A scratch jobs directory with one small reproduction.

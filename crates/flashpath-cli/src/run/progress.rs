@@ -13,8 +13,12 @@ use std::io::IsTerminal;
 use std::sync::Mutex;
 
 /// Whether the display is on: `FLASHPATH_PROGRESS=1` forces it, `=0` stops it, and
-/// otherwise it is on when standard error is a terminal.
+/// otherwise it is on when standard error is a terminal. Never in an embedded run
+/// (crate::embed), whose caller shows its own.
 pub fn enabled() -> bool {
+    if crate::embed::active() {
+        return false;
+    }
     match std::env::var("FLASHPATH_PROGRESS").as_deref() {
         Ok("1") => true,
         Ok("0") => false,

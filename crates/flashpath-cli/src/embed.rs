@@ -1,0 +1,225 @@
+//! flashpath inside another program (the Python package, `python/`): a command runs
+//! in the caller's thread as `flashpath ARGS` would run in a process of its own, with
+//! three differences, each held by this thread's [`Embedded`]:
+//!
+//! - what the command writes on standard output is kept and returned;
+//! - what it says on standard error (the device's pairing, fio's warnings, a job's
+//!   error) is kept, a line each, and returned;
+//! - SIGINT and SIGTERM stay the caller's: no handler is installed, and the run stops
+//!   where it is (its report marked interrupted, as fio's on a signal) when the
+//!   caller's `stop` says so. No progress line is drawn.
+//!
+//! Outside [`run`] (the `flashpath` binary) none of this applies. The state is per
+//! thread, so runs in several threads of one process are independent.
+
+use std::cell::RefCell;
+use std::io::Write;
+
+struct Embedded {
+    out: Vec<u8>,
+    notes: Vec<String>,
+    stop: Box<dyn FnMut() -> bool>,
+    /// `stop` said so once: the run stays stopped, as a caught signal stays caught.
+    stopped: bool,
+}
+
+thread_local! {
+    static EMBEDDED: RefCell<Option<Embedded>> = const { RefCell::new(None) };
+}
+
+/// What an embedded command ended with.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// The exit status `flashpath ARGS` would give: 0, fio's count of failed jobs,
+    /// 128 for an interrupted run.
+    pub status: u8,
+    /// The error line `flashpath ARGS` would print (without `flashpath: error: `), for
+    /// a command refused or failed; `None` otherwise.
+    pub error: Option<String>,
+    pub stdout: Vec<u8>,
+    /// Standard error's lines.
+    pub notes: Vec<String>,
+}
+
+/// Runs the `flashpath` command `args` (the arguments after the program's name) in
+/// this thread; `stop` is asked, between steps of a simulation, whether to stop it.
+/// `serve`, which runs until a signal, is refused.
+pub fn run(args: &[String], stop: impl FnMut() -> bool + 'static) -> Outcome {
+    if args.first().map(String::as_str) == Some("serve") {
+        return Outcome {
+            status: 1,
+            error: Some(
+                "serve runs as a process of its own (the `flashpath serve` command), not \
+                 embedded"
+                    .into(),
+            ),
+            ..Outcome::default()
+        };
+    }
+    let previous = EMBEDDED.with(|e| {
+        e.borrow_mut().replace(Embedded {
+            out: Vec::new(),
+            notes: Vec::new(),
+            stop: Box::new(stop),
+            stopped: false,
+        })
+    });
+    let (status, error) = crate::command_status(args);
+    let e = EMBEDDED
+        .with(|e| std::mem::replace(&mut *e.borrow_mut(), previous))
+        .expect("set above");
+    Outcome {
+        status,
+        error,
+        stdout: e.out,
+        notes: e.notes,
+    }
+}
+
+/// Whether this thread runs an embedded command.
+pub fn active() -> bool {
+    EMBEDDED.with(|e| e.borrow().is_some())
+}
+
+/// Keeps `bytes` as the command's standard output if embedded; else gives them back.
+pub fn write_out(bytes: &[u8]) -> bool {
+    EMBEDDED.with(|e| match e.borrow_mut().as_mut() {
+        Some(e) => {
+            e.out.extend_from_slice(bytes);
+            true
+        }
+        None => false,
+    })
+}
+
+/// A line for standard error: kept if embedded, else printed.
+pub fn note(line: &str) {
+    let kept = EMBEDDED.with(|e| match e.borrow_mut().as_mut() {
+        Some(e) => {
+            e.notes.push(line.to_string());
+            true
+        }
+        None => false,
+    });
+    if !kept {
+        eprintln!("{line}");
+    }
+}
+
+/// Whether the embedding caller asks the run to stop, or has asked once (never outside
+/// an embedded run).
+pub fn stop_requested() -> bool {
+    EMBEDDED.with(|e| {
+        e.borrow_mut().as_mut().is_some_and(|e| {
+            e.stopped = e.stopped || (e.stop)();
+            e.stopped
+        })
+    })
+}
+
+/// Standard output, or the embedded command's kept output.
+pub fn stdout() -> Box<dyn Write> {
+    if active() {
+        Box::new(Kept)
+    } else {
+        Box::new(std::io::BufWriter::new(std::io::stdout().lock()))
+    }
+}
+
+/// A writer into the embedded command's kept output.
+struct Kept;
+
+impl Write for Kept {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if write_out(buf) {
+            Ok(buf.len())
+        } else {
+            Err(std::io::Error::other("the embedded run has ended"))
+        }
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(a: &[&str]) -> Vec<String> {
+        a.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn output_and_notes_are_kept_and_errors_returned() {
+        let o = run(&args(&["--version"]), || false);
+        assert_eq!(o.status, 0);
+        assert!(String::from_utf8(o.stdout)
+            .unwrap()
+            .starts_with("flashpath "));
+        let o = run(&args(&["nosuch"]), || false);
+        assert_eq!(o.status, 1);
+        assert!(o.error.unwrap().starts_with("unknown command 'nosuch'"));
+        assert!(o.stdout.is_empty());
+        let o = run(&args(&["serve", "--nbd", "unix:/tmp/x"]), || false);
+        assert_eq!(o.status, 1);
+        assert!(!active());
+    }
+
+    #[test]
+    fn a_run_gives_the_json_report_and_its_pairing_note() {
+        let o = run(
+            &args(&[
+                "fio",
+                "--device",
+                "emmc51-hs400-32g",
+                "--precondition",
+                "sequential",
+                "--name=r",
+                "--rw=randread",
+                "--bs=4k",
+                "--size=4m",
+                "--number_ios=200",
+                "--output-format=json",
+            ]),
+            || false,
+        );
+        assert_eq!(o.status, 0, "{:?}", o.error);
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(v["jobs"][0]["read"]["total_ios"], 200);
+        assert!(
+            o.notes.iter().any(|n| n.contains("runs on host")),
+            "{:?}",
+            o.notes
+        );
+    }
+
+    #[test]
+    fn stop_ends_the_run_early_and_marks_it_interrupted() {
+        let o = run(
+            &args(&[
+                "fio",
+                "--precondition",
+                "sequential",
+                "--name=r",
+                "--rw=randread",
+                "--bs=4k",
+                "--size=1g",
+                "--time_based",
+                "--runtime=100",
+                "--output-format=json",
+            ]),
+            {
+                // Asked once, as a caller's stop that looks only now and then.
+                let mut asked = 0;
+                move || {
+                    asked += 1;
+                    asked == 3
+                }
+            },
+        );
+        assert_eq!(o.status, 128);
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert!(v["flashpath"]["interrupted"].is_object(), "{v}");
+    }
+}
