@@ -303,26 +303,32 @@ def compare(job: Any, vary: Mapping[str, Iterable[Any]], **system: Any):
         c = command([*args, "--json", "-", *sysargs, *jargs])
     out = json.loads(c.stdout)
     combos = list(itertools.product(*[vs for _, vs in axes]))
+    values = {cfg["config"]: dict(zip((k for k, _ in axes), combo))
+              for cfg, combo in zip(out["configs"], combos)}
+    df = pd.DataFrame([{**values[r["config"]], **r} for r in compare_rows(out)])
+    df.attrs["published"] = [{**values[cfg["config"]], "config": cfg["config"], **p}
+                             for cfg in out["configs"] for p in cfg["published"]]
+    return df
+
+
+def compare_rows(out: Mapping[str, Any]) -> list[dict]:
+    """The rows of ``flashpath compare --json``'s output: one per configuration, job and
+    direction, with each figure's change from the first configuration."""
     changes = {}
     for ch in out["changes"]:
         for i, v in enumerate(ch["change_pct"]):
             changes[(i, ch["job"], ch["dir"], ch["metric"])] = v
-    rows, published = [], []
-    for i, (cfg, combo) in enumerate(zip(out["configs"], combos)):
-        values = {k: v for (k, _), v in zip(axes, combo)}
+    rows = []
+    for i, cfg in enumerate(out["configs"]):
         for j in cfg["jobs"]:
             for d, figs in j["dirs"].items():
-                row = {**values, "config": cfg["config"], "job": j["name"], "dir": d, **figs}
-                for m in ("bw_bytes", "iops", "clat_mean_ns", "clat_p99_ns"):
-                    metric = {"bw_bytes": "bw", "iops": "iops", "clat_mean_ns": "clat_mean",
-                              "clat_p99_ns": "clat_p99"}[m]
-                    row[f"{m}_change_pct"] = changes.get((i, j["name"], d, metric))
+                row = {"config": cfg["config"], "job": j["name"], "dir": d, **figs}
+                for col, metric in (("bw_bytes", "bw"), ("iops", "iops"),
+                                    ("clat_mean_ns", "clat_mean"),
+                                    ("clat_p99_ns", "clat_p99")):
+                    row[f"{col}_change_pct"] = changes.get((i, j["name"], d, metric))
                 rows.append(row)
-        for p in cfg["published"]:
-            published.append({**values, "config": cfg["config"], **p})
-    df = pd.DataFrame(rows)
-    df.attrs["published"] = published
-    return df
+    return rows
 
 
 def presets():

@@ -90,13 +90,15 @@ def _uses(job: Any, key: str) -> bool:
     return isinstance(job, str) and mark in job
 
 
-def _split(config: dict, base: dict) -> tuple[dict, dict]:
+def _split(config: dict, base: dict, labels: Sequence[str]) -> tuple[dict, dict]:
     """A configuration's system keyword arguments (with ``base``'s under them) and its
-    job parameters."""
+    job parameters (its ``labels`` are neither)."""
     system = {k: v for k, v in base.items() if k != "set"}
     sets = dict(base.get("set") or {})
     params = {}
     for k, v in config.items():
+        if k in labels:
+            continue
         if k in SYSTEM_KEYS:
             system[k] = v
         elif k.startswith("device.") or k.startswith("host."):
@@ -149,7 +151,7 @@ def _load_saved(path: str) -> dict[str, dict]:
 
 def sweep(grid: Any, jobs: Any, *, backend: str = "local", workers: int | None = None,
           save: str | os.PathLike | None = None, progress: bool = True,
-          ray_address: str | None = None, **system: Any):
+          ray_address: str | None = None, labels: Sequence[str] = (), **system: Any):
     """Runs every configuration of ``grid`` with every job of ``jobs``; returns a
     pandas DataFrame with one row per configuration, job and direction.
 
@@ -157,7 +159,9 @@ def sweep(grid: Any, jobs: Any, *, backend: str = "local", workers: int | None =
     or a list of configurations (dicts). A key is a system keyword of :func:`run`
     (``device``, ``host``, ``driver``, ``precondition``, ``costs_above_block``), a
     preset field (``device.l2p.cache_size``, ``host.cores``), or a job parameter: a
-    name the jobs use as ``{name}`` in their text or arguments (``size={range}``).
+    name the jobs use as ``{name}`` in their text or arguments (``size={range}``), or a
+    column only, named in ``labels`` (a value to plot by that the configuration's other
+    keys decide). Any other key is an error: a misspelt key would vary nothing.
     ``jobs`` is one job (as :func:`run` takes) or a dict of name → job. The other
     keyword arguments choose the system under every configuration.
 
@@ -183,15 +187,17 @@ def sweep(grid: Any, jobs: Any, *, backend: str = "local", workers: int | None =
     confs = _configurations(grid)
     named = _named_jobs(jobs)
     for k in {k for c in confs for k in c}:
-        if k in SYSTEM_KEYS or k.startswith("device.") or k.startswith("host."):
+        if k in SYSTEM_KEYS or k.startswith("device.") or k.startswith("host.") \
+                or k in labels:
             continue
         if not any(_uses(j, k) for _, j in named):
             raise Error(
                 f"sweep: grid key '{k}' is not a system key ({', '.join(SYSTEM_KEYS)}), "
-                f"a preset field (device.*, host.*) or a parameter a job uses as {{{k}}}")
+                f"a preset field (device.*, host.*), a parameter a job uses as {{{k}}}, "
+                "or a column named in labels=")
     specs = []
     for c in confs:
-        sysargs, params = _split(c, system)
+        sysargs, params = _split(c, system, labels)
         for name, job in named:
             specs.append({"config": {k: _plain(v) for k, v in c.items()}, "name": name,
                           "job": _job_spec(job, params), "system": sysargs})

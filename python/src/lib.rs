@@ -30,11 +30,7 @@ const SIGNAL_CHECK: Duration = Duration::from_millis(50);
 /// looked at every 50 ms; a signal's exception is raised once the command has ended.
 #[pyfunction]
 #[pyo3(signature = (args, stop=None))]
-fn command(
-    py: Python<'_>,
-    args: Vec<String>,
-    stop: Option<PyObject>,
-) -> PyResult<Ended> {
+fn command(py: Python<'_>, args: Vec<String>, stop: Option<PyObject>) -> PyResult<Ended> {
     let raised: Arc<Mutex<Option<PyErr>>> = Arc::new(Mutex::new(None));
     let seen = raised.clone();
     let outcome = py.allow_threads(move || {

@@ -195,7 +195,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         name: "compare",
-        synopsis: "--vary KEY=V1,V2[,..] [--vary ...] [--json FILE|-] [flashpath options] \
+        synopsis: "--vary KEY=V1,V2[,..] [--vary ...] [--json FILE|-] [--plot FILE] [flashpath options] \
                    fio-args",
         summary: "Runs one job across a grid of configurations and prints bandwidth, \
                   IOPS, mean and p99 completion latency per configuration, with the \
@@ -208,13 +208,19 @@ pub const COMMANDS: &[Command] = &[
                  as device.write_buffer.size",
             ),
             ("--json FILE|-", "also write the table as JSON"),
+            (
+                "--plot FILE.svg|png|pdf",
+                "also draw the figures as a bar chart, each bar with its change from the \
+                 first configuration (IOPS; needs Python with the flashpath package and \
+                 matplotlib: pip install './python[plot]')",
+            ),
             ("--help", "this text"),
         ],
         system_options: true,
     },
     Command {
         name: "validate",
-        synopsis: "[--jobs DIR] [--only TEXT] [--in-sample] [--json FILE|-]",
+        synopsis: "[--jobs DIR] [--only TEXT] [--in-sample] [--json FILE|-] [--plot FILE]",
         summary: "Runs every shipped reproduction (jobs/*/reproductions.toml) and prints \
                   simulated against published figures; exits 1 if any leaves its \
                   tolerance. Then, out of sample: for each before/after set, the \
@@ -239,6 +245,12 @@ pub const COMMANDS: &[Command] = &[
                  prediction, comparison and out-of-sample prediction (simulated, \
                  published, error, verdict, in-sample or not), and the summary lines; \
                  `-` writes it to standard output in place of the table",
+            ),
+            (
+                "--plot FILE.svg|png|pdf",
+                "also draw simulated against published, in-sample, predicted and \
+                 out-of-sample figures marked apart (needs Python with the flashpath \
+                 package and matplotlib: pip install './python[plot]')",
             ),
             ("--help", "this text"),
         ],

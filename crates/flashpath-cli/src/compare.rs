@@ -11,7 +11,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use std::fmt::Write as _;
 
 const USAGE: &str = "usage: flashpath compare --vary KEY=V1,V2[,..] [--vary ...] [--json FILE|-] \
-[--device X] [--host X] [--driver X] [--set F=V] fio-args (KEY: driver, device, host, \
+[--plot FILE.svg|png|pdf] [--device X] [--host X] [--driver X] [--set F=V] fio-args (KEY: driver, device, host, \
 device.FIELD, host.FIELD)";
 
 /// One axis of the grid.
@@ -115,6 +115,7 @@ fn published_for(
 pub fn command(args: &[String]) -> Result<()> {
     let mut axes = Vec::new();
     let mut json_to: Option<String> = None;
+    let mut plot_to: Option<String> = None;
     let mut rest = Vec::new();
     let mut i = 0;
     while i < args.len() {
@@ -130,6 +131,12 @@ pub fn command(args: &[String]) -> Result<()> {
         } else if let Some(v) = a.strip_prefix("--vary=") {
             axes.push(parse_axis(v)?);
             i += 1;
+        } else if a == "--plot" {
+            plot_to = Some(value(i)?);
+            i += 2;
+        } else if let Some(v) = a.strip_prefix("--plot=") {
+            plot_to = Some(v.to_string());
+            i += 1;
         } else if a == "--json" {
             json_to = Some(value(i)?);
             i += 2;
@@ -140,6 +147,9 @@ pub fn command(args: &[String]) -> Result<()> {
             rest.push(a.clone());
             i += 1;
         }
+    }
+    if let Some(p) = &plot_to {
+        crate::plot::check_target(p)?;
     }
     if axes.is_empty() {
         bail!("compare needs at least one --vary ({USAGE})");
@@ -190,6 +200,9 @@ pub fn command(args: &[String]) -> Result<()> {
     let labels: Vec<&str> = configs.iter().map(|c| c.label.as_str()).collect();
     let table = render_table(&labels, &results, &published);
     let json = render_json(&labels, &results, &published);
+    if let Some(p) = &plot_to {
+        crate::plot::draw("compare", &json, p)?;
+    }
     match json_to.as_deref() {
         Some("-") => crate::emit(&format!("{json}\n")),
         Some(path) => {

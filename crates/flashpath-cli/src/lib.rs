@@ -19,6 +19,7 @@ mod iolog_writer;
 pub mod iozone;
 pub mod jobmap;
 mod measure;
+mod plot;
 mod presets;
 pub mod replay;
 mod report;

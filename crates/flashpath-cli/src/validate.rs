@@ -9,13 +9,14 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
 const USAGE: &str =
-    "usage: flashpath validate [--jobs DIR] [--only TEXT] [--in-sample] [--json FILE|-]";
+    "usage: flashpath validate [--jobs DIR] [--only TEXT] [--in-sample] [--json FILE|-] [--plot FILE]";
 
 pub fn command(args: &[String]) -> Result<()> {
     let mut dir = None;
     let mut only = None;
     let mut out_of_sample = true;
     let mut json_to = None;
+    let mut plot_to = None;
     let mut i = 0;
     while i < args.len() {
         match args[i].as_str() {
@@ -23,13 +24,17 @@ pub fn command(args: &[String]) -> Result<()> {
                 out_of_sample = false;
                 i += 1;
             }
-            "--jobs" | "--only" | "--json" => {
+            "--jobs" | "--only" | "--json" | "--plot" => {
                 let v = args
                     .get(i + 1)
                     .ok_or_else(|| anyhow!("{} needs a value ({USAGE})", args[i]))?;
                 match args[i].as_str() {
                     "--jobs" => dir = Some(v.clone()),
                     "--only" => only = Some(v.clone()),
+                    "--plot" => {
+                        crate::plot::check_target(v)?;
+                        plot_to = Some(v.clone())
+                    }
                     _ => json_to = Some(v.clone()),
                 }
                 i += 2;
@@ -49,6 +54,9 @@ pub fn command(args: &[String]) -> Result<()> {
         &mut table,
         &mut records,
     )?;
+    if let Some(p) = &plot_to {
+        crate::plot::draw("validate", &records.json(), p)?;
+    }
     match json_to.as_deref() {
         Some("-") => crate::emit(&format!("{}\n", records.json()))?,
         Some(path) => {

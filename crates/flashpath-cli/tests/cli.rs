@@ -163,6 +163,27 @@ fn bad_command_lines_are_one_line_errors() {
         "rw=trimwrite",
     );
     rejects(&["bogus"], "unknown command 'bogus'");
+    // A chart's format is refused before anything runs.
+    rejects(
+        &[
+            "compare",
+            "--vary",
+            "driver=mmc-hsq",
+            "--plot",
+            "chart.txt",
+            "--name=t",
+            "--rw=read",
+        ],
+        "--plot chart.txt: the chart's format is its suffix: .svg, .png or .pdf",
+    );
+    rejects(
+        &["validate", "--plot", "chart"],
+        "--plot chart: the chart's format is its suffix",
+    );
+    rejects(
+        &["presets", "--json", "x"],
+        "expected at most one preset name",
+    );
 }
 
 /// `flashpath validate` over the shipped reproductions: every published figure within its
