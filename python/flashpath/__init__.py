@@ -14,6 +14,7 @@ raise :class:`Error` with the command's one-line message.
 """
 
 from ._api import (
+    Calibration,
     CommandResult,
     Error,
     Result,
@@ -28,6 +29,7 @@ from ._api import (
 from ._sweep import sweep
 
 __all__ = [
+    "Calibration",
     "CommandResult",
     "Error",
     "Result",

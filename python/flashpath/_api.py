@@ -368,18 +368,55 @@ def validate(only: str | None = None, jobs: str | os.PathLike | None = None,
     return df
 
 
+@dataclass
+class Calibration:
+    """A calibration's fit (``flashpath calibrate``): the fitted preset's path, and as
+    DataFrames the fields (preset value, fitted value, 1-sigma interval, physical
+    range, what the data say of it), the figures (measured, at the preset, at the
+    fit, spread, how many spreads the fit is off) and the predictions (at the fit,
+    min, max over the parameter sets that fit)."""
+
+    preset: str
+    fields: Any
+    figures: Any
+    predictions: Any
+    chi2: tuple[float, float]
+    text: str
+    json: dict
+
+    def __str__(self) -> str:
+        return self.text
+
+
 def calibrate(measurements: Sequence[str | os.PathLike], out: str | os.PathLike, *,
               fit: Sequence[str] | None = None, predict: Sequence[str | os.PathLike] = (),
-              extra: Sequence[str] = (), **system: Any) -> CommandResult:
+              extra: Sequence[str] = (), **system: Any) -> Calibration:
     """``flashpath calibrate``: fits the device preset's declared estimates to
     ``measurements`` (fio JSON files of a real board, or a TOML of published figures)
-    and writes the fitted preset to ``out``. ``fit`` names the fields to fit,
-    ``predict`` jobs to predict, ``extra`` any other calibrate options; the system is
-    chosen as for :func:`run`. Returns the printed fit as a :class:`CommandResult`."""
-    args = ["calibrate", *system_args(**system), *[os.fspath(m) for m in measurements],
-            "--out", os.fspath(out)]
-    if fit:
-        args += ["--fit", ",".join(fit)]
-    for p in predict:
-        args += ["--predict", os.fspath(p)]
-    return command([*args, *extra])
+    and writes the fitted preset to ``out``. ``fit`` names the fields to fit (else the
+    screening picks them), ``predict`` jobs to predict, ``extra`` any other calibrate
+    options (``["--max-evals", "40"]``); the system is chosen as for :func:`run`."""
+    import pandas as pd
+
+    with tempfile.TemporaryDirectory(prefix="flashpath-calibrate-") as d:
+        data_path = os.path.join(d, "fit.json")
+        args = ["calibrate", *system_args(**system),
+                *[os.fspath(m) for m in measurements], "--out", os.fspath(out),
+                "--json", data_path]
+        if fit:
+            args += ["--fit", ",".join(fit)]
+        for p in predict:
+            args += ["--predict", os.fspath(p)]
+        c = command([*args, *extra])
+        with open(data_path, encoding="utf-8") as f:
+            data = json.load(f)
+    return Calibration(
+        preset=os.fspath(out),
+        fields=pd.DataFrame(data["fields"]),
+        figures=pd.DataFrame(data["figures"]),
+        predictions=pd.DataFrame(data["predictions"],
+                                 columns=["figure", "at_fit", "min", "max", "sets"]),
+        chi2=(data["chi2_preset"], data["chi2_fitted"]),
+        text=c.stdout,
+        json=data,
+    )

@@ -7,11 +7,12 @@
   bars, one per workload;
 - :func:`latency_cdf`: completion-latency CDFs from fio's JSON+ histogram bins;
 - :func:`validate_scatter`: simulated against published, in-sample, predicted and
-  out-of-sample figures marked apart.
+  out-of-sample figures marked apart;
+- :func:`calibration_fit`: each measured figure at the preset's values and at the fit.
 
 Each returns the matplotlib Figure; :func:`save` writes it (SVG keeps its text as text).
-``python -m flashpath.plot compare|validate INPUT.json OUT`` draws the command line's
-``--json`` outputs (what ``flashpath compare --plot`` and ``validate --plot`` run).
+``python -m flashpath.plot compare|validate|calibrate INPUT.json OUT`` draws the
+command line's ``--json`` outputs (what the commands' ``--plot`` runs).
 """
 
 from __future__ import annotations
@@ -270,14 +271,44 @@ def validate_scatter(df, title: str | None = None):
     return fig
 
 
+def calibration_fit(cal: Any, title: str | None = None):
+    """Each measured figure's error (simulated against measured, %) at the preset's
+    values (hollow) and at the fit (filled), an arrow from one to the other, over the
+    band of the figure's spread. ``cal``: :func:`flashpath.calibrate`'s result, or the
+    command's ``--json`` as a dict."""
+    plt = _plt()
+    data = cal.json if hasattr(cal, "json") else cal
+    figs = data["figures"]
+    labels = [f["measurement"] for f in figs]
+    pre = [(f["preset"] / f["measured"] - 1) * 100 for f in figs]
+    fit = [(f["fitted"] / f["measured"] - 1) * 100 for f in figs]
+    spread = [f["spread"] * 100 for f in figs]
+    fig, ax = plt.subplots(figsize=(6.4, 0.45 * len(figs) + 1.6))
+    ys = list(range(len(figs)))[::-1]
+    for y, s in zip(ys, spread):
+        ax.fill_betweenx([y - 0.35, y + 0.35], -s, s, color="0.9", lw=0)
+    for y, a, b in zip(ys, pre, fit):
+        ax.annotate("", (b, y), (a, y), arrowprops={"arrowstyle": "->", "color": "0.5"})
+    ax.scatter(pre, ys, facecolors="none", edgecolors="C3",
+               label=f"at the preset (chi2 {data['chi2_preset']:.2f})")
+    ax.scatter(fit, ys, color="C0", label=f"at the fit (chi2 {data['chi2_fitted']:.2f})")
+    ax.axvline(0, color="grey", lw=0.8)
+    ax.set_yticks(ys, labels)
+    ax.set_xlabel("simulated against measured (%); grey: the figure's spread")
+    fields = ", ".join(f"{f['field']} {f['preset']} → {f['fitted']}" for f in data["fields"])
+    ax.set_title(title or f"calibration: {fields}", fontsize=9)
+    ax.legend(fontsize=8, loc="lower right")
+    return fig
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m flashpath.plot compare|validate INPUT.json OUT [METRIC]``."""
+    """``python -m flashpath.plot compare|validate|calibrate INPUT.json OUT [METRIC]``."""
     import pandas as pd
 
     argv = list(sys.argv[1:] if argv is None else argv)
-    if len(argv) not in (3, 4) or argv[0] not in ("compare", "validate"):
-        print("usage: python -m flashpath.plot compare|validate INPUT.json OUT [METRIC]",
-              file=sys.stderr)
+    if len(argv) not in (3, 4) or argv[0] not in ("compare", "validate", "calibrate"):
+        print("usage: python -m flashpath.plot compare|validate|calibrate INPUT.json OUT "
+              "[METRIC]", file=sys.stderr)
         return 2
     kind, src, dst = argv[:3]
     with open(src, encoding="utf-8") as f:
@@ -287,9 +318,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         df = pd.DataFrame(compare_rows(out))
         fig = compare_bars(df, argv[3] if len(argv) == 4 else "iops")
+    elif kind == "validate":
+        fig = validate_scatter(pd.DataFrame(out["records"]))
     else:
-        df = pd.DataFrame(out["records"])
-        fig = validate_scatter(df)
+        fig = calibration_fit(out)
     save(fig, dst)
     return 0
 

@@ -15,6 +15,7 @@ EXAMPLES = {
     "hpb_sweep.py": ["hpb_sweep.svg", "hpb_latency_cdf.svg"],
     "request_spans.py": ["request_spans.svg"],
     "ray_sweep.py": ["ray_sweep.svg"],
+    "calibrate_fit.py": ["calibration_fit.svg"],
 }
 
 

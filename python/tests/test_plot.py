@@ -127,3 +127,34 @@ def test_the_command_lines_plot_option(flashpath_bin, tmp_path):
                         "--plot", str(out)], capture_output=True, text=True, env=env)
     assert p.returncode == 0, p.stderr
     assert "simulated against published" in out.read_text()
+
+
+def test_calibration_fit(tmp_path):
+    board = []
+    for name, rw, bs in (("rr", "randread", "4k"), ("sr", "read", "128k")):
+        r = flashpath.run([f"--name={name}", f"--rw={rw}", f"--bs={bs}", "--size=64m",
+                           "--number_ios=300", "--direct=1"],
+                          set={"device.nand.t_read": "80us"}, **SYSTEM)
+        path = tmp_path / f"{name}.json"
+        path.write_text(__import__("json").dumps(r.json))
+        board.append(path)
+    cal = flashpath.calibrate(board, tmp_path / "fit.toml", fit=["device.nand.t_read"],
+                              extra=["--max-evals", "15"], **SYSTEM)
+    (field,) = cal.fields.to_dict("records")
+    assert field["field"] == "device.nand.t_read" and field["preset"] == "54us"
+    assert 75 < float(field["fitted"].removesuffix("us")) < 85
+    assert cal.chi2[1] < cal.chi2[0]
+    assert "calibrated" in (tmp_path / "fit.toml").read_text()
+    assert "fitted fields" in cal.text
+    fig = P.calibration_fit(cal)
+    ax = fig.axes[0]
+    pre, fit = ax.collections[-2], ax.collections[-1]
+    figs = cal.figures
+    want_pre = ((figs["preset"] / figs["measured"] - 1) * 100).tolist()
+    want_fit = ((figs["fitted"] / figs["measured"] - 1) * 100).tolist()
+    assert [p[0] for p in pre.get_offsets()] == pytest.approx(want_pre)
+    assert [p[0] for p in fit.get_offsets()] == pytest.approx(want_fit)
+    ticks = {t.get_position()[1]: t.get_text() for t in ax.get_yticklabels()}
+    assert [ticks[y] for y in sorted(ticks, reverse=True)] == figs["measurement"].tolist()
+    text = svg(fig, tmp_path, "calibration")
+    assert "device.nand.t_read 54us" in text and "at the fit" in text

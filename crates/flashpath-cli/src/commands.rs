@@ -308,6 +308,18 @@ pub const COMMANDS: &[Command] = &[
                 "also fit the host preset's estimates and write the fitted host there",
             ),
             (
+                "--json FILE|-",
+                "also write the fit as JSON: the fields (preset, fitted, 1-sigma, \
+                 verdict), each figure measured, at the preset and at the fit, the \
+                 predictions; `-` writes it to standard output in place of the tables",
+            ),
+            (
+                "--plot FILE.svg|png|pdf",
+                "also draw each figure measured, at the preset and at the fit (needs \
+                 Python with the flashpath package and matplotlib: pip install \
+                 './python[plot]')",
+            ),
+            (
                 "--measure PATH",
                 "run the standard suite with the real fio on a block device or file \
                  (reads only without --allow-writes) and save its JSON files in --out-dir",

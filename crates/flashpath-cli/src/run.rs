@@ -106,17 +106,28 @@ pub fn system(o: &Options) -> Result<System> {
     Ok(resolve(o)?.0)
 }
 
-/// What [`system_announced`] has to say, printed by [`drive`] as the simulation starts:
-/// a run refused before then (a job the system cannot run) prints its one error line
-/// alone.
-static ANNOUNCE: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+thread_local! {
+    /// What [`system_announced`] has to say, printed by [`drive`] as the simulation
+    /// starts (or by [`announce`]): a run refused before then (a job the system cannot
+    /// run) prints its one error line alone. Per thread: runs in several threads (an
+    /// embedded caller's) each say their own.
+    static ANNOUNCE: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
 
 /// [`system`], saying on standard error (as the run starts) which host and driver the
 /// device's preset picked where the user named a device but not both of them.
 pub fn system_announced(o: &Options) -> Result<System> {
     let (sys, note) = resolve(o)?;
-    *ANNOUNCE.lock().unwrap_or_else(|e| e.into_inner()) = note;
+    ANNOUNCE.with(|a| *a.borrow_mut() = note);
     Ok(sys)
+}
+
+/// Says now what [`system_announced`] had to say, if it has not been said: for a
+/// command whose simulations run in other threads.
+pub fn announce() {
+    if let Some(n) = ANNOUNCE.with(|a| a.borrow_mut().take()) {
+        crate::embed::note(&format!("flashpath: {n}"));
+    }
 }
 
 pub type System = (
@@ -324,9 +335,7 @@ pub(crate) fn drive(
     mut stream: Option<&mut TraceStreamer>,
     mut status: Option<Status>,
 ) -> Result<()> {
-    if let Some(n) = ANNOUNCE.lock().unwrap_or_else(|e| e.into_inner()).take() {
-        crate::embed::note(&format!("flashpath: {n}"));
-    }
+    announce();
     let show = progress && progress::enabled();
     let forced = progress::forced();
     let wall = Instant::now();

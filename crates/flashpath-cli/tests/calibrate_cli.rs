@@ -93,6 +93,7 @@ fn fits_the_truth_back_and_its_free_fields_are_free() {
     let dir = scratch("calibrate-truth");
     let files = measurements(&dir);
     let out = dir.join("fitted.toml");
+    let json = dir.join("fit.json");
     let mut args = vec![
         "calibrate",
         "--device",
@@ -101,9 +102,36 @@ fn fits_the_truth_back_and_its_free_fields_are_free() {
         "sequential",
         "--out",
         out.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
     ];
     args.extend(files.iter().map(String::as_str));
     let report = ok(&flashpath(&args));
+    // --json: the same fit as data.
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    for (_, _, key) in TRUTH {
+        let (fitted, lo, hi, verdict) = fitted_row(&report, key).unwrap();
+        let f = v["fields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["field"] == key)
+            .unwrap_or_else(|| panic!("{key} not in the JSON: {v}"));
+        assert_eq!(f["fitted"], fitted);
+        assert_eq!(f["sigma"], format!("{lo} .. {hi}"));
+        assert_eq!(f["the_data"], verdict);
+    }
+    let figures = v["figures"].as_array().unwrap();
+    assert!(!figures.is_empty());
+    for f in figures {
+        let label = f["measurement"].as_str().unwrap();
+        assert!(
+            report.lines().any(|l| l.trim_start().starts_with(label)),
+            "{label}"
+        );
+    }
+    assert!(v["chi2_fitted"].as_f64().unwrap() < v["chi2_preset"].as_f64().unwrap());
     // Every truth field is fitted and pinned, and the truth is within 3 sigma.
     for (_, to, key) in TRUTH {
         let (fitted, lo, hi, verdict) =

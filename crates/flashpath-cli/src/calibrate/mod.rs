@@ -31,6 +31,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use fit::Problem;
 use measurements::{Measurements, Spreads, Wanted};
 use params::Param;
+use serde_json::json;
 
 /// calibrate's own options.
 struct Args {
@@ -44,6 +45,10 @@ struct Args {
     wanted: Wanted,
     spread: Option<f64>,
     predict: Vec<String>,
+    /// `--json FILE|-`: the fit as data too (`-`: on standard output, not the table).
+    json: Option<String>,
+    /// `--plot FILE`: the figures before and after the fit, drawn.
+    plot: Option<String>,
 }
 
 fn parse_args(rest: &[String]) -> Result<Args> {
@@ -58,6 +63,8 @@ fn parse_args(rest: &[String]) -> Result<Args> {
         wanted: Wanted::DEFAULT,
         spread: None,
         predict: Vec::new(),
+        json: None,
+        plot: None,
     };
     let mut i = 0;
     while i < rest.len() {
@@ -102,6 +109,11 @@ fn parse_args(rest: &[String]) -> Result<Args> {
             a.spread = Some(s / 100.0);
         } else if let Some(v) = take("--predict")? {
             a.predict.push(v);
+        } else if let Some(v) = take("--json")? {
+            a.json = Some(v);
+        } else if let Some(v) = take("--plot")? {
+            crate::plot::check_target(&v)?;
+            a.plot = Some(v);
         } else if rest[i].starts_with('-') && rest[i] != "-" {
             bail!(
                 "calibrate: unknown option '{}' (flashpath calibrate --help)",
@@ -152,6 +164,8 @@ pub fn command(args: &[String]) -> Result<()> {
     // The system, pinned: the host and driver the presets pick stay those while the
     // fields move.
     let (host, device, driver) = run::system_announced(&opts)?;
+    // Its simulations run in other threads.
+    run::announce();
     let device_spec = opts
         .device
         .clone()
@@ -261,6 +275,7 @@ pub fn command(args: &[String]) -> Result<()> {
         "may be".into(),
         "the data".into(),
     ]];
+    let mut fields_json = Vec::new();
     for (i, p) in ranges.iter().enumerate() {
         let u = fitted.u[i];
         let (interval, verdict) = match sigma[i] {
@@ -278,6 +293,11 @@ pub fn command(args: &[String]) -> Result<()> {
             }
             None => ("-".into(), "cannot tell it apart from the others".into()),
         };
+        fields_json.push(json!({
+            "field": p.key, "preset": p.est.value, "fitted": p.written_at(u),
+            "sigma": (interval != "-").then_some(&interval), "may_be": p.est.bounds.show(),
+            "the_data": verdict,
+        }));
         rows.push([
             p.key.clone(),
             p.est.value.clone(),
@@ -292,6 +312,10 @@ pub fn command(args: &[String]) -> Result<()> {
             .iter()
             .find(|p| &p.key == k)
             .expect("a fitted choice");
+        fields_json.push(json!({
+            "field": k, "preset": p.est.value, "fitted": v, "sigma": null,
+            "may_be": p.est.bounds.show(), "the_data": "chosen",
+        }));
         rows.push([
             k.clone(),
             p.est.value.clone(),
@@ -351,7 +375,12 @@ pub fn command(args: &[String]) -> Result<()> {
         "spread".into(),
         "fitted off by".into(),
     ]];
+    let mut figures_json = Vec::new();
     for (k, t) in prob.meas.targets.iter().enumerate() {
+        figures_json.push(json!({
+            "measurement": t.label, "measured": t.value, "preset": base_sim[k],
+            "fitted": fitted.sim[k], "spread": t.spread, "fitted_off_spreads": fitted_z[k],
+        }));
         let pct = |s: f64| format!("{:+.1} %", (s / t.value - 1.0) * 100.0);
         rows.push([
             t.label.clone(),
@@ -449,7 +478,28 @@ pub fn command(args: &[String]) -> Result<()> {
         ));
     }
     r.push_str(&format!("\nwrote {}\n", written.join(", ")));
-    crate::emit(&r)
+    let data = serde_json::to_string_pretty(&json!({
+        "device": device.name, "host": host.name, "driver": driver.name(),
+        "chi2_preset": fit::chi2(base_z), "chi2_fitted": fitted.chi2,
+        "evaluations": fitted.evaluations, "fields": fields_json, "figures": figures_json,
+        "predictions": predictions.iter().map(|p| json!({
+            "figure": p.label, "at_fit": p.at_fit, "min": p.lo, "max": p.hi, "sets": p.sets,
+        })).collect::<Vec<_>>(),
+        "wrote": written,
+    }))
+    .expect("JSON of plain values");
+    if let Some(p) = &a.plot {
+        crate::plot::draw("calibrate", &data, p)?;
+    }
+    match a.json.as_deref() {
+        Some("-") => crate::emit(&format!("{data}\n")),
+        Some(path) => {
+            std::fs::write(path, format!("{data}\n"))
+                .with_context(|| format!("{path}: cannot write"))?;
+            crate::emit(&r)
+        }
+        None => crate::emit(&r),
+    }
 }
 
 /// A field named with `--fit`: `device.F`, `host.F`, or `F` (the device's, else the
