@@ -110,3 +110,48 @@ def test_cli_run_local_and_ray_sweeps_give_identical_figures(flashpath_bin, ray_
                 assert row["fio_job"] == v
             else:
                 assert row[k] == v, k
+
+
+def test_ctrl_c_stops_a_sweep_and_it_resumes_from_what_it_saved(tmp_path, monkeypatch):
+    import os
+    import signal
+    import threading
+    import time
+
+    save = tmp_path / "sweep.jsonl"
+    job = ("[r]\nrw=randread\nbs=4k\nsize=1g\nnumber_ios={n}\ndirect=1\n"
+           "ioengine=libaio\niodepth=8\n")
+    grid = {"n": [200_000 + k for k in range(12)]}
+    whole = flashpath.sweep(grid, {"rr": job}, workers=2, progress=False, **SYSTEM)
+    # Ctrl-C once the first configurations have been saved.
+    def interrupt():
+        while not save.exists() or not save.read_text().count("\n"):
+            if done.is_set():
+                return
+            time.sleep(0.001)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    done = threading.Event()
+    t = threading.Thread(target=interrupt)
+    t.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            flashpath.sweep(grid, {"rr": job}, workers=2, save=save, progress=False,
+                            **SYSTEM)
+    finally:
+        done.set()
+        t.join()
+    saved = len([line for line in save.read_text().splitlines() if line.strip()])
+    assert 1 <= saved < 12
+    ran = []
+    real = _sweep._task
+
+    def counting(spec, stop=None):
+        ran.append(spec["config"]["n"])
+        return real(spec, stop)
+
+    monkeypatch.setattr(_sweep, "_task", counting)
+    resumed = flashpath.sweep(grid, {"rr": job}, workers=2, save=save, progress=False,
+                              **SYSTEM)
+    assert len(ran) == 12 - saved
+    pd.testing.assert_frame_equal(resumed, whole)
