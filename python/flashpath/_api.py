@@ -115,11 +115,11 @@ class _JobArgs:
                 f"fio arguments, not {type(job).__name__}"
             )
         for a in self.args:
-            for switch in ("--output-format", "--output"):
+            for switch in ("--output-format", "--output", "--status-interval"):
                 if a == switch or a.startswith(switch + "="):
                     raise Error(
-                        f"{switch}: flashpath.run reads the run's report itself (JSON+); "
-                        "leave it out"
+                        f"{switch}: flashpath.run reads the run's one report itself "
+                        "(JSON+); leave it out"
                     )
 
     def __enter__(self) -> list[str]:

@@ -158,7 +158,7 @@ def sweep(grid: Any, jobs: Any, *, backend: str = "local", workers: int | None =
     ``grid`` is a dict of key → values (every combination, the first key outermost)
     or a list of configurations (dicts). A key is a system keyword of :func:`run`
     (``device``, ``host``, ``driver``, ``precondition``, ``costs_above_block``), a
-    preset field (``device.l2p.cache_size``, ``host.cores``), or a job parameter: a
+    preset field (``device.map_cache.size``, ``host.cores``), or a job parameter: a
     name the jobs use as ``{name}`` in their text or arguments (``size={range}``), or a
     column only, named in ``labels`` (a value to plot by that the configuration's other
     keys decide). Any other key is an error: a misspelt key would vary nothing.
@@ -292,8 +292,11 @@ def _run_ray(specs: list[dict], todo: list[int], address: str | None, done) -> N
     except ImportError:
         raise Error("sweep: backend='ray' needs Ray (pip install 'ray')") from None
     if not ray.is_initialized():
-        ray.init(address=address, log_to_driver=False,
-                 include_dashboard=False) if address is None else ray.init(address=address)
+        if address is None:
+            # A local instance, quiet: the sweep's rows and bar say what happened.
+            ray.init(log_to_driver=False, include_dashboard=False)
+        else:
+            ray.init(address=address)
     remote = ray.remote(num_cpus=1)(_task)
     refs = {remote.remote(specs[i]): i for i in todo}
     try:

@@ -203,15 +203,7 @@ pub fn command(args: &[String]) -> Result<()> {
     if let Some(p) = &plot_to {
         crate::plot::draw("compare", &json, p)?;
     }
-    match json_to.as_deref() {
-        Some("-") => crate::emit(&format!("{json}\n")),
-        Some(path) => {
-            std::fs::write(path, format!("{json}\n"))
-                .with_context(|| format!("{path}: cannot write"))?;
-            crate::emit(&table)
-        }
-        None => crate::emit(&table),
-    }
+    crate::emit_table_or_json(json_to.as_deref(), &table, &json)
 }
 
 /// A figure's value in a run's row, or None where the row has no such I/O.

@@ -47,6 +47,26 @@ pub fn emit(text: &str) -> anyhow::Result<()> {
         .context("writing the output")
 }
 
+/// A command's table and its `--json FILE|-` data: `-` prints the JSON in place of the
+/// table; a file gets the JSON and standard output the table; without `--json`, the
+/// table.
+pub(crate) fn emit_table_or_json(
+    json_to: Option<&str>,
+    table: &str,
+    json: &str,
+) -> anyhow::Result<()> {
+    use anyhow::Context;
+    match json_to {
+        Some("-") => emit(&format!("{json}\n")),
+        Some(path) => {
+            std::fs::write(path, format!("{json}\n"))
+                .with_context(|| format!("{path}: cannot write"))?;
+            emit(table)
+        }
+        None => emit(table),
+    }
+}
+
 /// A message as one line of plain text: control characters (a newline in a `--set`
 /// field, the raw bytes of a binary job file) are shown escaped, never sent to the
 /// terminal, and a word longer than [`LONG_WORD`] bytes (a 100 KB value echoed back)

@@ -4,7 +4,7 @@
 
 use crate::measure::{self, JobFigures};
 use crate::repro::{self, Catalogue};
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, bail, Result};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
@@ -57,15 +57,11 @@ pub fn command(args: &[String]) -> Result<()> {
     if let Some(p) = &plot_to {
         crate::plot::draw("validate", &records.json(), p)?;
     }
-    match json_to.as_deref() {
-        Some("-") => crate::emit(&format!("{}\n", records.json()))?,
-        Some(path) => {
-            std::fs::write(path, format!("{}\n", records.json()))
-                .with_context(|| format!("{path}: cannot write"))?;
-            crate::emit(&String::from_utf8_lossy(&table))?
-        }
-        None => crate::emit(&String::from_utf8_lossy(&table))?,
-    }
+    crate::emit_table_or_json(
+        json_to.as_deref(),
+        &String::from_utf8_lossy(&table),
+        &records.json(),
+    )?;
     if failed > 0 {
         bail!("validate: {failed} check(s) outside their tolerance");
     }

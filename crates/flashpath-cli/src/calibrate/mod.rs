@@ -491,15 +491,7 @@ pub fn command(args: &[String]) -> Result<()> {
     if let Some(p) = &a.plot {
         crate::plot::draw("calibrate", &data, p)?;
     }
-    match a.json.as_deref() {
-        Some("-") => crate::emit(&format!("{data}\n")),
-        Some(path) => {
-            std::fs::write(path, format!("{data}\n"))
-                .with_context(|| format!("{path}: cannot write"))?;
-            crate::emit(&r)
-        }
-        None => crate::emit(&r),
-    }
+    crate::emit_table_or_json(a.json.as_deref(), &r, &data)
 }
 
 /// A field named with `--fit`: `device.F`, `host.F`, or `F` (the device's, else the
