@@ -57,19 +57,25 @@ def test_a_failed_configuration_is_its_row_and_the_others_are_kept():
     assert pd.isna(df["iops"].iloc[1]) and df["iops"].iloc[2] > 0
 
 
+def counted_tasks(monkeypatch, key):
+    """The list the sweep's tasks append their configuration's `key` to as they run."""
+    ran = []
+    real = _sweep._task
+
+    def counting(spec, stop=None):
+        ran.append(spec["config"][key])
+        return real(spec, stop)
+
+    monkeypatch.setattr(_sweep, "_task", counting)
+    return ran
+
+
 def test_a_saved_sweep_resumes_with_what_is_missing(tmp_path, monkeypatch):
     save = tmp_path / "sweep.jsonl"
     grid = {"driver": ["mmc-legacy", "mmc-hsq"], "range": ["16m"]}
     first = flashpath.sweep(grid, {"rr": JOB}, save=save, progress=False, **SYSTEM)
     assert len(save.read_text().splitlines()) == 2
-    ran = []
-    real = _sweep._task
-
-    def counting(spec, stop=None):
-        ran.append(spec["config"]["driver"])
-        return real(spec, stop)
-
-    monkeypatch.setattr(_sweep, "_task", counting)
+    ran = counted_tasks(monkeypatch, "driver")
     grid["driver"].append("mmc-hsq-v6")
     again = flashpath.sweep(grid, {"rr": JOB}, save=save, progress=False, **SYSTEM)
     assert ran == ["mmc-hsq-v6"]
@@ -143,14 +149,7 @@ def test_ctrl_c_stops_a_sweep_and_it_resumes_from_what_it_saved(tmp_path, monkey
         t.join()
     saved = len([line for line in save.read_text().splitlines() if line.strip()])
     assert 1 <= saved < 12
-    ran = []
-    real = _sweep._task
-
-    def counting(spec, stop=None):
-        ran.append(spec["config"]["n"])
-        return real(spec, stop)
-
-    monkeypatch.setattr(_sweep, "_task", counting)
+    ran = counted_tasks(monkeypatch, "n")
     resumed = flashpath.sweep(grid, {"rr": job}, workers=2, save=save, progress=False,
                               **SYSTEM)
     assert len(ran) == 12 - saved

@@ -239,16 +239,21 @@ pub fn estimates(spec: &str) -> Result<String> {
     Ok(out)
 }
 
-/// `flashpath presets --json`: the list as a JSON array of objects (kind, name,
-/// description; a device's hosts and drivers too).
-pub fn list_json() -> String {
-    use serde_json::{json, Value};
+/// The shipped presets' (kind, name, description), sorted.
+fn headers() -> Vec<(String, String, String)> {
     let mut rows: Vec<(String, String, String)> = SHIPPED
         .iter()
         .filter_map(|(_, t)| preset::header(t))
         .collect();
     rows.sort();
-    let v: Vec<Value> = rows
+    rows
+}
+
+/// `flashpath presets --json`: the list as a JSON array of objects (kind, name,
+/// description; a device's hosts and drivers too).
+pub fn list_json() -> String {
+    use serde_json::{json, Value};
+    let v: Vec<Value> = headers()
         .into_iter()
         .map(|(kind, name, description)| {
             let mut o = json!({"kind": kind, "name": name, "description": description});
@@ -267,11 +272,7 @@ pub fn list_json() -> String {
 /// `flashpath presets`: one line each: kind, name, description; under each device, the
 /// hosts and drivers its preset names.
 pub fn list() -> String {
-    let mut rows: Vec<(String, String, String)> = SHIPPED
-        .iter()
-        .filter_map(|(_, t)| preset::header(t))
-        .collect();
-    rows.sort();
+    let rows = headers();
     let w = rows.iter().map(|r| r.1.len()).max().unwrap_or(0);
     let mut out = String::new();
     for (k, n, d) in &rows {
