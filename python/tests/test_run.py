@@ -103,6 +103,17 @@ def test_ctrl_c_stops_the_simulation_and_raises_keyboard_interrupt():
     assert flashpath.run(SMALL, **SYSTEM).status == 0
 
 
+def test_ctrl_c_stops_a_command_that_simulates_in_worker_threads():
+    # validate runs its reproductions on all cores; a minute or more without a stop.
+    timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    t = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        flashpath.validate(in_sample=True)
+    assert time.monotonic() - t < 10
+    assert flashpath.run(SMALL, **SYSTEM).status == 0
+
+
 def test_the_gil_is_released_while_simulating():
     count = 0
     running = True

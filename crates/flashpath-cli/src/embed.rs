@@ -10,21 +10,29 @@
 //!   caller's `stop` says so. No progress line is drawn.
 //!
 //! Outside [`run`] (the `flashpath` binary) none of this applies. The state is per
-//! thread, so runs in several threads of one process are independent.
+//! thread, so runs in several threads of one process are independent. A command that
+//! simulates in worker threads (compare, validate, calibrate: `measure::parallel`)
+//! hands them its stop ([`share`], [`inherit`]) and keeps asking the caller while they
+//! work.
 
 use std::cell::RefCell;
 use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 struct Embedded {
     out: Vec<u8>,
     notes: Vec<String>,
     stop: Box<dyn FnMut() -> bool>,
-    /// `stop` said so once: the run stays stopped, as a caught signal stays caught.
-    stopped: bool,
+    /// `stop` said so once: the run stays stopped, as a caught signal stays caught;
+    /// shared with the command's worker threads.
+    stopped: Arc<AtomicBool>,
 }
 
 thread_local! {
     static EMBEDDED: RefCell<Option<Embedded>> = const { RefCell::new(None) };
+    /// In a worker thread of an embedded command: its stop.
+    static INHERITED: RefCell<Option<Arc<AtomicBool>>> = const { RefCell::new(None) };
 }
 
 /// What an embedded command ended with.
@@ -61,7 +69,7 @@ pub fn run(args: &[String], stop: impl FnMut() -> bool + 'static) -> Outcome {
             out: Vec::new(),
             notes: Vec::new(),
             stop: Box::new(stop),
-            stopped: false,
+            stopped: Arc::new(AtomicBool::new(false)),
         })
     });
     let (status, error) = crate::command_status(args);
@@ -79,6 +87,11 @@ pub fn run(args: &[String], stop: impl FnMut() -> bool + 'static) -> Outcome {
 /// Whether this thread runs an embedded command.
 pub fn active() -> bool {
     EMBEDDED.with(|e| e.borrow().is_some())
+}
+
+/// Whether this thread runs an embedded command or works for one.
+pub fn within() -> bool {
+    active() || INHERITED.with(|i| i.borrow().is_some())
 }
 
 /// Keeps `bytes` as the command's standard output if embedded; else gives them back.
@@ -107,14 +120,35 @@ pub fn note(line: &str) {
 }
 
 /// Whether the embedding caller asks the run to stop, or has asked once (never outside
-/// an embedded run).
+/// an embedded run): in the caller's thread, the caller's `stop` is asked; in a worker
+/// thread given the command's stop ([`inherit`]), that is looked at.
 pub fn stop_requested() -> bool {
-    EMBEDDED.with(|e| {
-        e.borrow_mut().as_mut().is_some_and(|e| {
-            e.stopped = e.stopped || (e.stop)();
-            e.stopped
+    let own = EMBEDDED.with(|e| {
+        e.borrow_mut().as_mut().map(|e| {
+            if !e.stopped.load(Ordering::Relaxed) && (e.stop)() {
+                e.stopped.store(true, Ordering::Relaxed);
+            }
+            e.stopped.load(Ordering::Relaxed)
+        })
+    });
+    own.unwrap_or_else(|| {
+        INHERITED.with(|i| {
+            i.borrow()
+                .as_ref()
+                .is_some_and(|f| f.load(Ordering::Relaxed))
         })
     })
+}
+
+/// The embedded command's stop, for the worker threads it starts (`None` outside an
+/// embedded run).
+pub fn share() -> Option<Arc<AtomicBool>> {
+    EMBEDDED.with(|e| e.borrow().as_ref().map(|e| e.stopped.clone()))
+}
+
+/// In a worker thread: the stop of the embedded command that started it.
+pub fn inherit(stop: Option<Arc<AtomicBool>>) {
+    INHERITED.with(|i| *i.borrow_mut() = stop);
 }
 
 /// Standard output, or the embedded command's kept output.
@@ -192,6 +226,38 @@ mod tests {
             "{:?}",
             o.notes
         );
+    }
+
+    #[test]
+    fn stop_reaches_the_worker_threads_of_compare() {
+        let t = std::time::Instant::now();
+        let o = run(
+            &args(&[
+                "compare",
+                "--vary",
+                "driver=mmc-legacy,mmc-hsq",
+                "--precondition",
+                "sequential",
+                "--name=r",
+                "--rw=randread",
+                "--bs=4k",
+                "--size=1g",
+                "--time_based",
+                "--runtime=100",
+            ]),
+            {
+                let mut asked = 0;
+                move || {
+                    asked += 1;
+                    asked == 3
+                }
+            },
+        );
+        assert_eq!(o.status, 1);
+        let e = o.error.unwrap();
+        assert!(e.contains("interrupted"), "{e}");
+        assert!(t.elapsed() < std::time::Duration::from_secs(30));
+        assert!(!within());
     }
 
     #[test]

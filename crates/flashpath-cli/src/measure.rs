@@ -425,13 +425,27 @@ pub fn parallel<T: Sync, R: Send>(
     let next = std::sync::atomic::AtomicUsize::new(0);
     let slots: Vec<std::sync::Mutex<Option<Result<R>>>> =
         items.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    // An embedded caller's stop reaches the workers (their runs end as interrupted,
+    // an error), and this thread keeps asking the caller while they work.
+    let stop = crate::embed::share();
+    let running = std::sync::atomic::AtomicUsize::new(workers.min(items.len()));
     std::thread::scope(|s| {
         for _ in 0..workers.min(items.len()) {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some(item) = items.get(i) else { break };
-                *slots[i].lock().unwrap() = Some(f(item));
+            s.spawn(|| {
+                crate::embed::inherit(stop.clone());
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(item) = items.get(i) else { break };
+                    *slots[i].lock().unwrap() = Some(f(item));
+                }
+                running.fetch_sub(1, std::sync::atomic::Ordering::Release);
             });
+        }
+        if stop.is_some() {
+            while running.load(std::sync::atomic::Ordering::Acquire) > 0 {
+                crate::embed::stop_requested();
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
         }
     });
     slots

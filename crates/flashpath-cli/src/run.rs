@@ -314,6 +314,11 @@ pub fn simulate_observed(
         sim.enable_trace();
     }
     drive(&mut sim, progress, None, None)?;
+    if crate::signals::caught().is_some() {
+        // Only an embedded caller's stop ends these runs early (the commands that make
+        // them install no signal handler): a run cut short has no figures.
+        bail!("interrupted");
+    }
     sim.close_observers().map_err(|e| anyhow!("{e}"))?;
     let trace = sim.take_trace();
     Ok((sim.finish(), trace))

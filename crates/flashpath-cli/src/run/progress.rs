@@ -14,9 +14,9 @@ use std::sync::Mutex;
 
 /// Whether the display is on: `FLASHPATH_PROGRESS=1` forces it, `=0` stops it, and
 /// otherwise it is on when standard error is a terminal. Never in an embedded run
-/// (crate::embed), whose caller shows its own.
+/// (crate::embed) or its worker threads: the caller shows its own.
 pub fn enabled() -> bool {
-    if crate::embed::active() {
+    if crate::embed::within() {
         return false;
     }
     match std::env::var("FLASHPATH_PROGRESS").as_deref() {
