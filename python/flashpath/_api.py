@@ -36,14 +36,15 @@ class CommandResult:
     error: str | None = None
 
 
-def command(args: Sequence[str], check: bool = True, _stop=None) -> CommandResult:
+def command(args: Sequence[str], check: bool = True, _stop=None,
+            _progress=None) -> CommandResult:
     """Runs ``flashpath ARGS`` (without the program's name) in this process: the
     command's exit status, output and standard error's lines. A refused or failed
     command raises :class:`Error` with its one-line message (with ``check=False`` the
     message is the result's ``error``); ``serve`` is refused (it runs as a process of
     its own)."""
     args = [_str_arg(a) for a in args]
-    status, out, notes, error = _native.command(args, _stop)
+    status, out, notes, error = _native.command(args, _stop, _progress)
     if error is not None and check:
         raise Error(error)
     return CommandResult(status, out.decode("utf-8", "replace"), list(notes), error)
@@ -197,6 +198,34 @@ class Result:
         return pd.DataFrame(self.rows())
 
 
+class _RunBar:
+    """A run's tqdm bar: the share of its phase done, a new bar per phase."""
+
+    def __init__(self):
+        self.bar = None
+        self.phase = None
+
+    def __call__(self, phase: str, share: float) -> None:
+        from tqdm.auto import tqdm
+
+        if phase != self.phase:
+            if self.bar is not None:
+                # The phase before has ended.
+                self.bar.n = 100
+                self.bar.refresh()
+            self.close()
+            self.phase = phase
+            self.bar = tqdm(total=100, desc=f"flashpath: {phase}", unit="%",
+                            bar_format="{desc}: {percentage:3.0f}%|{bar}| {elapsed}<{remaining}")
+        self.bar.n = round(share * 100, 1)
+        self.bar.refresh()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
 def frame_rows(report: dict) -> list[dict]:
     """The rows of :meth:`Result.to_frame` for a fio JSON report."""
     fp = report.get("flashpath", {})
@@ -250,7 +279,7 @@ def _pct_name(p: str) -> str:
 
 
 def run(job: Any, *, device=None, host=None, driver=None, set=None, precondition=None,
-        costs_above_block=None, _stop=None) -> Result:
+        costs_above_block=None, progress: bool = False, _stop=None) -> Result:
     """Simulates fio ``job`` on a system: ``flashpath fio [options] JOB``.
 
     ``job`` is a job file's path, a job file's text, or a list of fio arguments
@@ -260,11 +289,18 @@ def run(job: Any, *, device=None, host=None, driver=None, set=None, precondition
     ``random``, ``sequential`` or ``off``; ``costs_above_block`` is ``zero`` or
     ``simulated``. A job that fails (fio's error, a verify failure) is in the result
     (``status``, fio's exit value, and the job's ``error``); a refused job raises
-    :class:`Error`. Ctrl-C stops the simulation and raises KeyboardInterrupt."""
+    :class:`Error`. Ctrl-C stops the simulation and raises KeyboardInterrupt.
+    ``progress=True`` shows a tqdm bar of the simulation (its preconditioning, then its
+    jobs), in a terminal or a notebook."""
     sysargs = system_args(device, host, driver, set, precondition, costs_above_block)
     with _JobArgs(job) as jargs:
         args = ["fio", *sysargs, *jargs, "--output-format=json+"]
-        c = command(args, _stop=_stop)
+        bar = _RunBar() if progress else None
+        try:
+            c = command(args, _stop=_stop, _progress=bar)
+        finally:
+            if bar is not None:
+                bar.close()
     # fio prints a failed job's error line (`fio: pid=0, err=84/...`) before the
     # report: it is kept with the notes.
     start = 0 if c.stdout.startswith("{") else c.stdout.find("\n{") + 1

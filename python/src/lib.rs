@@ -25,36 +25,65 @@ const SIGNAL_CHECK: Duration = Duration::from_millis(50);
 
 /// Runs `flashpath ARGS` in this thread: returns (exit status, standard output as bytes,
 /// standard error's lines, the error line of a refused or failed command or None; the
-/// Python side raises FlashpathError with it). Ctrl-C (a Python signal handler raising, in the main thread)
-/// or `stop()` returning true (any thread) stops a simulation at its next step, each
-/// looked at every 50 ms; a signal's exception is raised once the command has ended.
+/// Python side raises FlashpathError with it). Ctrl-C (a Python signal handler
+/// raising, in the main thread) or `stop()` returning true (any thread) stops a
+/// simulation at its next step, each looked at every 50 ms; a signal's exception is
+/// raised once the command has ended.
+/// `progress(phase, share)`, if given, is called every 100 ms of a simulation and at
+/// its end (an exception it raises stops the run and is raised).
 #[pyfunction]
-#[pyo3(signature = (args, stop=None))]
-fn command(py: Python<'_>, args: Vec<String>, stop: Option<PyObject>) -> PyResult<Ended> {
+#[pyo3(signature = (args, stop=None, progress=None))]
+fn command(
+    py: Python<'_>,
+    args: Vec<String>,
+    stop: Option<PyObject>,
+    progress: Option<PyObject>,
+) -> PyResult<Ended> {
     let raised: Arc<Mutex<Option<PyErr>>> = Arc::new(Mutex::new(None));
     let seen = raised.clone();
+    let shown = raised.clone();
     let outcome = py.allow_threads(move || {
         let mut last = Instant::now();
-        flashpath_cli::embed::run(&args, move || {
-            if last.elapsed() < SIGNAL_CHECK {
-                return false;
-            }
-            last = Instant::now();
-            let asked = Python::with_gil(|py| {
-                py.check_signals()?;
-                match &stop {
-                    Some(f) => f.call0(py)?.is_truthy(py),
-                    None => Ok(false),
+        let progress = progress.map(|f| -> flashpath_cli::embed::Progress {
+            Box::new(move |phase: &str, share: f64| {
+                Python::with_gil(|py| {
+                    if let Err(e) = f.call1(py, (phase, share)) {
+                        shown
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .get_or_insert(e);
+                    }
+                })
+            })
+        });
+        let failed = already_raised(&seen);
+        flashpath_cli::embed::run_with_progress(
+            &args,
+            move || {
+                if failed() {
+                    return true;
                 }
-            });
-            match asked {
-                Ok(asked) => asked,
-                Err(e) => {
-                    *seen.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
-                    true
+                if last.elapsed() < SIGNAL_CHECK {
+                    return false;
                 }
-            }
-        })
+                last = Instant::now();
+                let asked = Python::with_gil(|py| {
+                    py.check_signals()?;
+                    match &stop {
+                        Some(f) => f.call0(py)?.is_truthy(py),
+                        None => Ok(false),
+                    }
+                });
+                match asked {
+                    Ok(asked) => asked,
+                    Err(e) => {
+                        *seen.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                        true
+                    }
+                }
+            },
+            progress,
+        )
     });
     if let Some(e) = raised.lock().unwrap_or_else(|p| p.into_inner()).take() {
         return Err(e);
@@ -65,6 +94,13 @@ fn command(py: Python<'_>, args: Vec<String>, stop: Option<PyObject>) -> PyResul
         outcome.notes,
         outcome.error,
     ))
+}
+
+/// Whether an exception was raised during the run (by a signal handler, `stop` or
+/// `progress`): it is kept to be raised, and the run stops.
+fn already_raised(raised: &Arc<Mutex<Option<PyErr>>>) -> impl Fn() -> bool {
+    let raised = raised.clone();
+    move || raised.lock().unwrap_or_else(|p| p.into_inner()).is_some()
 }
 
 /// The version of the crates this module was built from.

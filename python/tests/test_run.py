@@ -114,6 +114,28 @@ def test_ctrl_c_stops_a_command_that_simulates_in_worker_threads():
     assert flashpath.run(SMALL, **SYSTEM).status == 0
 
 
+def test_a_runs_progress_bar_ends_each_phase_whole(capsys):
+    r = flashpath.run(LONG[:-3] + ["--number_ios=400000", "--direct=1"],
+                      device="emmc51-hs400-32g", precondition="random",
+                      set={"device.geometry.capacity": "2GiB"}, progress=True)
+    assert r.status == 0
+    err = capsys.readouterr().err.replace("\r", "\n")
+    for phase in ("precondition", "jobs"):
+        shown = [line for line in err.splitlines() if f"flashpath: {phase}:" in line]
+        assert shown and "100%" in shown[-1], err[-2000:]
+
+
+def test_an_exception_in_the_progress_display_stops_the_run():
+    def broken(phase, share):
+        raise ValueError("display broke")
+
+    t = time.monotonic()
+    with pytest.raises(ValueError, match="display broke"):
+        flashpath.command(["fio", "--precondition=sequential", *LONG,
+                           "--output-format=json"], _progress=broken)
+    assert time.monotonic() - t < 5
+
+
 def test_the_gil_is_released_while_simulating():
     count = 0
     running = True

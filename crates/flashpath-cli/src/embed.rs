@@ -27,7 +27,14 @@ struct Embedded {
     /// `stop` said so once: the run stays stopped, as a caught signal stays caught;
     /// shared with the command's worker threads.
     stopped: Arc<AtomicBool>,
+    /// The caller's progress display: (phase, share done 0..=1) of a simulation run in
+    /// this thread (`flashpath fio`'s), now and then.
+    progress: Option<Progress>,
 }
+
+/// A caller's progress display: called with the phase (`precondition`, `jobs`) and the
+/// share of it done.
+pub type Progress = Box<dyn FnMut(&str, f64)>;
 
 thread_local! {
     static EMBEDDED: RefCell<Option<Embedded>> = const { RefCell::new(None) };
@@ -53,6 +60,16 @@ pub struct Outcome {
 /// this thread; `stop` is asked, between steps of a simulation, whether to stop it.
 /// `serve`, which runs until a signal, is refused.
 pub fn run(args: &[String], stop: impl FnMut() -> bool + 'static) -> Outcome {
+    run_with_progress(args, stop, None)
+}
+
+/// [`run`], showing a simulation's progress through `progress` (every 100 ms of wall
+/// time and at its end).
+pub fn run_with_progress(
+    args: &[String],
+    stop: impl FnMut() -> bool + 'static,
+    progress: Option<Progress>,
+) -> Outcome {
     if args.first().map(String::as_str) == Some("serve") {
         return Outcome {
             status: 1,
@@ -70,6 +87,7 @@ pub fn run(args: &[String], stop: impl FnMut() -> bool + 'static) -> Outcome {
             notes: Vec::new(),
             stop: Box::new(stop),
             stopped: Arc::new(AtomicBool::new(false)),
+            progress,
         })
     });
     let (status, error) = crate::command_status(args);
@@ -87,6 +105,21 @@ pub fn run(args: &[String], stop: impl FnMut() -> bool + 'static) -> Outcome {
 /// Whether this thread runs an embedded command.
 pub fn active() -> bool {
     EMBEDDED.with(|e| e.borrow().is_some())
+}
+
+/// Whether this thread's embedded caller shows a simulation's progress.
+pub fn wants_progress() -> bool {
+    EMBEDDED.with(|e| e.borrow().as_ref().is_some_and(|e| e.progress.is_some()))
+}
+
+/// Shows the caller the progress of the simulation this thread runs: `share` (0..=1) of
+/// `phase` done.
+pub fn progress(phase: &str, share: f64) {
+    EMBEDDED.with(|e| {
+        if let Some(f) = e.borrow_mut().as_mut().and_then(|e| e.progress.as_mut()) {
+            f(phase, share);
+        }
+    });
 }
 
 /// Whether this thread runs an embedded command or works for one.
@@ -225,6 +258,47 @@ mod tests {
             o.notes.iter().any(|n| n.contains("runs on host")),
             "{:?}",
             o.notes
+        );
+    }
+
+    #[test]
+    fn progress_goes_to_the_caller_and_ends_at_the_whole() {
+        let seen = std::rc::Rc::new(RefCell::new(Vec::<(String, f64)>::new()));
+        let log = seen.clone();
+        let t = std::time::Instant::now();
+        let o = run_with_progress(
+            &args(&[
+                "fio",
+                "--precondition",
+                "sequential",
+                "--name=r",
+                "--rw=randread",
+                "--bs=4k",
+                "--size=1g",
+                "--ioengine=libaio",
+                "--iodepth=32",
+                "--number_ios=300000",
+                "--output-format=json",
+            ]),
+            || false,
+            Some(Box::new(move |phase: &str, share: f64| {
+                log.borrow_mut().push((phase.to_string(), share))
+            })),
+        );
+        assert_eq!(o.status, 0, "{:?}", o.error);
+        let took = t.elapsed();
+        let seen = seen.borrow();
+        // Every 100 ms of wall time, and once at the end.
+        if took > std::time::Duration::from_millis(350) {
+            assert!(seen.len() >= 3, "{took:?}: {seen:?}");
+        }
+        assert_eq!(seen.last().unwrap(), &("jobs".to_string(), 1.0), "{seen:?}");
+        assert!(seen.iter().all(|(_, s)| (0.0..=1.0).contains(s)));
+        let phases: Vec<&str> = seen.iter().map(|(p, _)| p.as_str()).collect();
+        let first_jobs = phases.iter().position(|&p| p == "jobs").unwrap();
+        assert!(
+            phases[first_jobs..].iter().all(|&p| p == "jobs"),
+            "{phases:?}"
         );
     }
 

@@ -342,6 +342,17 @@ pub(crate) fn drive(
 ) -> Result<()> {
     announce();
     let show = progress && progress::enabled();
+    // An embedded caller's display (crate::embed), every 100 ms of wall time.
+    let embedded_progress = crate::embed::wants_progress();
+    let mut told = Instant::now();
+    let tell = |sim: &Sim| {
+        let p = sim.progress_detail();
+        let phase = match p.phase {
+            Phase::Precondition => "precondition",
+            Phase::Jobs => "jobs",
+        };
+        crate::embed::progress(phase, progress::summarize(&p).0);
+    };
     let forced = progress::forced();
     let wall = Instant::now();
     let mut last = wall;
@@ -394,6 +405,10 @@ pub(crate) fn drive(
                 }
             }
         }
+        if embedded_progress && told.elapsed() > Duration::from_millis(100) {
+            told = Instant::now();
+            tell(sim);
+        }
         if show {
             let p = sim.progress_detail();
             let changed = p.phase != phase.0;
@@ -413,6 +428,9 @@ pub(crate) fn drive(
                 shown = true;
             }
         }
+    }
+    if embedded_progress {
+        tell(sim);
     }
     if shown {
         let l = progress::line(
