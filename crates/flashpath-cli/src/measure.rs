@@ -432,13 +432,20 @@ pub fn parallel<T: Sync, R: Send>(
     std::thread::scope(|s| {
         for _ in 0..workers.min(items.len()) {
             s.spawn(|| {
+                // Counted out however the worker ends (a panic too).
+                struct Out<'a>(&'a std::sync::atomic::AtomicUsize);
+                impl Drop for Out<'_> {
+                    fn drop(&mut self) {
+                        self.0.fetch_sub(1, std::sync::atomic::Ordering::Release);
+                    }
+                }
+                let _out = Out(&running);
                 crate::embed::inherit(stop.clone());
                 loop {
                     let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let Some(item) = items.get(i) else { break };
                     *slots[i].lock().unwrap() = Some(f(item));
                 }
-                running.fetch_sub(1, std::sync::atomic::Ordering::Release);
             });
         }
         if stop.is_some() {

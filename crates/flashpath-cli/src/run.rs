@@ -347,11 +347,7 @@ pub(crate) fn drive(
     let mut told = Instant::now();
     let tell = |sim: &Sim| {
         let p = sim.progress_detail();
-        let phase = match p.phase {
-            Phase::Precondition => "precondition",
-            Phase::Jobs => "jobs",
-        };
-        crate::embed::progress(phase, progress::summarize(&p).0);
+        crate::embed::progress(progress::phase_name(p.phase), progress::summarize(&p).0);
     };
     let forced = progress::forced();
     let wall = Instant::now();

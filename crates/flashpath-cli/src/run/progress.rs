@@ -178,15 +178,20 @@ pub fn eta(secs: f64) -> String {
     }
 }
 
+/// A phase as the progress display names it.
+pub fn phase_name(phase: Phase) -> &'static str {
+    match phase {
+        Phase::Precondition => "precondition",
+        Phase::Jobs => "jobs",
+    }
+}
+
 /// A simulation's progress line: `prefix`, the phase, the share done, done of total,
 /// the simulated time and the wall time left, from `wall_s` seconds of wall time spent
 /// in the phase so far.
 pub fn line(prefix: &str, p: &Progress, wall_s: f64) -> String {
     let (share, bound) = summarize(p);
-    let phase = match p.phase {
-        Phase::Precondition => "precondition",
-        Phase::Jobs => "jobs",
-    };
+    let phase = phase_name(p.phase);
     let sim = p.now as f64 / 1e9;
     let amount = match bound {
         Bound::Bytes(d, t) => format!("{} of {}, {sim:.3} s simulated", bytes(d), bytes(t)),
