@@ -302,31 +302,34 @@ mod tests {
         );
     }
 
+    /// fio arguments of a time-based run; with `--runtime=100`, far longer than a test
+    /// waits.
+    const LONG: [&str; 7] = [
+        "--precondition",
+        "sequential",
+        "--name=r",
+        "--rw=randread",
+        "--bs=4k",
+        "--size=1g",
+        "--time_based",
+    ];
+
+    /// A caller's stop that looks only now and then: it says stop on its third look.
+    fn third_look() -> impl FnMut() -> bool {
+        let mut asked = 0;
+        move || {
+            asked += 1;
+            asked == 3
+        }
+    }
+
     #[test]
     fn stop_reaches_the_worker_threads_of_compare() {
         let t = std::time::Instant::now();
-        let o = run(
-            &args(&[
-                "compare",
-                "--vary",
-                "driver=mmc-legacy,mmc-hsq",
-                "--precondition",
-                "sequential",
-                "--name=r",
-                "--rw=randread",
-                "--bs=4k",
-                "--size=1g",
-                "--time_based",
-                "--runtime=100",
-            ]),
-            {
-                let mut asked = 0;
-                move || {
-                    asked += 1;
-                    asked == 3
-                }
-            },
-        );
+        let mut a = args(&["compare", "--vary", "driver=mmc-legacy,mmc-hsq"]);
+        a.extend(args(&LONG));
+        a.push("--runtime=100".into());
+        let o = run(&a, third_look());
         assert_eq!(o.status, 1);
         let e = o.error.unwrap();
         assert!(e.contains("interrupted"), "{e}");
@@ -336,28 +339,10 @@ mod tests {
 
     #[test]
     fn stop_ends_the_run_early_and_marks_it_interrupted() {
-        let o = run(
-            &args(&[
-                "fio",
-                "--precondition",
-                "sequential",
-                "--name=r",
-                "--rw=randread",
-                "--bs=4k",
-                "--size=1g",
-                "--time_based",
-                "--runtime=100",
-                "--output-format=json",
-            ]),
-            {
-                // Asked once, as a caller's stop that looks only now and then.
-                let mut asked = 0;
-                move || {
-                    asked += 1;
-                    asked == 3
-                }
-            },
-        );
+        let mut a = args(&["fio"]);
+        a.extend(args(&LONG));
+        a.extend(args(&["--runtime=100", "--output-format=json"]));
+        let o = run(&a, third_look());
         assert_eq!(o.status, 128);
         let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
         assert!(v["flashpath"]["interrupted"].is_object(), "{v}");
