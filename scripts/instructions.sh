@@ -39,6 +39,11 @@ count() {
 count randread_4k_libaio_qd32 1 --device emmc51-hs400-32g --precondition sequential \
   --name=b --filename=/dev/mmcblk0 --rw=randread --bs=4k --size=4g --direct=1 \
   --ioengine=libaio --iodepth=32
+# 4 KiB random writes, libaio QD32 over 1 GiB (passes over it again past 262,144 I/Os),
+# as the criterion bench runs them.
+count randwrite_4k_libaio_qd32 1 --device emmc51-hs400-32g --precondition sequential \
+  --name=b --filename=/dev/mmcblk0 --rw=randwrite --bs=4k --size=1g --io_size=1t \
+  --direct=1 --ioengine=libaio --iodepth=32
 # 20 psync threads of 4 KiB random writes through mmc-hsq.
 count hsq_randwrite_4k_psync_20threads 20 --device emmc51-hs400-32g --driver mmc-hsq \
   --precondition sequential --name=b --filename=/dev/mmcblk0 --rw=randwrite --bs=4k \
