@@ -267,19 +267,17 @@ mod tests {
         let log = seen.clone();
         let t = std::time::Instant::now();
         let o = run_with_progress(
-            &args(&[
-                "fio",
-                "--precondition",
-                "sequential",
-                "--name=r",
-                "--rw=randread",
-                "--bs=4k",
-                "--size=1g",
-                "--ioengine=libaio",
-                "--iodepth=32",
-                "--number_ios=300000",
-                "--output-format=json",
-            ]),
+            &[
+                args(&["fio"]),
+                args(&RANDREAD),
+                args(&[
+                    "--ioengine=libaio",
+                    "--iodepth=32",
+                    "--number_ios=300000",
+                    "--output-format=json",
+                ]),
+            ]
+            .concat(),
             || false,
             Some(Box::new(move |phase: &str, share: f64| {
                 log.borrow_mut().push((phase.to_string(), share))
@@ -302,17 +300,21 @@ mod tests {
         );
     }
 
-    /// fio arguments of a time-based run; with `--runtime=100`, far longer than a test
-    /// waits.
-    const LONG: [&str; 7] = [
+    /// fio arguments of a job of 4 KiB random reads over 1 GiB of a sequentially
+    /// preconditioned device (the tests add how long it runs).
+    const RANDREAD: [&str; 6] = [
         "--precondition",
         "sequential",
         "--name=r",
         "--rw=randread",
         "--bs=4k",
         "--size=1g",
-        "--time_based",
     ];
+
+    /// [`RANDREAD`] time-based; with `--runtime=100`, far longer than a test waits.
+    fn long() -> Vec<String> {
+        [args(&RANDREAD), args(&["--time_based"])].concat()
+    }
 
     /// A caller's stop that looks only now and then: it says stop on its third look.
     fn third_look() -> impl FnMut() -> bool {
@@ -327,7 +329,7 @@ mod tests {
     fn stop_reaches_the_worker_threads_of_compare() {
         let t = std::time::Instant::now();
         let mut a = args(&["compare", "--vary", "driver=mmc-legacy,mmc-hsq"]);
-        a.extend(args(&LONG));
+        a.extend(long());
         a.push("--runtime=100".into());
         let o = run(&a, third_look());
         assert_eq!(o.status, 1);
@@ -340,7 +342,7 @@ mod tests {
     #[test]
     fn stop_ends_the_run_early_and_marks_it_interrupted() {
         let mut a = args(&["fio"]);
-        a.extend(args(&LONG));
+        a.extend(long());
         a.extend(args(&["--runtime=100", "--output-format=json"]));
         let o = run(&a, third_look());
         assert_eq!(o.status, 128);
