@@ -237,10 +237,77 @@ fn shipped_reproductions_validate() {
         summary.starts_with(&format!("validate: {checks} published figures")),
         "{summary}"
     );
-    assert!(v["summary"][1]
-        .as_str()
+    let oos = v["summary"][1].as_str().unwrap();
+    assert!(oos.starts_with("validate: out of sample"));
+    readme_counts_are(summary, oos);
+}
+
+/// The word just before the first `phrase` in `s`, without the punctuation around it.
+fn word_before<'a>(s: &'a str, phrase: &str) -> &'a str {
+    let i = s
+        .find(phrase)
+        .unwrap_or_else(|| panic!("no {phrase:?} in {s}"));
+    s[..i]
+        .split_whitespace()
+        .last()
         .unwrap()
-        .starts_with("validate: out of sample"));
+        .trim_matches(|c: char| !c.is_ascii_alphanumeric() && c != '.')
+}
+
+/// The README's front door states the counts of the full `validate` run: its summary
+/// lines `summary` and `oos`.
+fn readme_counts_are(summary: &str, oos: &str) {
+    let s = summary;
+    let total: u32 = word_before(s, " published figures").parse().unwrap();
+    let preds: u32 = word_before(s, " of them predictions").parse().unwrap();
+    let in_n = word_before(s, " in-sample single values");
+    let p_n = word_before(s, " predicted single values");
+    let comparisons = &s[s.find(" before/after comparisons").unwrap()..];
+    let want = [
+        format!("Today: {total} published figures"),
+        format!(
+            "{} within tolerance and {} declared known failures",
+            word_before(s, " within tolerance, "),
+            word_before(s, " declared known failures")
+        ),
+        format!(
+            "{} before/after comparisons, each at its published change, {} in range and {} \
+             declared known failures",
+            word_before(s, " before/after comparisons"),
+            word_before(s, " in range"),
+            word_before(comparisons, " declared known failures")
+        ),
+        format!("{} of the figures are in-sample", total - preds),
+        format!(
+            "the {in_n} single values within tolerance off by {} % on average",
+            word_before(s, &format!(" % over the {in_n} in-sample"))
+        ),
+        format!("{preds} are predictions"),
+        format!(
+            "{p_n} single values within tolerance, off by {} %",
+            word_before(s, &format!(" % over the {p_n} predicted"))
+        ),
+        format!(
+            "{} figures of {} sets, {} within tolerance, mean |error| {} % (in sample, the \
+             same figures: {} %)",
+            word_before(oos, " after figures"),
+            word_before(oos, " sets,"),
+            word_before(oos, " within tolerance"),
+            word_before(oos, " % (the same"),
+            word_before(oos, " %)")
+        ),
+    ];
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
+        .unwrap()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    for w in want {
+        assert!(
+            readme.contains(&w),
+            "README.md's counts are not validate's: it lacks \"{w}\" (validate: {summary} {oos})"
+        );
+    }
 }
 
 #[test]
