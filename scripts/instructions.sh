@@ -11,13 +11,34 @@
 # usage: scripts/instructions.sh [IOS]   (default 200000; needs valgrind)
 #        BIN=path/to/flashpath scripts/instructions.sh   counts that build (an older
 #        one, to compare) instead of building this checkout
+#        scripts/instructions.sh --check   counts at 200000 I/Os and compares each
+#        workload with its line in scripts/instructions.baseline: exits 1 when one costs
+#        more than 2 % over it. Counts of another compiler than the file's are shown,
+#        not checked (they move with the compiler's version).
+#        scripts/instructions.sh --bless   writes this build's counts to that file: in
+#        the commit that makes a path dearer on purpose, saying why there (or cheaper:
+#        the gain is then kept).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-IOS=${1:-200000}
+BASELINE=scripts/instructions.baseline
+TOLERANCE_PCT=2
+MODE=print
+case "${1:-}" in
+  --check) MODE=check; shift ;;
+  --bless) MODE=bless; shift ;;
+esac
+if [ "$MODE" = print ]; then
+  IOS=${1:-200000}
+else
+  IOS=200000
+  [ $# = 0 ] || { echo "instructions.sh: --$MODE takes no I/O count (it counts $IOS)" >&2; exit 2; }
+fi
+command -v valgrind >/dev/null || { echo "instructions.sh: needs valgrind (Debian: apt-get install valgrind)" >&2; exit 2; }
 if [ -z "${BIN:-}" ]; then
   cargo build --release -q -p flashpath-cli
   BIN=${CARGO_TARGET_DIR:-$PWD/target}/release/flashpath
 fi
+COMPILER=$(rustc -V)
 W=$(mktemp -d /tmp/flashpath-instr.XXXXXX)
 trap 'rm -rf "$W"' EXIT
 ir() {
@@ -32,8 +53,11 @@ count() {
   local big small
   big=$(ir "$name" "$@" --number_ios=$((IOS / div)))
   small=$(ir "$name.small" "$@" --number_ios=$((IOS / 10 / div)))
+  local per
+  per=$(awk "BEGIN{printf \"%.1f\", ($big - $small) / ($IOS * 0.9)}")
   printf "%-36s %14s instructions at %d I/Os, %8.1f per I/O past start-up\n" \
-    "$name" "$big" "$IOS" "$(awk "BEGIN{print ($big - $small) / ($IOS * 0.9)}")"
+    "$name" "$big" "$IOS" "$per"
+  echo "$name $per" >>"$W/counts"
 }
 # 4 KiB random reads, libaio QD32, emmc51-hs400-32g, mmc-legacy.
 count randread_4k_libaio_qd32 1 --device emmc51-hs400-32g --precondition sequential \
@@ -61,3 +85,38 @@ count ufs40_1tb_randread_4k_libaio_qd32 1 --device ufs40-512g --host sm8650-phon
   --set device.geometry.capacity=1022202216448B --set device.geometry.dies_per_channel=4 \
   --precondition sequential --name=b --rw=randread --bs=4k --size=100% --direct=1 \
   --ioengine=libaio --iodepth=32
+
+case $MODE in
+  bless)
+    {
+      echo "# Instructions per simulated I/O past start-up of each workload of"
+      echo "# scripts/instructions.sh at $IOS I/Os, release build. \`--check\` fails when one costs"
+      echo "# more than $TOLERANCE_PCT % over its line, on this compiler; \`--bless\` rewrites the file."
+      echo "compiler $COMPILER"
+      cat "$W/counts"
+    } >"$BASELINE"
+    echo "instructions: wrote $BASELINE"
+    ;;
+  check)
+    [ -f "$BASELINE" ] || { echo "instructions.sh: no $BASELINE (make it with --bless)" >&2; exit 2; }
+    want=$(sed -n 's/^compiler //p' "$BASELINE")
+    if [ "$want" != "$COMPILER" ]; then
+      echo "instructions: not checked: $BASELINE is of $want, this build of $COMPILER"
+      exit 0
+    fi
+    awk -v tol="$TOLERANCE_PCT" -v file="$BASELINE" '
+      FNR == NR { if ($1 !~ /^#/ && $1 != "compiler") base[$1] = $2; next }
+      {
+        if (!($1 in base)) { printf "instructions: %s has no line in %s\n", $1, file; bad = 1; next }
+        d = ($2 - base[$1]) / base[$1] * 100
+        verdict = d > tol ? "OVER" : (d < -tol ? "cheaper (--bless keeps the gain)" : "ok")
+        printf "instructions: %-36s %8.1f per I/O, baseline %8.1f, %+5.1f %%  %s\n", $1, $2, base[$1], d, verdict
+        if (d > tol) bad = 1
+        seen[$1] = 1
+      }
+      END {
+        for (k in base) if (!(k in seen)) { printf "instructions: %s in %s was not counted\n", k, file; bad = 1 }
+        if (bad) { printf "instructions: a workload costs more than %s %% over %s: make it cheaper, or --bless in the commit that makes it dearer on purpose and say why\n", tol, file; exit 1 }
+      }' "$BASELINE" "$W/counts"
+    ;;
+esac
