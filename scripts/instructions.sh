@@ -28,7 +28,10 @@ case "${1:-}" in
   --bless) MODE=bless; shift ;;
 esac
 if [ "$MODE" = print ]; then
+  [ $# -le 1 ] || { echo "instructions.sh: one argument at most, the I/O count (got $*)" >&2; exit 2; }
   IOS=${1:-200000}
+  [[ $IOS =~ ^[0-9]+$ ]] && [ "$IOS" -ge 200 ] ||
+    { echo "instructions.sh: IOS must be a whole number of I/Os, at least 200 (got '$IOS')" >&2; exit 2; }
 else
   IOS=200000
   [ $# = 0 ] || { echo "instructions.sh: --$MODE takes no I/O count (it counts $IOS)" >&2; exit 2; }
