@@ -850,8 +850,19 @@ impl PageMappedDevice {
         self.enforce_dirty_limit(t);
     }
 
-    /// Writes back the oldest dirty segments while more are dirty than allowed.
+    /// Writes back the oldest dirty segments while more are dirty than allowed. The
+    /// check runs on every write, inline; the write-back, rarer, out of line
+    /// (docs/performance.md).
+    #[inline(always)]
     fn enforce_dirty_limit(&mut self, t: SimTime) {
+        if self.map.dirty_count() > self.c.map_dirty_limit {
+            self.write_back_dirty(t);
+        }
+    }
+
+    /// `enforce_dirty_limit`'s write-back of the oldest dirty segments.
+    #[inline(never)]
+    fn write_back_dirty(&mut self, t: SimTime) {
         while self.map.dirty_count() > self.c.map_dirty_limit {
             let seg = self
                 .map

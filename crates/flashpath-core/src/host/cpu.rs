@@ -97,7 +97,7 @@ impl Cpu {
         self.run_l(core, ready, cost, "task")
     }
     /// [`Cpu::run`] with a label for timelines (what the work is).
-    #[inline]
+    #[inline(always)]
     pub fn run_l(&mut self, core: u32, ready: SimTime, cost: u64, label: &'static str) -> SimTime {
         let c = core as usize;
         let ready = ready.max(self.kernel[c].free_at());

@@ -890,12 +890,20 @@ fn kernel_bio_sectors(max_sectors: u64, splits: bool) -> u64 {
 }
 
 /// How many block-layer bios a read or write of `len` bytes becomes: bios of
-/// `kernel_bio_sectors`, each split at max_sectors (`submit_kernel_bio`).
+/// `kernel_bio_sectors`, each split at max_sectors (`submit_kernel_bio`). The common
+/// case (one bio) inline at every I/O; the division for larger ones out of line.
+#[inline(always)]
 fn rw_pieces(len: u64, max_bytes: u64, splits: bool) -> u32 {
     let bio = kernel_bio_sectors(max_bytes / 512, splits) * 512;
     if len <= bio.min(max_bytes) {
         return (len > 0) as u32; // one bio, not split (most I/Os): no division
     }
+    split_pieces(len, bio, max_bytes)
+}
+
+/// `rw_pieces` of an I/O larger than a bio or than max_bytes.
+#[inline(never)]
+fn split_pieces(len: u64, bio: u64, max_bytes: u64) -> u32 {
     let (whole, last) = (len / bio, len % bio);
     (whole * bio.div_ceil(max_bytes) + last.div_ceil(max_bytes)) as u32
 }

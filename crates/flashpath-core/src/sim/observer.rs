@@ -78,11 +78,16 @@ pub trait IoObserver: Send {
 impl super::Sim {
     /// Observers see thread `t` queue `spec` now (not a preconditioning job's). One
     /// `is_empty` check when nobody observes.
-    #[inline]
+    #[inline(always)]
     pub(super) fn observe_queued(&mut self, t: u32, spec: &crate::workload::IoSpec) {
-        if self.observers.is_empty() || (t as usize) < self.prefill {
-            return;
+        if !self.observers.is_empty() && t as usize >= self.prefill {
+            self.tell_queued(t, spec);
         }
+    }
+
+    /// `observe_queued`'s call of each observer, out of line.
+    #[inline(never)]
+    fn tell_queued(&mut self, t: u32, spec: &crate::workload::IoSpec) {
         let q = IoQueued {
             job: t as usize - self.prefill,
             dir: spec.dir,

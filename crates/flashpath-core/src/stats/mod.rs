@@ -76,6 +76,7 @@ impl Windows {
 }
 
 impl DirStats {
+    #[inline(always)]
     pub(crate) fn record(
         &mut self,
         since_start_ns: u64,

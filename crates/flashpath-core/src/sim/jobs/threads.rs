@@ -118,6 +118,7 @@ impl Sim {
         th.terminated || src_done
     }
 
+    #[inline(always)]
     pub(in crate::sim) fn account_outstanding(&mut self, t: u32) {
         let now = self.now;
         let th = &mut self.threads[t as usize];
@@ -438,6 +439,7 @@ impl Sim {
         self.q.push(end, Ev::Submitted(t));
     }
 
+    #[inline(always)]
     pub(in crate::sim) fn alloc_io(&mut self, io: Io) -> u32 {
         match self.free_ios.pop() {
             Some(i) => {

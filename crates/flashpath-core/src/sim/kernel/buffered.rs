@@ -1152,12 +1152,19 @@ impl Sim {
     /// strips it); a synchronous system call then runs generic_write_sync, i.e.
     /// blkdev_fsync (nothing dirty to write, then blkdev_issue_flush: a flush request
     /// where the queue has a write cache). An asynchronous one returns -EIOCBQUEUED and
-    /// skips it.
+    /// skips it. The check runs on every direct write, inline; the flags of an O_SYNC
+    /// job's write out of line (docs/performance.md).
+    #[inline(always)]
     pub(in crate::sim) fn o_sync_direct(&mut self, t: u32, io: u32) {
-        let job = &self.cfg.jobs[self.threads[t as usize].cfg];
-        if !job.o_sync {
-            return;
+        if self.cfg.jobs[self.threads[t as usize].cfg].o_sync {
+            self.o_sync_direct_flags(t, io);
         }
+    }
+
+    /// `o_sync_direct`'s flags of an O_SYNC job's write.
+    #[inline(never)]
+    fn o_sync_direct_flags(&mut self, t: u32, io: u32) {
+        let job = &self.cfg.jobs[self.threads[t as usize].cfg];
         let qc = queue_cache(&self.cfg);
         let fua = qc.write_cache && qc.fua && self.cfg.host.kernel.dsync_dio_fua();
         let sync = matches!(job.submission, Submission::Sync);
