@@ -955,7 +955,7 @@ impl IoSource {
 
     /// The offset of the next I/O of `len` bytes in direction `d` (0 read, 1 write,
     /// 2 trim); None when the job's last pass is over.
-    #[inline]
+    #[inline(always)]
     fn next_offset(&mut self, d: usize, len: u64) -> Option<u64> {
         if let Some(f) = &mut self.files {
             if let Some(r) = &mut self.runs {

@@ -628,6 +628,7 @@ impl Sim {
     }
 
     /// What the thread does once its system call has returned (or its dispatch loop ended).
+    #[inline(always)]
     pub(in crate::sim) fn after_submit(&mut self, t: u32) {
         let now = self.now;
         let th = &self.threads[t as usize];
