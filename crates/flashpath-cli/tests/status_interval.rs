@@ -29,10 +29,16 @@ fn sim(format: &str, extra: &[&str]) -> String {
     ok(&flashpath(&a))
 }
 
-/// Real fio on a scratch file, if installed.
+/// Real fio on a scratch file, if installed. Each format has its own scratch directory:
+/// the tests run at once, and a shared one was removed under another test's feet.
 fn real_fio(format: &str) -> Option<String> {
     Command::new("fio").arg("--version").output().ok()?;
-    let d = scratch("status-interval");
+    let d = scratch(&format!(
+        "status-interval-{}",
+        format
+            .trim_start_matches("--output-format=")
+            .replace(',', "-")
+    ));
     let file = d.join("f");
     std::fs::write(&file, vec![0u8; 16 << 20]).unwrap();
     let name = format!("--filename={}", file.display());
