@@ -108,16 +108,27 @@ fn written_pages_cost_the_l2p_and_a_bounded_reverse_map() {
         m.write_direct(i as u32 % 4, lpn).expect("room");
     }
     let used = LIVE.load(Ordering::Relaxed) - before;
-    let per_page = used as f64 / user as f64;
+    let l2p = m.l2p_bytes();
     eprintln!(
-        "{user} pages written: {used} bytes, {per_page:.2} per page; {} blocks' reverse maps in the file",
+        "{user} pages written: {used} bytes, {:.2} per page; the L2P {l2p} bytes, {:.4} per page; {} blocks' reverse maps in the file",
+        used as f64 / user as f64,
+        l2p as f64 / user as f64,
         m.moved_blocks()
     );
-    // The L2P: 4 bytes per page, 1/16 of that for its index, slabs of 1 MiB. The
-    // reverse map: 16 MiB of closed blocks and the 4 open ones (8 KiB each).
-    let l2p = user as usize * 4 + user as usize / 4 + (1 << 20);
+    // The L2P: 4 bytes per page of its 116 whole regions and 16 bytes each; the 117th,
+    // written in its first 32,720 LPNs, is sparse: 512 chunks in 32 pieces and an
+    // index of 2 KiB.
+    assert_eq!(
+        l2p,
+        116 * (256 << 10) + 117 * 16 + 32 * 4096 + 32 * 8 + 2080,
+        "the L2P's bytes"
+    );
+    assert!(l2p as f64 / user as f64 <= 4.02);
+    // The reverse map: 16 MiB of closed blocks and the 4 open ones (8 KiB each); the
+    // per-block arrays (valid and erase counts, states, the reverse map's index): under
+    // 64 bytes for each of the 4,192 blocks.
     assert!(
-        used <= l2p + (16 << 20) + 4 * 8 * 1024 + (64 << 10),
+        used <= l2p + (16 << 20) + 4 * 8 * 1024 + 4192 * 64,
         "{used} bytes"
     );
     assert!(

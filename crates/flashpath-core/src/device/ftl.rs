@@ -209,6 +209,10 @@ impl PageMap {
     pub fn touched_l2p_chunks(&self) -> usize {
         self.l2p.chunks()
     }
+    /// Bytes the L2P holds.
+    pub fn l2p_bytes(&self) -> usize {
+        self.l2p.bytes()
+    }
     /// GC should run on `die`.
     pub fn needs_gc(&self, die: u32) -> bool {
         self.free_blocks(die) < self.gc_threshold

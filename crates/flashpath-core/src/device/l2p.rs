@@ -1,50 +1,61 @@
 //! The page-mapped FTL's L2P table: one 32-bit entry per 4 KiB logical page, kept in
 //! chunks of 64 entries (256 bytes) that exist only once one of their entries was set.
-//! A two-level index finds a chunk: a directory entry per 65,536 LPNs (256 MiB of
-//! data) points to a 4 KiB page of chunk numbers, made on first use; chunks live in
-//! slabs of 4,096 (1 MiB), so there is no allocator overhead per chunk and growth is
-//! in 1 MiB steps. Memory: 4 bytes per LPN of the chunks touched, plus 1/16 of that
-//! for the index pages, plus 8 bytes per 256 MiB of capacity; nothing for a region
-//! never written. A chunk, once made, stays (an unmap sets its entries, as a device's
-//! map keeps its pages).
+//!
+//! The LPNs are cut into regions of 65,536 (256 MiB of data, 1,024 chunks). A region
+//! never written has nothing but its directory entry (16 bytes). A region written in
+//! part is sparse: a 2 KiB index of its chunks' slots and its chunks in the order they
+//! were made, sixteen to a 4 KiB piece. When its last chunk is made, the region becomes
+//! dense: its 65,536 entries in LPN order, 256 KiB, with no index. So a device written
+//! whole costs 4 bytes per page and 16 bytes per 256 MiB; a sparse region costs 256
+//! bytes per chunk touched, about 2.6 KiB, and less than a piece of room not yet used.
+//! A chunk, once made, stays (an unmap sets its entries, as a device's map keeps its
+//! pages).
 
 const CHUNK_SHIFT: u32 = 6;
 /// Entries per chunk.
 pub const CHUNK: usize = 1 << CHUNK_SHIFT;
-const PAGE_SHIFT: u32 = 10;
-const PAGE: usize = 1 << PAGE_SHIFT;
-const SLAB_SHIFT: u32 = 12;
-const SLAB: usize = 1 << SLAB_SHIFT;
-/// A chunk number meaning "no chunk".
-const NO_CHUNK: u32 = u32::MAX;
+const REGION_SHIFT: u32 = 16;
+/// LPNs per region.
+const REGION: usize = 1 << REGION_SHIFT;
+/// Chunks per region.
+const REGION_CHUNKS: usize = REGION / CHUNK;
+const PIECE_SHIFT: u32 = 4;
+/// Chunks per piece of a sparse region.
+const PIECE: usize = 1 << PIECE_SHIFT;
+/// A slot meaning "no chunk".
+const NO_SLOT: u16 = u16::MAX;
 
 type Chunk = [u32; CHUNK];
 
+/// A region written in part.
+struct Sparse {
+    /// Each chunk's slot in `pieces`, or NO_SLOT.
+    slots: [u16; REGION_CHUNKS],
+    /// The chunks made, in the order they were made.
+    pieces: Vec<Box<[Chunk; PIECE]>>,
+    made: u16,
+}
+
+enum Region {
+    Sparse(Box<Sparse>),
+    /// Every chunk made: the entries in LPN order.
+    Dense(Box<[u32; REGION]>),
+}
+
 pub struct L2pTable {
     lpns: u32,
-    /// Per 2^(CHUNK_SHIFT + PAGE_SHIFT) LPNs: a page of chunk numbers.
-    dir: Vec<Option<Box<[u32; PAGE]>>>,
-    slabs: Vec<Box<[Chunk]>>,
+    dir: Vec<Option<Region>>,
     chunks: u32,
 }
 
 impl L2pTable {
     pub fn new(lpns: u32) -> Self {
-        let span = 1usize << (CHUNK_SHIFT + PAGE_SHIFT);
         L2pTable {
             lpns,
-            dir: (0..(lpns as usize).div_ceil(span)).map(|_| None).collect(),
-            slabs: Vec::new(),
+            dir: (0..(lpns as usize).div_ceil(REGION))
+                .map(|_| None)
+                .collect(),
             chunks: 0,
-        }
-    }
-
-    /// The chunk number of `lpn`'s chunk, or NO_CHUNK.
-    #[inline]
-    fn chunk_of(&self, lpn: u32) -> u32 {
-        match &self.dir[(lpn >> (CHUNK_SHIFT + PAGE_SHIFT)) as usize] {
-            Some(p) => p[((lpn >> CHUNK_SHIFT) as usize) & (PAGE - 1)],
-            None => NO_CHUNK,
         }
     }
 
@@ -58,47 +69,80 @@ impl L2pTable {
     /// Where `lpn`'s entry is, if its chunk was made.
     #[inline]
     pub fn entry(&self, lpn: u32) -> Option<&u32> {
-        let c = self.chunk_of(lpn);
-        if c == NO_CHUNK {
-            return None;
+        match &self.dir[(lpn >> REGION_SHIFT) as usize] {
+            None => None,
+            Some(Region::Dense(d)) => Some(&d[lpn as usize & (REGION - 1)]),
+            Some(Region::Sparse(s)) => {
+                let slot = s.slots[(lpn as usize >> CHUNK_SHIFT) & (REGION_CHUNKS - 1)];
+                if slot == NO_SLOT {
+                    return None;
+                }
+                let piece = &s.pieces[(slot >> PIECE_SHIFT) as usize];
+                Some(&piece[slot as usize & (PIECE - 1)][lpn as usize & (CHUNK - 1)])
+            }
         }
-        let slab = &self.slabs[(c >> SLAB_SHIFT) as usize];
-        Some(&slab[c as usize & (SLAB - 1)][lpn as usize & (CHUNK - 1)])
     }
 
     /// Whether `lpn`'s chunk exists.
     #[inline]
     pub fn has_chunk(&self, lpn: u32) -> bool {
-        self.chunk_of(lpn) != NO_CHUNK
+        self.entry(lpn).is_some()
     }
 
     /// Sets `lpn`'s entry if its chunk exists; false (nothing done) if not.
     #[inline]
     pub fn set(&mut self, lpn: u32, v: u32) -> bool {
-        let c = self.chunk_of(lpn);
-        if c == NO_CHUNK {
-            return false;
-        }
-        let slab = &mut self.slabs[(c >> SLAB_SHIFT) as usize];
-        slab[c as usize & (SLAB - 1)][lpn as usize & (CHUNK - 1)] = v;
+        let e = match &mut self.dir[(lpn >> REGION_SHIFT) as usize] {
+            None => return false,
+            Some(Region::Dense(d)) => &mut d[lpn as usize & (REGION - 1)],
+            Some(Region::Sparse(s)) => {
+                let slot = s.slots[(lpn as usize >> CHUNK_SHIFT) & (REGION_CHUNKS - 1)];
+                if slot == NO_SLOT {
+                    return false;
+                }
+                let piece = &mut s.pieces[(slot >> PIECE_SHIFT) as usize];
+                &mut piece[slot as usize & (PIECE - 1)][lpn as usize & (CHUNK - 1)]
+            }
+        };
+        *e = v;
         true
     }
 
     /// Makes `lpn`'s chunk (it has none) with `entries` for its 64 LPNs from the
-    /// first (those past the table's end are never read).
+    /// first (those past the table's end are never read). The region's last chunk
+    /// makes it dense.
     #[cold]
     pub fn add_chunk(&mut self, lpn: u32, entries: Chunk) {
         assert!(!self.has_chunk(lpn), "lpn {lpn}'s chunk exists");
-        let c = self.chunks;
-        self.chunks += 1;
-        if (c as usize) >> SLAB_SHIFT == self.slabs.len() {
-            self.slabs
-                .push(vec![[0u32; CHUNK]; SLAB].into_boxed_slice());
+        let region = self.dir[(lpn >> REGION_SHIFT) as usize].get_or_insert_with(|| {
+            Region::Sparse(Box::new(Sparse {
+                slots: [NO_SLOT; REGION_CHUNKS],
+                pieces: Vec::new(),
+                made: 0,
+            }))
+        });
+        let Region::Sparse(s) = region else {
+            unreachable!("a dense region has every chunk")
+        };
+        let slot = s.made as usize;
+        if slot.is_multiple_of(PIECE) {
+            s.pieces.push(Box::new([[0; CHUNK]; PIECE]));
         }
-        self.slabs[(c >> SLAB_SHIFT) as usize][c as usize & (SLAB - 1)] = entries;
-        let page = self.dir[(lpn >> (CHUNK_SHIFT + PAGE_SHIFT)) as usize]
-            .get_or_insert_with(|| Box::new([NO_CHUNK; PAGE]));
-        page[((lpn >> CHUNK_SHIFT) as usize) & (PAGE - 1)] = c;
+        s.pieces[slot >> PIECE_SHIFT][slot & (PIECE - 1)] = entries;
+        s.slots[(lpn as usize >> CHUNK_SHIFT) & (REGION_CHUNKS - 1)] = slot as u16;
+        s.made += 1;
+        self.chunks += 1;
+        if s.made as usize == REGION_CHUNKS {
+            let mut d: Box<[u32; REGION]> = vec![0; REGION]
+                .into_boxed_slice()
+                .try_into()
+                .expect("a region's length");
+            for (c, dst) in d.chunks_exact_mut(CHUNK).enumerate() {
+                let slot = s.slots[c] as usize;
+                dst.copy_from_slice(&s.pieces[slot >> PIECE_SHIFT][slot & (PIECE - 1)]);
+            }
+            *region = Region::Dense(d);
+        }
     }
 
     /// The first LPN of `lpn`'s chunk.
@@ -120,15 +164,37 @@ impl L2pTable {
 
     /// Bytes this table holds now.
     pub fn bytes(&self) -> usize {
-        self.dir.len() * 8
-            + self.dir.iter().flatten().count() * PAGE * 4
-            + self.slabs.len() * SLAB * CHUNK * 4
+        let regions: usize = self
+            .dir
+            .iter()
+            .flatten()
+            .map(|r| match r {
+                Region::Dense(_) => REGION * 4,
+                Region::Sparse(s) => {
+                    std::mem::size_of::<Sparse>()
+                        + s.pieces.capacity() * std::mem::size_of::<usize>()
+                        + s.pieces.len() * PIECE * CHUNK * 4
+                }
+            })
+            .sum();
+        self.dir.len() * std::mem::size_of::<Option<Region>>() + regions
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Sets `lpn` to `v`, making its chunk first (filled with its first LPN) if need be.
+    fn put(t: &mut L2pTable, lpn: u32, v: u32) -> bool {
+        if t.set(lpn, v) {
+            return false;
+        }
+        let first = L2pTable::chunk_start(lpn);
+        t.add_chunk(lpn, [first; CHUNK]);
+        assert!(t.set(lpn, v));
+        true
+    }
 
     #[test]
     fn entries_read_back_and_chunks_appear_on_first_set_only() {
@@ -137,11 +203,8 @@ mod tests {
         assert_eq!(t.get(12_345), None);
         let mut made = Vec::new();
         for (i, lpn) in [5u32, 70, 3 << 19, lpns - 1, 6].into_iter().enumerate() {
-            if !t.set(lpn, i as u32) {
-                let first = L2pTable::chunk_start(lpn);
-                made.push(first);
-                t.add_chunk(lpn, [first; CHUNK]);
-                assert!(t.set(lpn, i as u32));
+            if put(&mut t, lpn, i as u32) {
+                made.push(L2pTable::chunk_start(lpn));
             }
         }
         assert_eq!(made, [0, 64, 3 << 19, lpns - 64]);
@@ -154,21 +217,64 @@ mod tests {
         assert_eq!(t.get(128), None);
         assert!(t.has_chunk(63) && !t.has_chunk(64 * 2));
         assert_eq!(L2pTable::next_chunk_start(65), 128);
-        // 48 directory entries, 3 index pages, one slab.
-        assert_eq!(t.bytes(), 48 * 8 + 3 * 4096 + (1 << 20));
+        // 48 directory entries; three sparse regions, with a piece each.
+        let sparse = std::mem::size_of::<Sparse>() + 4 * 8 + 4096;
+        assert_eq!(t.bytes(), 48 * 16 + 3 * sparse);
     }
 
     #[test]
-    fn thousands_of_chunks_span_slabs() {
+    fn thousands_of_chunks_span_pieces_and_regions() {
         let mut t = L2pTable::new(1 << 24);
         for c in 0..10_000u32 {
-            t.add_chunk(c * 64 + 1, [u32::MAX; CHUNK]);
-            t.set(c * 64 + 1, c);
+            let lpn = (c * 64 * 37) % (1 << 24) + 1;
+            assert!(put(&mut t, lpn, c), "chunk {c} once");
         }
         assert_eq!(t.chunks(), 10_000);
         for c in (0..10_000u32).step_by(997) {
-            assert_eq!(t.get(c * 64 + 1), Some(c));
-            assert_eq!(t.get(c * 64), Some(u32::MAX));
+            let lpn = (c * 64 * 37) % (1 << 24) + 1;
+            assert_eq!(t.get(lpn), Some(c));
+            assert_eq!(t.get(lpn - 1), Some(lpn - 1));
         }
+    }
+
+    /// The table against a plain array, through a region's change to dense.
+    #[test]
+    fn a_region_made_whole_turns_dense_and_keeps_every_entry() {
+        let lpns = REGION as u32 * 2 + 1000;
+        let mut t = L2pTable::new(lpns);
+        let mut model = vec![None; lpns as usize];
+        // Region 0 whole, in a scattered order; a few LPNs of regions 1 and 2.
+        let mut x = 12_345u64;
+        let order = (0..REGION as u64).map(|i| (i * 40_503 % REGION as u64) as u32);
+        for lpn in order.chain([REGION as u32 + 7, lpns - 1]) {
+            x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            let v = (x >> 33) as u32;
+            if put(&mut t, lpn, v) {
+                let first = L2pTable::chunk_start(lpn);
+                for l in first..(first + CHUNK as u32).min(lpns) {
+                    model[l as usize] = Some(first);
+                }
+            }
+            model[lpn as usize] = Some(v);
+        }
+        assert!(matches!(t.dir[0], Some(Region::Dense(_))));
+        assert!(matches!(t.dir[1], Some(Region::Sparse(_))));
+        assert_eq!(t.chunks(), REGION_CHUNKS + 2);
+        for lpn in 0..lpns {
+            assert_eq!(t.get(lpn), model[lpn as usize], "lpn {lpn}");
+        }
+        // Sets after the change land in the dense entries.
+        assert!(t.set(1234, 99) && t.get(1234) == Some(99));
+    }
+
+    /// A table written whole costs 4 bytes per LPN and 16 bytes per region.
+    #[test]
+    fn a_whole_table_costs_four_bytes_per_page() {
+        let lpns = REGION as u32 * 4;
+        let mut t = L2pTable::new(lpns);
+        for i in 0..lpns {
+            put(&mut t, (i as u64 * 2_654_435_761 % lpns as u64) as u32, i);
+        }
+        assert_eq!(t.bytes(), lpns as usize * 4 + 4 * 16);
     }
 }
