@@ -267,6 +267,41 @@ mod tests {
         assert!(t.set(1234, 99) && t.get(1234) == Some(99));
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+        /// Any sequence of sets reads back as a plain array would, whether its regions
+        /// end sparse or dense; the chunk count is the chunks touched.
+        #[test]
+        fn reads_back_as_a_plain_array(
+            lpns in 1u32..(REGION as u32 * 5 / 2),
+            ops in 0usize..30_000,
+            seed in proptest::prelude::any::<u64>(),
+        ) {
+            let mut t = L2pTable::new(lpns);
+            let mut model = vec![None; lpns as usize];
+            let mut touched = std::collections::HashSet::new();
+            let mut x = seed;
+            for _ in 0..ops {
+                x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+                let lpn = ((x >> 32) % lpns as u64) as u32;
+                let v = x as u32;
+                if put(&mut t, lpn, v) {
+                    let first = L2pTable::chunk_start(lpn);
+                    for l in first..(first + CHUNK as u32).min(lpns) {
+                        model[l as usize] = Some(first);
+                    }
+                }
+                model[lpn as usize] = Some(v);
+                touched.insert(lpn >> CHUNK_SHIFT);
+            }
+            proptest::prop_assert_eq!(t.chunks(), touched.len());
+            for lpn in 0..lpns {
+                proptest::prop_assert_eq!(t.get(lpn), model[lpn as usize], "lpn {}", lpn);
+                proptest::prop_assert_eq!(t.has_chunk(lpn), model[lpn as usize].is_some());
+            }
+        }
+    }
+
     /// A table written whole costs 4 bytes per LPN and 16 bytes per region.
     #[test]
     fn a_whole_table_costs_four_bytes_per_page() {
