@@ -115,12 +115,12 @@ fn written_pages_cost_the_l2p_and_a_bounded_reverse_map() {
         l2p as f64 / user as f64,
         m.moved_blocks()
     );
-    // The L2P: 4 bytes per page of its 116 whole regions and 16 bytes each; the 117th,
-    // written in its first 32,720 LPNs, is sparse: 512 chunks in 32 pieces and an
-    // index of 2 KiB.
+    // The L2P: 4 bytes per page of its 116 whole regions and 536 bytes each (its
+    // directory entry and its 64 pieces' pointers); the 117th, written in its first
+    // 32,720 LPNs, has 512 chunks in 32 pieces and an index of 2 KiB.
     assert_eq!(
         l2p,
-        116 * (256 << 10) + 117 * 16 + 32 * 4096 + 32 * 8 + 2080,
+        116 * ((256 << 10) + 528) + 117 * 8 + 528 + 2048 + 32 * 4096,
         "the L2P's bytes"
     );
     assert!(l2p as f64 / user as f64 <= 4.02);

@@ -2,14 +2,16 @@
 //! chunks of 64 entries (256 bytes) that exist only once one of their entries was set.
 //!
 //! The LPNs are cut into regions of 65,536 (256 MiB of data, 1,024 chunks). A region
-//! never written has nothing but its directory entry (16 bytes). A region written in
-//! part is sparse: a 2 KiB index of its chunks' slots and its chunks in the order they
-//! were made, sixteen to a 4 KiB piece. When its last chunk is made, the region becomes
-//! dense: its 65,536 entries in LPN order, 256 KiB, with no index. So a device written
-//! whole costs 4 bytes per page and 16 bytes per 256 MiB; a sparse region costs 256
-//! bytes per chunk touched, about 2.6 KiB, and less than a piece of room not yet used.
-//! A chunk, once made, stays (an unmap sets its entries, as a device's map keeps its
-//! pages).
+//! never written costs its directory entry, 8 bytes. A region's chunks live in 4 KiB
+//! pieces of 16, made as they fill. While the region is written in part, its chunks sit
+//! in the order they were made, and a 2 KiB index gives each chunk's slot. When its
+//! last chunk is made, the chunks are put in LPN order in the same pieces, one swap at a
+//! time, and the index goes: the region is dense. So a device written whole costs
+//! 4 bytes per page, plus 536 bytes per 256 MiB; a region written in part costs 256
+//! bytes per chunk touched, its index and less than a piece of room not yet used.
+//! Nothing is freed and made again when a region turns dense, so the process keeps no
+//! freed memory it cannot give back. A chunk, once made, stays (an unmap sets its
+//! entries, as a device's map keeps its pages).
 
 const CHUNK_SHIFT: u32 = 6;
 /// Entries per chunk.
@@ -20,31 +22,75 @@ const REGION: usize = 1 << REGION_SHIFT;
 /// Chunks per region.
 const REGION_CHUNKS: usize = REGION / CHUNK;
 const PIECE_SHIFT: u32 = 4;
-/// Chunks per piece of a sparse region.
+/// Chunks per piece.
 const PIECE: usize = 1 << PIECE_SHIFT;
+/// Pieces per region.
+const PIECES: usize = REGION_CHUNKS / PIECE;
 /// A slot meaning "no chunk".
 const NO_SLOT: u16 = u16::MAX;
 
 type Chunk = [u32; CHUNK];
+type Piece = [Chunk; PIECE];
 
-/// A region written in part.
-struct Sparse {
-    /// Each chunk's slot in `pieces`, or NO_SLOT.
-    slots: [u16; REGION_CHUNKS],
-    /// The chunks made, in the order they were made.
-    pieces: Vec<Box<[Chunk; PIECE]>>,
+struct Region {
+    /// Each chunk's slot in `pieces`, or NO_SLOT; None once the region is dense (every
+    /// chunk made, chunk `c` in slot `c`).
+    slots: Option<Box<[u16; REGION_CHUNKS]>>,
+    /// Slot `i` is chunk `i % PIECE` of piece `i / PIECE`; pieces are made in order.
+    pieces: [Option<Box<Piece>>; PIECES],
     made: u16,
 }
 
-enum Region {
-    Sparse(Box<Sparse>),
-    /// Every chunk made: the entries in LPN order.
-    Dense(Box<[u32; REGION]>),
+impl Region {
+    /// The slot of chunk `c` (of this region), if it was made.
+    #[inline(always)]
+    fn slot(&self, c: usize) -> Option<usize> {
+        match &self.slots {
+            None => Some(c),
+            Some(s) => match s[c] {
+                NO_SLOT => None,
+                x => Some(x as usize),
+            },
+        }
+    }
+
+    #[inline(always)]
+    fn chunk(&self, slot: usize) -> &Chunk {
+        let piece = self.pieces[slot >> PIECE_SHIFT].as_deref();
+        &piece.expect("a made slot's piece")[slot & (PIECE - 1)]
+    }
+
+    #[inline(always)]
+    fn chunk_mut(&mut self, slot: usize) -> &mut Chunk {
+        let piece = self.pieces[slot >> PIECE_SHIFT].as_deref_mut();
+        &mut piece.expect("a made slot's piece")[slot & (PIECE - 1)]
+    }
+
+    /// Puts every chunk in its own slot and drops the index (all chunks are made).
+    #[cold]
+    fn make_dense(&mut self) {
+        let slots = self.slots.take().expect("a sparse region");
+        // at[i]: the chunk in slot i.
+        let mut at = [0u16; REGION_CHUNKS];
+        for (c, &s) in slots.iter().enumerate() {
+            at[s as usize] = c as u16;
+        }
+        for i in 0..REGION_CHUNKS {
+            // Each swap puts one chunk in its own slot for good.
+            while at[i] as usize != i {
+                let j = at[i] as usize;
+                let tmp = *self.chunk(i);
+                *self.chunk_mut(i) = *self.chunk(j);
+                *self.chunk_mut(j) = tmp;
+                at.swap(i, j);
+            }
+        }
+    }
 }
 
 pub struct L2pTable {
     lpns: u32,
-    dir: Vec<Option<Region>>,
+    dir: Vec<Option<Box<Region>>>,
     chunks: u32,
 }
 
@@ -69,18 +115,9 @@ impl L2pTable {
     /// Where `lpn`'s entry is, if its chunk was made.
     #[inline]
     pub fn entry(&self, lpn: u32) -> Option<&u32> {
-        match &self.dir[(lpn >> REGION_SHIFT) as usize] {
-            None => None,
-            Some(Region::Dense(d)) => Some(&d[lpn as usize & (REGION - 1)]),
-            Some(Region::Sparse(s)) => {
-                let slot = s.slots[(lpn as usize >> CHUNK_SHIFT) & (REGION_CHUNKS - 1)];
-                if slot == NO_SLOT {
-                    return None;
-                }
-                let piece = &s.pieces[(slot >> PIECE_SHIFT) as usize];
-                Some(&piece[slot as usize & (PIECE - 1)][lpn as usize & (CHUNK - 1)])
-            }
-        }
+        let r = self.dir[(lpn >> REGION_SHIFT) as usize].as_deref()?;
+        let slot = r.slot((lpn as usize >> CHUNK_SHIFT) & (REGION_CHUNKS - 1))?;
+        Some(&r.chunk(slot)[lpn as usize & (CHUNK - 1)])
     }
 
     /// Whether `lpn`'s chunk exists.
@@ -92,19 +129,13 @@ impl L2pTable {
     /// Sets `lpn`'s entry if its chunk exists; false (nothing done) if not.
     #[inline]
     pub fn set(&mut self, lpn: u32, v: u32) -> bool {
-        let e = match &mut self.dir[(lpn >> REGION_SHIFT) as usize] {
-            None => return false,
-            Some(Region::Dense(d)) => &mut d[lpn as usize & (REGION - 1)],
-            Some(Region::Sparse(s)) => {
-                let slot = s.slots[(lpn as usize >> CHUNK_SHIFT) & (REGION_CHUNKS - 1)];
-                if slot == NO_SLOT {
-                    return false;
-                }
-                let piece = &mut s.pieces[(slot >> PIECE_SHIFT) as usize];
-                &mut piece[slot as usize & (PIECE - 1)][lpn as usize & (CHUNK - 1)]
-            }
+        let Some(r) = self.dir[(lpn >> REGION_SHIFT) as usize].as_deref_mut() else {
+            return false;
         };
-        *e = v;
+        let Some(slot) = r.slot((lpn as usize >> CHUNK_SHIFT) & (REGION_CHUNKS - 1)) else {
+            return false;
+        };
+        r.chunk_mut(slot)[lpn as usize & (CHUNK - 1)] = v;
         true
     }
 
@@ -114,34 +145,27 @@ impl L2pTable {
     #[cold]
     pub fn add_chunk(&mut self, lpn: u32, entries: Chunk) {
         assert!(!self.has_chunk(lpn), "lpn {lpn}'s chunk exists");
-        let region = self.dir[(lpn >> REGION_SHIFT) as usize].get_or_insert_with(|| {
-            Region::Sparse(Box::new(Sparse {
-                slots: [NO_SLOT; REGION_CHUNKS],
-                pieces: Vec::new(),
+        let r = self.dir[(lpn >> REGION_SHIFT) as usize].get_or_insert_with(|| {
+            Box::new(Region {
+                slots: Some(Box::new([NO_SLOT; REGION_CHUNKS])),
+                pieces: [const { None }; PIECES],
                 made: 0,
-            }))
+            })
         });
-        let Region::Sparse(s) = region else {
-            unreachable!("a dense region has every chunk")
-        };
-        let slot = s.made as usize;
+        let slot = r.made as usize;
         if slot.is_multiple_of(PIECE) {
-            s.pieces.push(Box::new([[0; CHUNK]; PIECE]));
+            r.pieces[slot >> PIECE_SHIFT] = Some(Box::new([[0; CHUNK]; PIECE]));
         }
-        s.pieces[slot >> PIECE_SHIFT][slot & (PIECE - 1)] = entries;
-        s.slots[(lpn as usize >> CHUNK_SHIFT) & (REGION_CHUNKS - 1)] = slot as u16;
-        s.made += 1;
+        *r.chunk_mut(slot) = entries;
+        let slots = r
+            .slots
+            .as_deref_mut()
+            .expect("a dense region has every chunk");
+        slots[(lpn as usize >> CHUNK_SHIFT) & (REGION_CHUNKS - 1)] = slot as u16;
+        r.made += 1;
         self.chunks += 1;
-        if s.made as usize == REGION_CHUNKS {
-            let mut d: Box<[u32; REGION]> = vec![0; REGION]
-                .into_boxed_slice()
-                .try_into()
-                .expect("a region's length");
-            for (c, dst) in d.chunks_exact_mut(CHUNK).enumerate() {
-                let slot = s.slots[c] as usize;
-                dst.copy_from_slice(&s.pieces[slot >> PIECE_SHIFT][slot & (PIECE - 1)]);
-            }
-            *region = Region::Dense(d);
+        if r.made as usize == REGION_CHUNKS {
+            r.make_dense();
         }
     }
 
@@ -168,16 +192,13 @@ impl L2pTable {
             .dir
             .iter()
             .flatten()
-            .map(|r| match r {
-                Region::Dense(_) => REGION * 4,
-                Region::Sparse(s) => {
-                    std::mem::size_of::<Sparse>()
-                        + s.pieces.capacity() * std::mem::size_of::<usize>()
-                        + s.pieces.len() * PIECE * CHUNK * 4
-                }
+            .map(|r| {
+                std::mem::size_of::<Region>()
+                    + r.slots.as_ref().map_or(0, |_| REGION_CHUNKS * 2)
+                    + r.pieces.iter().flatten().count() * std::mem::size_of::<Piece>()
             })
             .sum();
-        self.dir.len() * std::mem::size_of::<Option<Region>>() + regions
+        self.dir.len() * 8 + regions
     }
 }
 
@@ -217,9 +238,9 @@ mod tests {
         assert_eq!(t.get(128), None);
         assert!(t.has_chunk(63) && !t.has_chunk(64 * 2));
         assert_eq!(L2pTable::next_chunk_start(65), 128);
-        // 48 directory entries; three sparse regions, with a piece each.
-        let sparse = std::mem::size_of::<Sparse>() + 4 * 8 + 4096;
-        assert_eq!(t.bytes(), 48 * 16 + 3 * sparse);
+        // 48 directory entries; three sparse regions, with an index and a piece each.
+        let sparse = std::mem::size_of::<Region>() + 2048 + 4096;
+        assert_eq!(t.bytes(), 48 * 8 + 3 * sparse);
     }
 
     #[test]
@@ -257,8 +278,14 @@ mod tests {
             }
             model[lpn as usize] = Some(v);
         }
-        assert!(matches!(t.dir[0], Some(Region::Dense(_))));
-        assert!(matches!(t.dir[1], Some(Region::Sparse(_))));
+        assert!(
+            t.dir[0].as_ref().is_some_and(|r| r.slots.is_none()),
+            "dense"
+        );
+        assert!(
+            t.dir[1].as_ref().is_some_and(|r| r.slots.is_some()),
+            "sparse"
+        );
         assert_eq!(t.chunks(), REGION_CHUNKS + 2);
         for lpn in 0..lpns {
             assert_eq!(t.get(lpn), model[lpn as usize], "lpn {lpn}");
@@ -302,7 +329,7 @@ mod tests {
         }
     }
 
-    /// A table written whole costs 4 bytes per LPN and 16 bytes per region.
+    /// A table written whole costs 4 bytes per LPN and 536 bytes per region.
     #[test]
     fn a_whole_table_costs_four_bytes_per_page() {
         let lpns = REGION as u32 * 4;
@@ -310,6 +337,7 @@ mod tests {
         for i in 0..lpns {
             put(&mut t, (i as u64 * 2_654_435_761 % lpns as u64) as u32, i);
         }
-        assert_eq!(t.bytes(), lpns as usize * 4 + 4 * 16);
+        assert_eq!(std::mem::size_of::<Region>(), 8 + 64 * 8 + 8);
+        assert_eq!(t.bytes(), lpns as usize * 4 + 4 * (8 + 528));
     }
 }
