@@ -329,6 +329,29 @@ mod tests {
         }
     }
 
+    /// A region turns dense in the pieces it has: nothing is freed but the index, so
+    /// no freed memory is left for the process to hold.
+    #[test]
+    fn a_region_turns_dense_in_place() {
+        let mut t = L2pTable::new(REGION as u32);
+        // Every chunk but chunk 0, last to first.
+        for c in (1..REGION_CHUNKS as u32).rev() {
+            put(&mut t, c * CHUNK as u32 + 5, c);
+        }
+        let r = t.dir[0].as_deref().unwrap();
+        assert!(r.slots.is_some());
+        let before: Vec<*const Piece> = r.pieces.iter().flatten().map(|p| &**p as _).collect();
+        assert_eq!(before.len(), PIECES);
+        put(&mut t, 5, 0);
+        let r = t.dir[0].as_deref().unwrap();
+        assert!(r.slots.is_none(), "dense");
+        let after: Vec<*const Piece> = r.pieces.iter().flatten().map(|p| &**p as _).collect();
+        assert_eq!(before, after, "the same pieces");
+        for c in 0..REGION_CHUNKS {
+            assert_eq!(r.chunk(c)[5], c as u32, "chunk {c} in slot {c}");
+        }
+    }
+
     /// A table written whole costs 4 bytes per LPN and 536 bytes per region.
     #[test]
     fn a_whole_table_costs_four_bytes_per_page() {
