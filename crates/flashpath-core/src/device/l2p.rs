@@ -36,8 +36,9 @@ struct Region {
     /// Each chunk's slot in `pieces`, or NO_SLOT; None once the region is dense (every
     /// chunk made, chunk `c` in slot `c`).
     slots: Option<Box<[u16; REGION_CHUNKS]>>,
-    /// Slot `i` is chunk `i % PIECE` of piece `i / PIECE`; pieces are made in order.
+    /// Slot `i` is entry `i % PIECE` of piece `i / PIECE`; pieces are made in order.
     pieces: [Option<Box<Piece>>; PIECES],
+    /// Chunks made: slots `0..made` hold them.
     made: u16,
 }
 
