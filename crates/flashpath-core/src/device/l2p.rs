@@ -8,7 +8,8 @@
 //! last chunk is made, the chunks are put in LPN order in the same pieces, one swap at a
 //! time, and the index goes: the region is dense. So a device written whole costs
 //! 4 bytes per page, plus 536 bytes per 256 MiB; a region written in part costs 256
-//! bytes per chunk touched, its index and less than a piece of room not yet used.
+//! bytes per chunk touched, its index, its own 528 bytes and less than a piece of room
+//! not yet used.
 //! Nothing is freed and made again when a region turns dense, so the process keeps no
 //! freed memory it cannot give back. A chunk, once made, stays (an unmap sets its
 //! entries, as a device's map keeps its pages).
