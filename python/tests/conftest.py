@@ -27,6 +27,18 @@ def flashpath_bin() -> str:
     pytest.fail("no flashpath binary: run `cargo build -p flashpath-cli` or set FLASHPATH_BIN")
 
 
+@pytest.fixture
+def ctrl_c():
+    """Ctrl-C raises KeyboardInterrupt in the test, as in an interactive Python. A runner
+    that starts the tests with SIGINT ignored (a background job of a non-interactive
+    shell, nohup) leaves Python without its handler, and a test's own SIGINT would do
+    nothing."""
+    import signal
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, old)
+
+
 @pytest.fixture(scope="session")
 def ray_local():
     """A local Ray instance of two CPUs for the session."""

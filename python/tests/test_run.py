@@ -92,7 +92,7 @@ def test_stop_ends_a_run_as_interrupted():
     assert "interrupted" in json.loads(c.stdout)["flashpath"]
 
 
-def test_ctrl_c_stops_the_simulation_and_raises_keyboard_interrupt():
+def test_ctrl_c_stops_the_simulation_and_raises_keyboard_interrupt(ctrl_c):
     timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
     timer.start()
     t = time.monotonic()
@@ -103,7 +103,7 @@ def test_ctrl_c_stops_the_simulation_and_raises_keyboard_interrupt():
     assert flashpath.run(SMALL, **SYSTEM).status == 0
 
 
-def test_ctrl_c_stops_a_command_that_simulates_in_worker_threads():
+def test_ctrl_c_stops_a_command_that_simulates_in_worker_threads(ctrl_c):
     # validate runs its reproductions on all cores; a minute or more without a stop.
     timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
     timer.start()

@@ -118,7 +118,7 @@ def test_cli_run_local_and_ray_sweeps_give_identical_figures(flashpath_bin, ray_
                 assert row[k] == v, k
 
 
-def test_ctrl_c_stops_a_sweep_and_it_resumes_from_what_it_saved(tmp_path, monkeypatch):
+def test_ctrl_c_stops_a_sweep_and_it_resumes_from_what_it_saved(tmp_path, monkeypatch, ctrl_c):
     import os
     import signal
     import threading
