@@ -83,7 +83,7 @@ r1=$(kib reads_1m) r100=$(kib reads_100m) w0=$(kib writes_10k) w1=$(kib writes_1
 # The model's cost of the written device, KiB: 4 bytes per 4 KiB page and 536 bytes per
 # region of 65,536 pages, plus the reverse map's 16 MiB.
 pages=$((capacity / 4096))
-model_kib=$(awk "BEGIN{printf \"%d\", ($pages * 4 + ($pages / 65536 + 1) * 536) / 1024 + 16 * 1024}")
+model_kib=$(awk "BEGIN{printf \"%d\", ($pages * 4 + int(($pages + 65535) / 65536) * 536) / 1024 + 16 * 1024}")
 bound_kib=$((w0 + model_kib + SLACK_MIB * 1024))
 echo "memory: writes_2x bound: base $(mib "$w0") + L2P and reverse map $(mib "$model_kib") ($capacity bytes written) + $SLACK_MIB MiB = $(mib "$bound_kib")"
 
