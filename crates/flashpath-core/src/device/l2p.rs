@@ -190,17 +190,20 @@ impl L2pTable {
 
     /// Bytes this table holds now.
     pub fn bytes(&self) -> usize {
+        use std::mem::size_of;
         let regions: usize = self
             .dir
             .iter()
             .flatten()
             .map(|r| {
-                std::mem::size_of::<Region>()
-                    + r.slots.as_ref().map_or(0, |_| REGION_CHUNKS * 2)
-                    + r.pieces.iter().flatten().count() * std::mem::size_of::<Piece>()
+                size_of::<Region>()
+                    + r.slots
+                        .as_ref()
+                        .map_or(0, |_| size_of::<[u16; REGION_CHUNKS]>())
+                    + r.pieces.iter().flatten().count() * size_of::<Piece>()
             })
             .sum();
-        self.dir.len() * 8 + regions
+        self.dir.len() * size_of::<Option<Box<Region>>>() + regions
     }
 }
 
