@@ -2,7 +2,7 @@
 //! small job to run on whatever system a target builds.
 
 use flashpath_cli::run;
-use std::sync::Once;
+use std::sync::{Once, OnceLock};
 
 /// The error as `flashpath` prints it (its chain of causes, outermost first, through
 /// `one_line`): it must say something, on one line.
@@ -40,17 +40,18 @@ pub fn env() -> flashpath_fio::parse::Env {
     env
 }
 
-/// The device presets the repository ships, by name.
-pub const DEVICES: &[&str] = &[
-    "emmc441-2011-au-8g",
-    "emmc51-hs400-32g-mlc",
-    "emmc51-hs400-32g",
-    "emmc51-hs400-8g",
-    "microsd-lexar-633x-32g",
-    "sd-flashbench-readme-4g",
-    "sd-samsung-pro-plus-128g",
-    "ufs21-64g",
-];
+/// The device presets the repository ships, by name (from the command's own list, so
+/// a new preset is fuzzed as soon as it ships).
+pub fn devices() -> &'static [String] {
+    static D: OnceLock<Vec<String>> = OnceLock::new();
+    D.get_or_init(|| flashpath_cli::shipped_names("device"))
+}
+
+/// The host presets the repository ships, by name.
+pub fn hosts() -> &'static [String] {
+    static H: OnceLock<Vec<String>> = OnceLock::new();
+    H.get_or_init(|| flashpath_cli::shipped_names("host"))
+}
 
 /// Runs fio arguments `fio` with flashpath's `opts` as `flashpath fio` would, up to
 /// the end of the simulation (no report is written): every error must be one line,

@@ -21,6 +21,7 @@ pub mod jobmap;
 mod measure;
 mod plot;
 mod presets;
+pub use presets::shipped_names;
 pub mod replay;
 mod report;
 mod repro;

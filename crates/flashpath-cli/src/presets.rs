@@ -100,16 +100,21 @@ pub(crate) fn text_of(kind: &str, spec: &str) -> Result<(String, String)> {
             .with_context(|| format!("{spec}: cannot read preset file"))?;
         return Ok((text, spec.to_string()));
     }
-    let names: Vec<String> = SHIPPED
+    bail!(
+        "unknown {kind} preset '{spec}' (shipped: {}; or give a path to a .toml file)",
+        shipped_names(kind).join(", ")
+    )
+}
+
+/// The names of the shipped presets of `kind` ("device" or "host"), in the order the
+/// repository lists them (the fuzz targets pick from these).
+pub fn shipped_names(kind: &str) -> Vec<String> {
+    SHIPPED
         .iter()
         .filter_map(|(_, t)| preset::header(t))
         .filter(|(k, _, _)| k == kind)
         .map(|(_, n, _)| n)
-        .collect();
-    bail!(
-        "unknown {kind} preset '{spec}' (shipped: {}; or give a path to a .toml file)",
-        names.join(", ")
-    )
+        .collect()
 }
 
 fn preset_err(e: PresetError) -> anyhow::Error {
