@@ -1,0 +1,36 @@
+//! Fuzzes whole runs on every shipped system: the first byte picks a shipped device
+//! preset and the second a `--driver` (0: the device's default; any driver), and the
+//! rest is NUL-separated fio arguments of one job, simulated to its end. Caps follow the
+//! fuzzed arguments (fio takes the last of an option), so a run stays short: at most
+//! 64 I/Os, 256 KiB of them. Errors are one line; nothing panics.
+#![no_main]
+
+use flashpath_cli::run;
+use flashpath_core::host::DRIVER_NAMES;
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let [device, driver, rest @ ..] = data else {
+        return;
+    };
+    flashpath_fuzz::enter_scratch();
+    let devices = flashpath_fuzz::devices();
+    let mut args = vec![
+        "--device".to_string(),
+        devices[*device as usize % devices.len()].clone(),
+        "--precondition".to_string(),
+        "off".to_string(),
+    ];
+    if *driver != 0 {
+        args.push("--driver".to_string());
+        args.push(DRIVER_NAMES[(*driver as usize - 1) % DRIVER_NAMES.len()].to_string());
+    }
+    let opts = match run::split_options(&args) {
+        Ok((o, _)) => o,
+        Err(e) => return flashpath_fuzz::check_error(&e),
+    };
+    let mut fio = vec!["--name=fuzz".to_string()];
+    fio.extend(flashpath_fuzz::arguments(rest).into_iter().take(24));
+    fio.extend(["--number_ios=64", "--io_size=256k"].map(String::from));
+    flashpath_fuzz::run_fio(&opts, &fio);
+});
