@@ -57,6 +57,16 @@ pub fn hosts() -> &'static [String] {
 /// the end of the simulation (no report is written): every error must be one line,
 /// and nothing may panic.
 pub fn run_fio(opts: &run::Options, fio: &[String]) {
+    run_fio_if(opts, fio, |_| true);
+}
+
+/// As `run_fio`, but simulates only when `short` accepts the set-up jobs (a run of
+/// millions of I/Os is not a hang to report).
+pub fn run_fio_if(
+    opts: &run::Options,
+    fio: &[String],
+    short: impl Fn(&[flashpath_core::workload::JobConfig]) -> bool,
+) {
     let inv = match run::parse_fio(fio, &env()) {
         Ok(i) => i,
         Err(e) => return check_error(&e),
@@ -65,6 +75,9 @@ pub fn run_fio(opts: &run::Options, fio: &[String]) {
         Ok(s) => s,
         Err(e) => return check_error(&e),
     };
+    if !short(&set.cfg.jobs) {
+        return;
+    }
     if let Err(e) = run::simulate(set.cfg, false) {
         check_error(&e);
     }
