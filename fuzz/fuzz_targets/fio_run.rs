@@ -8,7 +8,6 @@
 #![no_main]
 
 use flashpath_cli::run;
-use flashpath_core::host::DRIVER_NAMES;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -16,17 +15,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     flashpath_fuzz::enter_scratch();
-    let devices = flashpath_fuzz::devices();
-    let mut args = vec![
-        "--device".to_string(),
-        devices[*device as usize % devices.len()].clone(),
-        "--precondition".to_string(),
-        "off".to_string(),
-    ];
-    if *driver != 0 {
-        args.push("--driver".to_string());
-        args.push(DRIVER_NAMES[(*driver as usize - 1) % DRIVER_NAMES.len()].to_string());
-    }
+    let args = flashpath_fuzz::system(*device, *driver, 0);
     let opts = match run::split_options(&args) {
         Ok((o, _)) => o,
         Err(e) => return flashpath_fuzz::check_error(&e),

@@ -9,7 +9,6 @@
 #![no_main]
 
 use flashpath_cli::run;
-use flashpath_core::host::DRIVER_NAMES;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -17,22 +16,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     flashpath_fuzz::enter_scratch();
-    let devices = flashpath_fuzz::devices();
-    let hosts = flashpath_fuzz::hosts();
-    let mut args = vec![
-        "--device".to_string(),
-        devices[*device as usize % devices.len()].clone(),
-        "--precondition".to_string(),
-        "off".to_string(),
-    ];
-    if *driver != 0 {
-        args.push("--driver".to_string());
-        args.push(DRIVER_NAMES[(*driver as usize - 1) % DRIVER_NAMES.len()].to_string());
-    }
-    if *host != 0 {
-        args.push("--host".to_string());
-        args.push(hosts[(*host as usize - 1) % hosts.len()].clone());
-    }
+    let mut args = flashpath_fuzz::system(*device, *driver, *host);
     for s in String::from_utf8_lossy(rest).split('\0').take(16) {
         args.push("--set".to_string());
         args.push(s.to_string());

@@ -42,15 +42,39 @@ pub fn env() -> flashpath_fio::parse::Env {
 
 /// The device presets the repository ships, by name (from the command's own list, so
 /// a new preset is fuzzed as soon as it ships).
-pub fn devices() -> &'static [String] {
+fn devices() -> &'static [String] {
     static D: OnceLock<Vec<String>> = OnceLock::new();
     D.get_or_init(|| flashpath_cli::shipped_names("device"))
 }
 
 /// The host presets the repository ships, by name.
-pub fn hosts() -> &'static [String] {
+fn hosts() -> &'static [String] {
     static H: OnceLock<Vec<String>> = OnceLock::new();
     H.get_or_init(|| flashpath_cli::shipped_names("host"))
+}
+
+/// flashpath's options for the system three bytes pick: a shipped device preset, a
+/// `--driver` (0: the device's default; any driver, so ones the device does not take
+/// give errors to check) and a shipped `--host` (0: the device's default). No
+/// preconditioning.
+pub fn system(device: u8, driver: u8, host: u8) -> Vec<String> {
+    use flashpath_core::host::DRIVER_NAMES;
+    let (devices, hosts) = (devices(), hosts());
+    let mut args = vec![
+        "--device".to_string(),
+        devices[device as usize % devices.len()].clone(),
+        "--precondition".to_string(),
+        "off".to_string(),
+    ];
+    if driver != 0 {
+        args.push("--driver".to_string());
+        args.push(DRIVER_NAMES[(driver as usize - 1) % DRIVER_NAMES.len()].to_string());
+    }
+    if host != 0 {
+        args.push("--host".to_string());
+        args.push(hosts[(host as usize - 1) % hosts.len()].clone());
+    }
+    args
 }
 
 /// Runs fio arguments `fio` with flashpath's `opts` as `flashpath fio` would, up to
