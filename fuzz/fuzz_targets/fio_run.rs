@@ -3,7 +3,7 @@
 //! rest is NUL-separated fio arguments of one job, simulated to its end. Caps follow the
 //! fuzzed arguments (fio takes the last of an option): 64 I/Os, 256 KiB of them. A run
 //! with a job that is not held to at most 64 I/Os (the fuzzed arguments began another
-//! job, or set number_ios themselves) is set up but not simulated: a fio job of a
+//! job, and the caps hold only the last) is set up but not simulated: a fio job of a
 //! whole device's I/Os is long, not hung. Errors are one line; nothing panics.
 #![no_main]
 
