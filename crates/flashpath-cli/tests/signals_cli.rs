@@ -22,7 +22,7 @@ fn interrupt(
 
 /// The endless run's arguments.
 fn run_args(format: &str) -> Vec<String> {
-    [
+    let mut args = [
         "fio",
         "--name=a",
         "--rw=randread",
@@ -31,10 +31,10 @@ fn run_args(format: &str) -> Vec<String> {
         "--runtime=1000000",
         "--time_based",
     ]
-    .iter()
-    .map(|a| a.to_string())
-    .chain([format!("--output-format={format}")])
-    .collect()
+    .map(String::from)
+    .to_vec();
+    args.push(format!("--output-format={format}"));
+    args
 }
 
 /// Spawns `cmd` (a run, or a shell that execs one), waits `after`, sends the signals
