@@ -4,8 +4,13 @@
 //! 16 psync threads of 4 KiB random reads over 4 GiB on ufs21-64g with ufs-hpb (the HPB
 //! iozone sweep's shape: prep, HPB READ, hints, map loads); and the allocation-unit FTL:
 //! 4 psync threads of 4 KiB random writes on the 2011 eMMC (small-write log, log
-//! cleaning with AU merges). Each starts with `--precondition sequential`. Criterion
-//! reports the time of one run; I/Os per second = IOS / that time.
+//! cleaning with AU merges); and buffered I/O through the page cache on the 32 GB eMMC
+//! with the SC9863A phone's 1 GiB cache: one psync thread reading 2 GiB in order in
+//! 128 KiB reads (readahead; the cache fills, then each new page evicts the oldest), and
+//! one reading 4 KiB at random over 4 GiB (a page cache lookup, a miss, a fill and an
+//! eviction each). Each starts with `--precondition sequential`. Criterion reports the
+//! time of one run; I/Os (pages, for the sequential read) per second = their count /
+//! that time.
 //! (`cargo bench -p flashpath-core --bench sim_randread`; runs once in `cargo test`.)
 //! The eMMC's libaio QD32 random reads are `sim_speed`'s `emmc_randread_4k_qd32`.
 
@@ -15,6 +20,7 @@ use common::{device, host, psync_threads};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use flashpath_core::host::DriverKind;
 use flashpath_core::sim::{run, Precondition, SimConfig};
+use flashpath_core::workload::{JobConfig, Pattern};
 
 const EMMC_HOST: &str = include_str!("../../../presets/hosts/sprd-sc9863a.toml");
 
@@ -61,6 +67,24 @@ fn au_config(ios: u64) -> SimConfig {
     }
 }
 
+/// One psync thread of buffered reads (`pattern`, `bs` bytes each) over `span` bytes,
+/// `bytes` in all, on the 32 GB eMMC with sprd-sc9863a's 1 GiB page cache.
+fn buffered_config(pattern: Pattern, bs: u64, span: u64, bytes: u64) -> SimConfig {
+    let mut job = JobConfig::simple("bench", pattern, 100, bs, span);
+    job.direct = false;
+    job.io_limit = bytes;
+    SimConfig {
+        driver: DriverKind::MmcLegacy,
+        host: host(EMMC_HOST),
+        device: device(
+            include_str!("../../../presets/devices/emmc51-hs400-32g.toml"),
+            &[],
+        ),
+        jobs: vec![job],
+        precondition: Precondition::Sequential,
+    }
+}
+
 fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("sim");
     g.sample_size(10);
@@ -79,6 +103,19 @@ fn bench(c: &mut Criterion) {
     let cfg = au_config(ios);
     g.throughput(Throughput::Elements(ios));
     g.bench_function("au_randwrite_4k_psync_4threads", |b| {
+        b.iter(|| run(cfg.clone()).unwrap())
+    });
+    // 2 GiB under `cargo bench` (2 × the cache: half the pages evict one).
+    let pages = common::ios() / 2;
+    let cfg = buffered_config(Pattern::Sequential, 128 << 10, 2 << 30, pages * 4096);
+    g.throughput(Throughput::Elements(pages));
+    g.bench_function("buffered_seqread_128k_psync_pages", |b| {
+        b.iter(|| run(cfg.clone()).unwrap())
+    });
+    let ios = common::ios() / 5;
+    let cfg = buffered_config(Pattern::Random, 4096, 4 << 30, ios * 4096);
+    g.throughput(Throughput::Elements(ios));
+    g.bench_function("buffered_randread_4k_psync", |b| {
         b.iter(|| run(cfg.clone()).unwrap())
     });
     g.finish();

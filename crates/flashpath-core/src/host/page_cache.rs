@@ -18,9 +18,18 @@
 //! dirty and writeback pages are never dropped (they must be written first). The
 //! PG_readahead mark is kept per page for on-demand readahead.
 //! Units: pages (4 KiB), nanoseconds.
+//!
+//! Memory: a cached page costs its 24-byte slot (index, LRU links, owner, flags) and
+//! its entry in the index, a hash table of 4-byte slot numbers (about 32 bytes a page
+//! in all; a full 8 GiB cache, 2 M pages, about 70 MB). The LRU is a doubly linked list
+//! through the slots, so touching a page or evicting one allocates nothing. Freed slots
+//! are reused, never given back: the cache's memory is its high-water mark, at most
+//! its capacity's. (Slot numbers are 32 bits: 2^32 cached pages, a 16 TiB cache,
+//! would need about 100 GiB of this process's memory first.)
 
 use crate::engine::SimTime;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use hashbrown::HashTable;
+use std::collections::BTreeSet;
 
 /// Page size (PAGE_SIZE on arm64/x86 with 4 KiB pages).
 pub const PAGE: u64 = 4096;
@@ -40,24 +49,46 @@ impl PageState {
     }
 }
 
+/// No slot: the end of the LRU list or of the free list.
+const NIL: u32 = u32::MAX;
+
 #[derive(Clone, Copy, Debug)]
 struct Page {
-    state: PageState,
-    stamp: u64,
-    readahead: bool,
+    /// The page's index on the device.
+    idx: u64,
+    /// The LRU neighbours: `prev` is the next older page, `next` the next newer one
+    /// (NIL at the ends). A free slot's `next` is the next free slot.
+    prev: u32,
+    next: u32,
     /// The job thread that last dirtied the page (writeback is attributed to it).
     owner: u32,
+    state: PageState,
+    readahead: bool,
 }
 
 /// Why a page could not be allocated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CacheFull;
 
+/// The hash of a page index: a folded 64×64→128-bit multiply, which mixes the index's
+/// bits into both the table's bucket (low bits) and its tag (high bits). Nothing
+/// iterates the table, so the hash decides no output.
+#[inline]
+fn hash(idx: u64) -> u64 {
+    let m = u128::from(idx).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    (m as u64) ^ ((m >> 64) as u64)
+}
+
 pub struct PageCache {
-    pages: HashMap<u64, Page>,
-    /// LRU order: stamp → page index (oldest first).
-    lru: BTreeMap<u64, u64>,
-    next_stamp: u64,
+    /// Cached pages' slots, found by page index.
+    index: HashTable<u32>,
+    slots: Vec<Page>,
+    /// The first free slot (NIL: none; new ones are pushed).
+    free: u32,
+    /// The least and the most recently used page (NIL when the cache is empty).
+    oldest: u32,
+    newest: u32,
+    len: u64,
     /// Dirty pages (state `Dirty`) in index order, for writeback in offset order.
     dirty_set: BTreeSet<u64>,
     capacity: u64,
@@ -72,9 +103,12 @@ impl PageCache {
     pub fn new(capacity: u64) -> Self {
         assert!(capacity > 0, "a page cache holds at least one page");
         PageCache {
-            pages: HashMap::new(),
-            lru: BTreeMap::new(),
-            next_stamp: 0,
+            index: HashTable::new(),
+            slots: Vec::new(),
+            free: NIL,
+            oldest: NIL,
+            newest: NIL,
+            len: 0,
             dirty_set: BTreeSet::new(),
             capacity,
             writeback: 0,
@@ -87,10 +121,10 @@ impl PageCache {
         self.capacity
     }
     pub fn len(&self) -> u64 {
-        self.pages.len() as u64
+        self.len
     }
     pub fn is_empty(&self) -> bool {
-        self.pages.is_empty()
+        self.len == 0
     }
     /// Pages in state `Dirty` (NR_FILE_DIRTY).
     pub fn dirty(&self) -> u64 {
@@ -104,65 +138,131 @@ impl PageCache {
         self.dirtied_when
     }
 
+    /// The slot of cached page `idx`.
+    #[inline]
+    fn slot(&self, idx: u64) -> Option<u32> {
+        let slots = &self.slots;
+        self.index
+            .find(hash(idx), |&s| slots[s as usize].idx == idx)
+            .copied()
+    }
+
+    #[inline]
+    fn get(&self, idx: u64) -> Option<&Page> {
+        self.slot(idx).map(|s| &self.slots[s as usize])
+    }
+
+    #[inline]
+    fn get_mut(&mut self, idx: u64) -> Option<&mut Page> {
+        self.slot(idx).map(|s| &mut self.slots[s as usize])
+    }
+
     pub fn state(&self, idx: u64) -> Option<PageState> {
-        self.pages.get(&idx).map(|p| p.state)
+        self.get(idx).map(|p| p.state)
     }
 
     pub fn owner(&self, idx: u64) -> Option<u32> {
-        self.pages.get(&idx).map(|p| p.owner)
+        self.get(idx).map(|p| p.owner)
     }
 
-    fn stamp(&mut self) -> u64 {
-        self.next_stamp += 1;
-        self.next_stamp
+    /// Takes slot `s` out of the LRU list.
+    fn unlink(&mut self, s: u32) {
+        let Page { prev, next, .. } = self.slots[s as usize];
+        match prev {
+            NIL => self.oldest = next,
+            p => self.slots[p as usize].next = next,
+        }
+        match next {
+            NIL => self.newest = prev,
+            n => self.slots[n as usize].prev = prev,
+        }
+    }
+
+    /// Puts slot `s` at the most recently used end of the LRU list.
+    fn link_newest(&mut self, s: u32) {
+        let last = self.newest;
+        let p = &mut self.slots[s as usize];
+        p.prev = last;
+        p.next = NIL;
+        match last {
+            NIL => self.oldest = s,
+            l => self.slots[l as usize].next = s,
+        }
+        self.newest = s;
     }
 
     /// mark_page_accessed: the page becomes the most recently used.
     pub fn touch(&mut self, idx: u64) {
-        let s = self.stamp();
-        if let Some(p) = self.pages.get_mut(&idx) {
-            self.lru.remove(&p.stamp);
-            p.stamp = s;
-            self.lru.insert(s, idx);
+        if let Some(s) = self.slot(idx) {
+            self.make_newest(s);
+        }
+    }
+
+    fn make_newest(&mut self, s: u32) {
+        if s != self.newest {
+            self.unlink(s);
+            self.link_newest(s);
         }
     }
 
     /// Drops the least recently used clean, unlocked page; false if there is none.
     fn evict_one(&mut self) -> bool {
-        let victim = self
-            .lru
-            .iter()
-            .find(|(_, idx)| self.pages[idx].state == PageState::Clean)
-            .map(|(&s, &idx)| (s, idx));
-        match victim {
-            Some((s, idx)) => {
-                self.lru.remove(&s);
-                self.pages.remove(&idx);
-                self.evictions += 1;
-                true
-            }
-            None => false,
+        let mut s = self.oldest;
+        while s != NIL && self.slots[s as usize].state != PageState::Clean {
+            s = self.slots[s as usize].next;
         }
+        if s == NIL {
+            return false;
+        }
+        self.unlink(s);
+        let idx = self.slots[s as usize].idx;
+        let slots = &self.slots;
+        self.index
+            .find_entry(hash(idx), |&x| slots[x as usize].idx == idx)
+            .expect("an evicted page is indexed")
+            .remove();
+        self.slots[s as usize].next = self.free;
+        self.free = s;
+        self.len -= 1;
+        self.evictions += 1;
+        true
     }
 
     /// Allocates an absent page in `state` (`Locked` for a read, `Dirty` for a write
     /// that covers it whole), evicting a clean page if the cache is full.
     fn insert(&mut self, idx: u64, state: PageState, owner: u32) -> Result<(), CacheFull> {
-        debug_assert!(!self.pages.contains_key(&idx));
-        if self.len() >= self.capacity && !self.evict_one() {
+        debug_assert!(self.slot(idx).is_none());
+        if self.len >= self.capacity && !self.evict_one() {
             return Err(CacheFull);
         }
-        let stamp = self.stamp();
-        self.pages.insert(
+        let page = Page {
             idx,
-            Page {
-                state,
-                stamp,
-                readahead: false,
-                owner,
-            },
-        );
-        self.lru.insert(stamp, idx);
+            prev: NIL,
+            next: NIL,
+            owner,
+            state,
+            readahead: false,
+        };
+        let s = match self.free {
+            NIL => {
+                let s = u32::try_from(self.slots.len())
+                    .ok()
+                    .filter(|&s| s != NIL)
+                    .expect("fewer than 2^32 - 1 cached pages");
+                self.slots.push(page);
+                s
+            }
+            s => {
+                self.free = self.slots[s as usize].next;
+                self.slots[s as usize] = page;
+                s
+            }
+        };
+        self.link_newest(s);
+        let slots = &self.slots;
+        self.index
+            .insert_unique(hash(idx), s, |&x| hash(slots[x as usize].idx));
+        self.len += 1;
         Ok(())
     }
 
@@ -173,24 +273,24 @@ impl PageCache {
 
     /// The read that filled the page ended: Locked → Clean (unlock_page, SetPageUptodate).
     pub fn fill_done(&mut self, idx: u64) {
-        let p = self.pages.get_mut(&idx).expect("filled page is cached");
+        let p = self.get_mut(idx).expect("filled page is cached");
         assert_eq!(p.state, PageState::Locked, "only a locked page is filled");
         p.state = PageState::Clean;
     }
 
     pub fn set_readahead(&mut self, idx: u64) {
-        if let Some(p) = self.pages.get_mut(&idx) {
+        if let Some(p) = self.get_mut(idx) {
             p.readahead = true;
         }
     }
 
     pub fn has_readahead(&self, idx: u64) -> bool {
-        self.pages.get(&idx).is_some_and(|p| p.readahead)
+        self.get(idx).is_some_and(|p| p.readahead)
     }
 
     /// TestClearPageReadahead.
     pub fn take_readahead(&mut self, idx: u64) -> bool {
-        match self.pages.get_mut(&idx) {
+        match self.get_mut(idx) {
             Some(p) => std::mem::take(&mut p.readahead),
             None => false,
         }
@@ -200,34 +300,36 @@ impl PageCache {
     /// Clean → Dirty; Writeback → redirty; Dirty stays. Locked pages must be waited for
     /// first. Returns whether the page became newly dirty.
     pub fn write(&mut self, idx: u64, owner: u32, now: SimTime) -> Result<bool, CacheFull> {
-        let state = self.state(idx);
-        let newly = match state {
+        let newly = match self.slot(idx) {
             None => {
                 self.insert(idx, PageState::Dirty, owner)?;
                 true
             }
-            Some(PageState::Locked) => panic!("writing a locked page"),
-            Some(PageState::Clean) => {
-                self.pages.get_mut(&idx).expect("cached").state = PageState::Dirty;
-                true
-            }
-            Some(PageState::Dirty) => false,
-            Some(PageState::Writeback { .. }) => {
-                self.pages.get_mut(&idx).expect("cached").state =
-                    PageState::Writeback { redirty: true };
-                false
+            Some(s) => {
+                let p = &mut self.slots[s as usize];
+                let newly = match p.state {
+                    PageState::Locked => panic!("writing a locked page"),
+                    PageState::Clean => {
+                        p.state = PageState::Dirty;
+                        true
+                    }
+                    PageState::Dirty => false,
+                    PageState::Writeback { .. } => {
+                        p.state = PageState::Writeback { redirty: true };
+                        false
+                    }
+                };
+                p.owner = owner;
+                self.make_newest(s);
+                newly
             }
         };
-        if let Some(p) = self.pages.get_mut(&idx) {
-            p.owner = owner;
-        }
         if newly {
             self.dirty_set.insert(idx);
             if self.dirtied_when.is_none() {
                 self.dirtied_when = Some(now);
             }
         }
-        self.touch(idx);
         Ok(newly)
     }
 
@@ -239,7 +341,8 @@ impl PageCache {
     /// clear_page_dirty_for_io + set_page_writeback: Dirty → Writeback. Returns the
     /// page's owner.
     pub fn start_writeback(&mut self, idx: u64) -> u32 {
-        let p = self.pages.get_mut(&idx).expect("dirty page is cached");
+        let s = self.slot(idx).expect("dirty page is cached");
+        let p = &mut self.slots[s as usize];
         assert_eq!(
             p.state,
             PageState::Dirty,
@@ -256,10 +359,8 @@ impl PageCache {
 
     /// end_page_writeback: Writeback → Clean, or Dirty if it was written meanwhile.
     pub fn end_writeback(&mut self, idx: u64, now: SimTime) {
-        let p = self
-            .pages
-            .get_mut(&idx)
-            .expect("page under writeback is cached");
+        let s = self.slot(idx).expect("page under writeback is cached");
+        let p = &mut self.slots[s as usize];
         let PageState::Writeback { redirty } = p.state else {
             panic!("end of writeback of a page not under writeback");
         };
@@ -375,5 +476,134 @@ mod tests {
         assert!(c.take_readahead(9));
         assert!(!c.take_readahead(9));
         assert!(!c.take_readahead(10));
+    }
+    /// The cache as a plain list, oldest first: what the LRU means, without its links.
+    #[derive(Default)]
+    struct Model {
+        pages: Vec<(u64, PageState, bool, u32)>,
+        capacity: usize,
+        evictions: u64,
+    }
+
+    impl Model {
+        fn pos(&self, idx: u64) -> Option<usize> {
+            self.pages.iter().position(|p| p.0 == idx)
+        }
+        fn make_newest(&mut self, at: usize) {
+            let p = self.pages.remove(at);
+            self.pages.push(p);
+        }
+        fn insert(&mut self, idx: u64, state: PageState, owner: u32) -> Result<(), CacheFull> {
+            if self.pages.len() >= self.capacity {
+                let v = self.pages.iter().position(|p| p.1 == PageState::Clean);
+                let Some(v) = v else {
+                    return Err(CacheFull);
+                };
+                self.pages.remove(v);
+                self.evictions += 1;
+            }
+            self.pages.push((idx, state, false, owner));
+            Ok(())
+        }
+    }
+
+    proptest::proptest! {
+        /// Any sequence of the cache's operations leaves it as the plain list would:
+        /// the same pages in the same LRU order, states, marks and owners, the same
+        /// evictions and the same refusals.
+        #[test]
+        fn behaves_as_a_plain_lru_list(
+            capacity in 1usize..12,
+            ops in proptest::collection::vec((0u8..7, 0u64..24, 0u32..4), 1..400),
+        ) {
+            let mut c = PageCache::new(capacity as u64);
+            let mut m = Model { capacity, ..Model::default() };
+            for (n, &(op, idx, owner)) in ops.iter().enumerate() {
+                let now = n as SimTime;
+                let at = m.pos(idx);
+                let state = at.map(|a| m.pages[a].1);
+                match op {
+                    0 if state.is_none() => {
+                        proptest::prop_assert_eq!(
+                            c.insert_locked(idx),
+                            m.insert(idx, PageState::Locked, u32::MAX)
+                        );
+                    }
+                    1 if state == Some(PageState::Locked) => {
+                        c.fill_done(idx);
+                        m.pages[at.unwrap()].1 = PageState::Clean;
+                    }
+                    2 if state != Some(PageState::Locked) => {
+                        let want = match at {
+                            None => m.insert(idx, PageState::Dirty, owner).map(|_| true),
+                            Some(a) => {
+                                let p = &mut m.pages[a];
+                                let newly = match p.1 {
+                                    PageState::Clean => {
+                                        p.1 = PageState::Dirty;
+                                        true
+                                    }
+                                    PageState::Writeback { .. } => {
+                                        p.1 = PageState::Writeback { redirty: true };
+                                        false
+                                    }
+                                    _ => false,
+                                };
+                                p.3 = owner;
+                                m.make_newest(a);
+                                Ok(newly)
+                            }
+                        };
+                        proptest::prop_assert_eq!(c.write(idx, owner, now), want);
+                    }
+                    3 => {
+                        c.touch(idx);
+                        if let Some(a) = at {
+                            m.make_newest(a);
+                        }
+                    }
+                    4 if state == Some(PageState::Dirty) => {
+                        proptest::prop_assert_eq!(c.start_writeback(idx), m.pages[at.unwrap()].3);
+                        m.pages[at.unwrap()].1 = PageState::Writeback { redirty: false };
+                    }
+                    5 if matches!(state, Some(PageState::Writeback { .. })) => {
+                        c.end_writeback(idx, now);
+                        let p = &mut m.pages[at.unwrap()];
+                        p.1 = match p.1 {
+                            PageState::Writeback { redirty: true } => PageState::Dirty,
+                            _ => PageState::Clean,
+                        };
+                    }
+                    6 => {
+                        if owner % 2 == 0 {
+                            c.set_readahead(idx);
+                            if let Some(a) = at {
+                                m.pages[a].2 = true;
+                            }
+                        } else {
+                            let want = at.is_some_and(|a| std::mem::take(&mut m.pages[a].2));
+                            proptest::prop_assert_eq!(c.take_readahead(idx), want);
+                        }
+                    }
+                    _ => {}
+                }
+                // The same pages, oldest first, through the cache's own links.
+                let mut got = Vec::new();
+                let mut s = c.oldest;
+                while s != NIL {
+                    let p = &c.slots[s as usize];
+                    got.push((p.idx, p.state, p.readahead, p.owner));
+                    s = p.next;
+                }
+                proptest::prop_assert_eq!(&got, &m.pages);
+                proptest::prop_assert_eq!(c.len(), m.pages.len() as u64);
+                proptest::prop_assert_eq!(c.evictions, m.evictions);
+                let dirty = m.pages.iter().filter(|p| p.1 == PageState::Dirty).count();
+                proptest::prop_assert_eq!(c.dirty(), dirty as u64);
+                for q in 0..24 {
+                    proptest::prop_assert_eq!(c.state(q), m.pos(q).map(|a| m.pages[a].1));
+                }
+            }
+        }
     }
 }
