@@ -1,16 +1,4 @@
-//! Fuzzes the command line: NUL-separated arguments (no job files are read: an
-//! argument naming a file that does not exist is an ordinary error).
+//! The `command_line` fuzz target: `flashpath_fuzz::targets::command_line` says what it takes and checks.
 #![no_main]
 
-use libfuzzer_sys::fuzz_target;
-
-fuzz_target!(|data: &[u8]| {
-    let args = flashpath_fuzz::arguments(data);
-    let mut env = flashpath_fio::parse::Env::fixed();
-    // A directory with no job files in it, so fuzzed names never read real files.
-    env.cwd = std::path::PathBuf::from("/nonexistent-flashpath-fuzz");
-    if let Err(e) = flashpath_fio::parse::parse_command_line(&args, &env) {
-        let s = e.to_string();
-        assert!(!s.contains('\n'), "error is not one line: {s:?}");
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| flashpath_fuzz::targets::command_line(data));

@@ -1,5 +1,8 @@
 //! What the fuzz targets share: the command's error check, a scratch directory, and a
-//! small job to run on whatever system a target builds.
+//! small job to run on whatever system a target builds; the targets themselves are in
+//! `targets`.
+
+pub mod targets;
 
 use flashpath_cli::run;
 use std::sync::{Once, OnceLock};
