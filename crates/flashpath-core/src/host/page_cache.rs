@@ -14,9 +14,15 @@
 //!   require stable pages, so the writer does not wait).
 //!
 //! An LRU (one list: Linux's active/inactive split is left out) bounds the cache at its
-//! capacity; eviction takes the least recently used clean page that is not locked:
-//! dirty and writeback pages are never dropped (they must be written first). The
-//! PG_readahead mark is kept per page for on-demand readahead.
+//! capacity; eviction takes the least recently used clean page. Dirty and writeback
+//! pages are never dropped (they must be written first), nor locked ones. Reclaim walks
+//! from the oldest page, and a page it cannot drop goes to the young end, as
+//! mm/vmscan.c's shrink_folio_list does with it: a dirty or writeback page is
+//! activated with PG_reclaim set (`activate_locked`), and a locked one put back
+//! (`keep`). When the writeback of a PG_reclaim page ends and leaves it clean, it goes
+//! to the old end, the next to be reclaimed (folio_end_writeback's
+//! folio_rotate_reclaimable). So reclaim meets each page it skips once, not at every
+//! eviction. The PG_readahead mark is kept per page for on-demand readahead.
 //! Units: pages (4 KiB), nanoseconds.
 //!
 //! Memory: a cached page costs its 24-byte slot (index, LRU links, owner, flags) and
@@ -64,6 +70,8 @@ struct Page {
     owner: u32,
     state: PageState,
     readahead: bool,
+    /// PG_reclaim: reclaim met the page dirty or under writeback.
+    reclaim: bool,
 }
 
 /// Why a page could not be allocated.
@@ -89,6 +97,8 @@ pub struct PageCache {
     oldest: u32,
     newest: u32,
     len: u64,
+    /// Pages in state `Clean` (the ones reclaim may drop).
+    clean: u64,
     /// Dirty pages (state `Dirty`) in index order, for writeback in offset order.
     dirty_set: BTreeSet<u64>,
     capacity: u64,
@@ -96,6 +106,8 @@ pub struct PageCache {
     /// When the inode went from clean to dirty (`inode->dirtied_when`).
     dirtied_when: Option<SimTime>,
     pub evictions: u64,
+    /// Pages reclaim looked at, dropped or not (/proc/vmstat's pgscan).
+    pub scanned: u64,
 }
 
 impl PageCache {
@@ -109,11 +121,13 @@ impl PageCache {
             oldest: NIL,
             newest: NIL,
             len: 0,
+            clean: 0,
             dirty_set: BTreeSet::new(),
             capacity,
             writeback: 0,
             dirtied_when: None,
             evictions: 0,
+            scanned: 0,
         }
     }
 
@@ -178,6 +192,19 @@ impl PageCache {
         }
     }
 
+    /// Puts slot `s` at the least recently used end of the LRU list.
+    fn link_oldest(&mut self, s: u32) {
+        let first = self.oldest;
+        let p = &mut self.slots[s as usize];
+        p.prev = NIL;
+        p.next = first;
+        match first {
+            NIL => self.newest = s,
+            f => self.slots[f as usize].prev = s,
+        }
+        self.oldest = s;
+    }
+
     /// Puts slot `s` at the most recently used end of the LRU list.
     fn link_newest(&mut self, s: u32) {
         let last = self.newest;
@@ -205,15 +232,23 @@ impl PageCache {
         }
     }
 
-    /// Drops the least recently used clean, unlocked page; false if there is none.
+    /// Drops the least recently used clean page; false if there is none. The pages it
+    /// meets before it go to the young end (dirty and writeback ones marked PG_reclaim).
     fn evict_one(&mut self) -> bool {
-        let mut s = self.oldest;
-        while s != NIL && self.slots[s as usize].state != PageState::Clean {
-            s = self.slots[s as usize].next;
-        }
-        if s == NIL {
+        if self.clean == 0 {
             return false;
         }
+        let s = loop {
+            let s = self.oldest;
+            self.scanned += 1;
+            let p = &mut self.slots[s as usize];
+            match p.state {
+                PageState::Clean => break s,
+                PageState::Dirty | PageState::Writeback { .. } => p.reclaim = true,
+                PageState::Locked => {}
+            }
+            self.make_newest(s);
+        };
         self.unlink(s);
         let idx = self.slots[s as usize].idx;
         let slots = &self.slots;
@@ -224,6 +259,7 @@ impl PageCache {
         self.slots[s as usize].next = self.free;
         self.free = s;
         self.len -= 1;
+        self.clean -= 1;
         self.evictions += 1;
         true
     }
@@ -242,6 +278,7 @@ impl PageCache {
             owner,
             state,
             readahead: false,
+            reclaim: false,
         };
         let s = match self.free {
             NIL => {
@@ -276,6 +313,7 @@ impl PageCache {
         let p = self.get_mut(idx).expect("filled page is cached");
         assert_eq!(p.state, PageState::Locked, "only a locked page is filled");
         p.state = PageState::Clean;
+        self.clean += 1;
     }
 
     pub fn set_readahead(&mut self, idx: u64) {
@@ -311,6 +349,7 @@ impl PageCache {
                     PageState::Locked => panic!("writing a locked page"),
                     PageState::Clean => {
                         p.state = PageState::Dirty;
+                        self.clean -= 1;
                         true
                     }
                     PageState::Dirty => false,
@@ -358,12 +397,14 @@ impl PageCache {
     }
 
     /// end_page_writeback: Writeback → Clean, or Dirty if it was written meanwhile.
+    /// PG_reclaim is cleared; a page that had it and is now clean goes to the old end.
     pub fn end_writeback(&mut self, idx: u64, now: SimTime) {
         let s = self.slot(idx).expect("page under writeback is cached");
         let p = &mut self.slots[s as usize];
         let PageState::Writeback { redirty } = p.state else {
             panic!("end of writeback of a page not under writeback");
         };
+        let reclaim = std::mem::take(&mut p.reclaim);
         self.writeback -= 1;
         if redirty {
             p.state = PageState::Dirty;
@@ -373,17 +414,12 @@ impl PageCache {
             }
         } else {
             p.state = PageState::Clean;
+            self.clean += 1;
+            if reclaim && s != self.oldest {
+                self.unlink(s);
+                self.link_oldest(s);
+            }
         }
-    }
-
-    /// Pages under writeback in `lo..hi`.
-    pub fn writeback_in(&self, lo: u64, hi: u64) -> u64 {
-        if self.writeback == 0 {
-            return 0;
-        }
-        (lo..hi)
-            .filter(|i| matches!(self.state(*i), Some(PageState::Writeback { .. })))
-            .count() as u64
     }
 }
 
@@ -432,7 +468,7 @@ mod tests {
         assert_eq!(c.dirtied_when(), None);
         assert_eq!(c.write(2, 5, 50), Ok(false));
         assert_eq!(c.state(2), Some(PageState::Writeback { redirty: true }));
-        assert_eq!(c.writeback_in(0, 8), 1);
+        assert_eq!(c.writeback(), 1);
         c.end_writeback(2, 60);
         assert_eq!(c.state(2), Some(PageState::Dirty));
         assert_eq!(c.dirtied_when(), Some(60));
@@ -469,6 +505,61 @@ mod tests {
     }
 
     #[test]
+    fn reclaim_moves_what_it_skips_to_the_young_end_and_written_back_pages_to_the_old() {
+        let mut c = PageCache::new(4);
+        c.write(0, 0, 0).unwrap(); // dirty, oldest
+        c.write(1, 0, 0).unwrap(); // dirty
+        c.start_writeback(1);
+        c.insert_locked(2).unwrap(); // clean once filled
+        c.fill_done(2);
+        c.insert_locked(3).unwrap(); // locked
+                                     // Full: reclaim skips 0 and 1 (PG_reclaim) to drop 2, the oldest clean page.
+        c.insert_locked(4).unwrap();
+        assert_eq!(c.state(2), None);
+        let order = |c: &PageCache| {
+            let mut v = Vec::new();
+            let mut s = c.oldest;
+            while s != NIL {
+                v.push((c.slots[s as usize].idx, c.slots[s as usize].reclaim));
+                s = c.slots[s as usize].next;
+            }
+            v
+        };
+        assert_eq!(order(&c), [(3, false), (0, true), (1, true), (4, false)]);
+        // The end of 1's writeback leaves it clean: it goes to the old end, next out.
+        c.end_writeback(1, 5);
+        assert_eq!(order(&c)[0], (1, false));
+        c.fill_done(3);
+        c.insert_locked(5).unwrap();
+        assert_eq!(c.state(1), None);
+        // Nothing clean: refused at once, nothing moved.
+        c.write(3, 0, 6).unwrap();
+        let before = order(&c);
+        assert_eq!(c.insert_locked(6), Err(CacheFull));
+        assert_eq!(order(&c), before);
+    }
+
+    #[test]
+    fn reclaim_meets_a_dirty_page_once_per_pass_through_the_cache() {
+        // 100 dirty pages at the old end of a cache of 1,000, then 10,000 pages read
+        // through it. Reclaim moves the dirty pages to the young end when it meets
+        // them, so it meets them again only once the 900 pages after them have gone:
+        // once per 900 evictions (11 passes for 9,100), where walking past them at
+        // every eviction would look at 910,000 pages more.
+        let mut c = PageCache::new(1000);
+        for i in 0..100 {
+            c.write(i, 0, 0).unwrap();
+        }
+        for i in 100..10_100 {
+            c.insert_locked(i).unwrap();
+            c.fill_done(i);
+        }
+        assert_eq!(c.evictions, 9_100);
+        assert_eq!(c.scanned, 9_100 + 100 * 9_100u64.div_ceil(900));
+        assert_eq!(c.dirty(), 100);
+    }
+
+    #[test]
     fn readahead_mark_is_taken_once() {
         let mut c = PageCache::new(2);
         c.insert_locked(9).unwrap();
@@ -478,9 +569,10 @@ mod tests {
         assert!(!c.take_readahead(10));
     }
     /// The cache as a plain list, oldest first: what the LRU means, without its links.
+    /// A page is (index, state, readahead mark, owner, PG_reclaim).
     #[derive(Default)]
     struct Model {
-        pages: Vec<(u64, PageState, bool, u32)>,
+        pages: Vec<(u64, PageState, bool, u32, bool)>,
         capacity: usize,
         evictions: u64,
     }
@@ -495,14 +587,20 @@ mod tests {
         }
         fn insert(&mut self, idx: u64, state: PageState, owner: u32) -> Result<(), CacheFull> {
             if self.pages.len() >= self.capacity {
-                let v = self.pages.iter().position(|p| p.1 == PageState::Clean);
-                let Some(v) = v else {
+                if !self.pages.iter().any(|p| p.1 == PageState::Clean) {
                     return Err(CacheFull);
-                };
-                self.pages.remove(v);
+                }
+                // Reclaim from the old end: what it cannot drop goes to the young end.
+                while self.pages[0].1 != PageState::Clean {
+                    if self.pages[0].1 != PageState::Locked {
+                        self.pages[0].4 = true;
+                    }
+                    self.make_newest(0);
+                }
+                self.pages.remove(0);
                 self.evictions += 1;
             }
-            self.pages.push((idx, state, false, owner));
+            self.pages.push((idx, state, false, owner, false));
             Ok(())
         }
     }
@@ -568,11 +666,17 @@ mod tests {
                     }
                     5 if matches!(state, Some(PageState::Writeback { .. })) => {
                         c.end_writeback(idx, now);
-                        let p = &mut m.pages[at.unwrap()];
+                        let a = at.unwrap();
+                        let p = &mut m.pages[a];
+                        let reclaim = std::mem::take(&mut p.4);
                         p.1 = match p.1 {
                             PageState::Writeback { redirty: true } => PageState::Dirty,
                             _ => PageState::Clean,
                         };
+                        if reclaim && p.1 == PageState::Clean {
+                            let p = m.pages.remove(a);
+                            m.pages.insert(0, p);
+                        }
                     }
                     6 => {
                         if owner % 2 == 0 {
@@ -592,7 +696,7 @@ mod tests {
                 let mut s = c.oldest;
                 while s != NIL {
                     let p = &c.slots[s as usize];
-                    got.push((p.idx, p.state, p.readahead, p.owner));
+                    got.push((p.idx, p.state, p.readahead, p.owner, p.reclaim));
                     s = p.next;
                 }
                 proptest::prop_assert_eq!(&got, &m.pages);
@@ -600,6 +704,8 @@ mod tests {
                 proptest::prop_assert_eq!(c.evictions, m.evictions);
                 let dirty = m.pages.iter().filter(|p| p.1 == PageState::Dirty).count();
                 proptest::prop_assert_eq!(c.dirty(), dirty as u64);
+                let clean = m.pages.iter().filter(|p| p.1 == PageState::Clean).count();
+                proptest::prop_assert_eq!(c.clean, clean as u64);
                 for q in 0..24 {
                     proptest::prop_assert_eq!(c.state(q), m.pos(q).map(|a| m.pages[a].1));
                 }
