@@ -1391,7 +1391,9 @@ impl Sim {
         }
     }
 
-    /// Hook of `req_end`: a cache `Io` ended (all its parts).
+    /// Hook of `req_end`: a cache `Io` ended (all its parts). Out of line: a direct
+    /// I/O's completion, which shares the caller, does not pay for its code.
+    #[inline(never)]
     pub(in crate::sim) fn buf_io_done(&mut self, io: u32) {
         let now = self.now;
         let x = &self.ios[io as usize];
