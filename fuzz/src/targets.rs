@@ -123,28 +123,21 @@ pub fn replay_file(data: &[u8]) {
         format!("--read_iolog={}", path.display()),
         "--ioengine=libaio".to_string(),
     ];
-    let bit = |n: u8| pick & (1 << n) != 0;
-    fio.push(format!("--direct={}", bit(0) as u8));
-    if bit(1) {
-        fio.push("--readonly".to_string());
-    }
-    if bit(2) {
-        fio.push("--replay_redirect=/dev/fuzz".to_string());
-    }
-    if bit(3) {
-        fio.push("--replay_scale=8".to_string());
-    }
-    if bit(4) {
-        fio.push("--replay_align=4096".to_string());
-    }
-    if bit(5) {
-        fio.push("--replay_time_scale=1000".to_string());
-    }
-    if bit(6) {
-        fio.push("--replay_no_stall=1".to_string());
-    }
-    if bit(7) {
-        fio.push("--iodepth=8".to_string());
+    fio.push(format!("--direct={}", pick & 1));
+    // Bits 1-7 of the first byte, each one option.
+    let options = [
+        "--readonly",
+        "--replay_redirect=/dev/fuzz",
+        "--replay_scale=8",
+        "--replay_align=4096",
+        "--replay_time_scale=1000",
+        "--replay_no_stall=1",
+        "--iodepth=8",
+    ];
+    for (n, o) in options.iter().enumerate() {
+        if pick & (2 << n) != 0 {
+            fio.push(o.to_string());
+        }
     }
     // The device as it leaves the factory: no aged layout to build for each input.
     let opts = run::Options {
