@@ -8,14 +8,14 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 
-/// The files in `dir`, sorted (none if it does not exist).
-fn files(dir: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
+/// The entries of `dir` that `keep` takes, sorted (none if it does not exist).
+fn entries(dir: &Path, keep: fn(&Path) -> bool) -> Vec<PathBuf> {
+    let Ok(list) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
-    let mut v: Vec<PathBuf> = entries
+    let mut v: Vec<PathBuf> = list
         .map(|e| e.expect("a directory entry").path())
-        .filter(|p| p.is_file())
+        .filter(|p| keep(p))
         .collect();
     v.sort();
     v
@@ -24,20 +24,10 @@ fn files(dir: &Path) -> Vec<PathBuf> {
 /// The seeds of target `name`.
 fn seeds(name: &str) -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut v = files(&root.join("seeds").join(name));
+    let mut v = entries(&root.join("seeds").join(name), Path::is_file);
     if name == "job_file" {
-        let mut dirs: Vec<PathBuf> = std::fs::read_dir(root.join("../jobs"))
-            .expect("the repository's jobs/")
-            .map(|e| e.expect("a directory entry").path())
-            .filter(|p| p.is_dir())
-            .collect();
-        dirs.sort();
-        for d in dirs {
-            v.extend(
-                files(&d)
-                    .into_iter()
-                    .filter(|f| f.extension().is_some_and(|x| x == "fio")),
-            );
+        for d in entries(&root.join("../jobs"), Path::is_dir) {
+            v.extend(entries(&d, |f| f.extension().is_some_and(|x| x == "fio")));
         }
     }
     v

@@ -501,6 +501,35 @@ fn dirty_data_below_the_background_threshold_waits_for_dirty_expire() {
 }
 
 #[test]
+fn reclaim_passes_dirty_pages_once_per_pass_not_at_every_eviction() {
+    // 4 MiB written (1,024 pages: below the 6.4 MiB background threshold, so they stay
+    // dirty until dirty_expire, 30 s, long after this run), then 256 MiB read through
+    // the 64 MiB cache (16,384 pages). Reclaim meets the dirty pages, moves them to the
+    // young end, and meets them again only once the clean pages after them are gone:
+    // about once per 15,000 evictions. Walking past them at each eviction would scan
+    // 1,024 pages more per eviction.
+    let w = buffered(0, 64 * KIB, 4 * MIB);
+    let mut r = buffered(100, 128 * KIB, 256 * MIB);
+    r.offset = 512 * MIB;
+    r.stonewall = true;
+    let (_, res) = traced(vec![w, r]);
+    let c = &res.system.cache;
+    assert_eq!(
+        c.dirty_left_bytes,
+        4 * MIB,
+        "the written pages stayed dirty"
+    );
+    assert!(c.evictions > 45_000, "{} evictions", c.evictions);
+    let passes = c.evictions.div_ceil(16_384 - 1_024) + 1;
+    assert!(
+        c.scanned > c.evictions && c.scanned <= c.evictions + 1_024 * passes,
+        "{} pages scanned for {} evictions",
+        c.scanned,
+        c.evictions
+    );
+}
+
+#[test]
 fn hsq_and_sd_drivers_carry_buffered_io() {
     // hsq: the flush goes through the software queue like a write (CMD6, R1b).
     let mut j = buffered(0, 64 * KIB, 8 * MIB);

@@ -268,6 +268,8 @@ pub struct CacheStats {
     /// Flush requests sent to the device.
     pub flushes: u64,
     pub evictions: u64,
+    /// Pages reclaim looked at to find them, dropped or not (/proc/vmstat's pgscan).
+    pub scanned: u64,
     /// Host-data 4 KiB slots the device was asked to write (its own counter).
     pub device_write_slots: u64,
     /// ext4 journal commits (sim/kernel/journal.rs).
@@ -1586,6 +1588,7 @@ impl Sim {
         if let Some(c) = &self.buf.cache {
             s.dirty_left_bytes = c.dirty() * PAGE;
             s.evictions = c.evictions;
+            s.scanned = c.scanned;
         }
         s.device_write_slots = self.dev.stats().host_write_slots;
         s
