@@ -96,7 +96,6 @@ pub struct PageCache {
     /// The least and the most recently used page (NIL when the cache is empty).
     oldest: u32,
     newest: u32,
-    len: u64,
     /// Pages in state `Clean` (the ones reclaim may drop).
     clean: u64,
     /// Dirty pages (state `Dirty`) in index order, for writeback in offset order.
@@ -120,7 +119,6 @@ impl PageCache {
             free: NIL,
             oldest: NIL,
             newest: NIL,
-            len: 0,
             clean: 0,
             dirty_set: BTreeSet::new(),
             capacity,
@@ -135,10 +133,10 @@ impl PageCache {
         self.capacity
     }
     pub fn len(&self) -> u64 {
-        self.len
+        self.index.len() as u64
     }
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.index.is_empty()
     }
     /// Pages in state `Dirty` (NR_FILE_DIRTY).
     pub fn dirty(&self) -> u64 {
@@ -248,7 +246,6 @@ impl PageCache {
             .remove();
         self.slots[s as usize].next = self.free;
         self.free = s;
-        self.len -= 1;
         self.clean -= 1;
         self.evictions += 1;
         true
@@ -258,7 +255,7 @@ impl PageCache {
     /// that covers it whole), evicting a clean page if the cache is full.
     fn insert(&mut self, idx: u64, state: PageState, owner: u32) -> Result<(), CacheFull> {
         debug_assert!(self.slot(idx).is_none());
-        if self.len >= self.capacity && !self.evict_one() {
+        if self.len() >= self.capacity && !self.evict_one() {
             return Err(CacheFull);
         }
         let page = Page {
@@ -289,7 +286,6 @@ impl PageCache {
         let slots = &self.slots;
         self.index
             .insert_unique(hash(idx), s, |&x| hash(slots[x as usize].idx));
-        self.len += 1;
         Ok(())
     }
 
