@@ -279,7 +279,7 @@ proptest! {
         for blk in 0..a.blocks() {
             prop_assert_eq!(a.valid_in(blk), b.valid_in(blk), "block {}", blk);
         }
-        prop_assert_eq!(a.touched_l2p_chunks(), 0);
+        prop_assert_eq!(a.l2p_entries(), 0);
         let (mut ca, mut cb) = (BTreeMap::new(), BTreeMap::new());
         for lpn in first..end {
             ca.insert(a.get(lpn), 0);

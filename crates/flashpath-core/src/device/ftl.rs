@@ -13,15 +13,15 @@
 //! data is in the write buffer. A `Ppa` at or above `tlc_slots()` is a slot of the
 //! WriteBooster buffer (`super::write_booster`), which keeps its own reverse map: the
 //! blocks here never count it. Memory grows with the data touched: the L2P
-//! (`super::l2p`) makes a chunk of 64 entries on first change, the reverse map
+//! (`super::l2p`) holds an entry only for an LPN changed, the reverse map
 //! (`super::reverse_map`) is per block, in memory while the block is open and up to a
 //! budget after, in a scratch file beyond; per-block metadata are flat arrays.
 //!
 //! A sequential precondition on a fresh map (`map_sequential`) is kept as a formula,
 //! not as entries: LPN `first + i` sits in slot `i % slots_per_row` of the `i /
 //! slots_per_row`-th row, the rows dealt round robin over the dies, each die filling its
-//! blocks in order, as the explicit fill would place them. An L2P chunk holds no memory
-//! until one of its entries changes (it is then filled from the formula), and a block
+//! blocks in order, as the explicit fill would place them. An LPN has an L2P entry only
+//! once it changes (an LPN with none is where the formula says), and a block
 //! the formula fills whole holds no reverse map until it is erased: its slot's LPN is
 //! the formula's inverse, valid while the L2P still names the slot. So a device of any
 //! capacity starts sequentially filled at no memory and no time.
@@ -29,7 +29,7 @@
 //! Leaves out: bad blocks, wear levelling beyond FIFO reuse of free blocks, map pages
 //! stored among data pages (the map lives in a reserved area; see `map_cache`).
 
-use super::l2p::{L2pTable, CHUNK as L2P_CHUNK};
+use super::l2p::{L2pTable, RUN as L2P_RUN};
 use super::reverse_map::{ReverseMap, INVALID};
 use crate::engine::Divisor;
 use std::collections::VecDeque;
@@ -74,7 +74,7 @@ pub struct PageMap {
     slots_per_row: Divisor,
     slots_per_block: Divisor,
     gc_threshold: u32,
-    /// `super::l2p`: chunks of 64 entries made on first change.
+    /// `super::l2p`: an entry per LPN changed.
     l2p: L2pTable,
     /// Reverse map per block: slot → LPN or INVALID (`super::reverse_map`).
     rmap: ReverseMap,
@@ -205,9 +205,9 @@ impl PageMap {
     pub fn set_reverse_map_budget(&mut self, blocks: usize) {
         self.rmap.set_budget_blocks(blocks);
     }
-    /// L2P chunks allocated (a memory measure).
-    pub fn touched_l2p_chunks(&self) -> usize {
-        self.l2p.chunks()
+    /// LPNs with an L2P entry of their own (changed since the map was made).
+    pub fn l2p_entries(&self) -> usize {
+        self.l2p.len()
     }
     /// Bytes the L2P holds.
     pub fn l2p_bytes(&self) -> usize {
@@ -233,20 +233,20 @@ impl PageMap {
     #[inline]
     pub fn prefetch_entry(&self, lpn: Lpn) {
         if lpn < self.user_lpns {
-            if let Some(e) = self.l2p.entry(lpn) {
-                crate::engine::prefetch(e);
-            }
+            self.l2p.prefetch(lpn);
         }
     }
 
     /// Starts bringing the reverse-map entry of the slot `lpn` is in into the cache (a
-    /// write to `lpn` invalidates it). Reads `lpn`'s L2P entry: best prefetched first.
+    /// write to `lpn` invalidates it). Reads `lpn`'s L2P entry, best prefetched first,
+    /// if its region is dense (a sparse one is not probed for a prefetch; its LPNs are
+    /// mostly where the sequential layout put them, which has no reverse map to fetch).
     #[inline]
     pub fn prefetch_slot(&self, lpn: Lpn) {
         if lpn >= self.user_lpns {
             return;
         }
-        let Some(&e) = self.l2p.entry(lpn) else {
+        let Some(&e) = self.l2p.dense_entry(lpn) else {
             return;
         };
         if !self.in_tlc_nand(e) {
@@ -260,7 +260,7 @@ impl PageMap {
         }
     }
 
-    /// `lpn`'s entry in a chunk never changed: the sequential layout's slot, or none.
+    /// The entry of `lpn` never changed: the sequential layout's slot, or none.
     #[inline]
     fn seq_get(&self, lpn: Lpn) -> u32 {
         match self.seq {
@@ -269,25 +269,28 @@ impl PageMap {
         }
     }
 
+    /// Points `lpn` at `v`; returns the entry it had.
     #[inline]
-    fn set(&mut self, lpn: Lpn, v: u32) {
-        if self.l2p.set(lpn, v) {
-            return;
+    fn set(&mut self, lpn: Lpn, v: u32) -> u32 {
+        if v == UNMAPPED {
+            let old = self.get(lpn);
+            if old != UNMAPPED {
+                self.l2p.replace(lpn, v);
+            } // else unmapped already, and no entry is needed to say so
+            return old;
         }
-        // No chunk: the sequential layout is all the chunk's LPNs may have.
-        let first = L2pTable::chunk_start(lpn);
-        if v == UNMAPPED && !self.seq_covers(first, first + L2P_CHUNK as Lpn) {
-            return; // unmapped already, and no chunk is needed to say so
+        match self.l2p.replace(lpn, v) {
+            Some(old) => old,
+            None => self.seq_get(lpn),
         }
-        // The chunk's first change: it starts as the sequential layout left it.
-        let mut entries = [UNMAPPED; L2P_CHUNK];
-        for (i, e) in entries.iter_mut().enumerate() {
-            if first + (i as Lpn) < self.user_lpns {
-                *e = self.seq_get(first + i as Lpn);
-            }
-        }
-        entries[(lpn - first) as usize] = v;
-        self.l2p.add_chunk(lpn, entries);
+    }
+
+    /// The write-buffer slot `lpn`'s newest data is in, if it is in the buffer.
+    #[inline]
+    pub fn buffer_slot(&self, lpn: Lpn) -> Option<u32> {
+        // The sequential layout names no buffer slot: only an entry of its own can.
+        let e = self.l2p.get(lpn)?;
+        (e != UNMAPPED && e & BUF_FLAG != 0).then_some(e & !BUF_FLAG)
     }
 
     /// Whether the sequential layout maps any LPN of `a..b`.
@@ -295,11 +298,12 @@ impl PageMap {
         self.seq.is_some_and(|s| a < s.end && s.first < b)
     }
 
-    /// Whether the L2P chunk holding `lpn` may map anything (else all of it is unmapped).
+    /// Whether any LPN of the run of 64 holding `lpn` may be mapped (else all of the
+    /// run is unmapped).
     #[inline]
-    pub fn chunk_touched(&self, lpn: Lpn) -> bool {
-        let first = L2pTable::chunk_start(lpn);
-        self.l2p.has_chunk(lpn) || self.seq_covers(first, first + L2P_CHUNK as Lpn)
+    pub fn run_touched(&self, lpn: Lpn) -> bool {
+        let first = L2pTable::run_start(lpn);
+        self.l2p.run_touched(lpn) || self.seq_covers(first, first + L2P_RUN as Lpn)
     }
 
     // ------------------------------------------------------------ sequential layout
@@ -370,7 +374,7 @@ impl PageMap {
                 .free
                 .iter()
                 .all(|f| f.len() == self.blocks_per_die.get() as usize)
-            && self.l2p.chunks() == 0;
+            && self.l2p.is_empty();
         if !fresh || first >= end || end > self.user_lpns || die0 >= self.dies.get() {
             return None;
         }
@@ -427,21 +431,20 @@ impl PageMap {
         Some(((die0 as u64 + rows) % dies) as u32)
     }
 
-    /// The first LPN of the L2P chunk after the one holding `lpn`.
+    /// The first LPN of the run of 64 after the one holding `lpn`.
     #[inline]
-    pub fn next_chunk_start(&self, lpn: Lpn) -> Lpn {
-        L2pTable::next_chunk_start(lpn)
+    pub fn next_run_start(&self, lpn: Lpn) -> Lpn {
+        L2pTable::next_run_start(lpn)
     }
 
     /// Points `lpn` at `entry` (a buffer slot or UNMAPPED), invalidating the NAND copy
     /// it replaces. Returns the previous entry.
     pub fn supersede(&mut self, lpn: Lpn, entry: u32) -> u32 {
         assert!(entry == UNMAPPED || entry & BUF_FLAG != 0);
-        let old = self.get(lpn);
+        let old = self.set(lpn, entry);
         if self.in_tlc_nand(old) {
             self.invalidate(old, lpn);
         }
-        self.set(lpn, entry);
         old
     }
 

@@ -421,8 +421,8 @@ impl PageMappedDevice {
             let c = self.content.as_mut().unwrap();
             let mut lpn = 0;
             while lpn < self.ftl.user_lpns() {
-                if !self.ftl.chunk_touched(lpn) {
-                    lpn = self.ftl.next_chunk_start(lpn);
+                if !self.ftl.run_touched(lpn) {
+                    lpn = self.ftl.next_run_start(lpn);
                     continue;
                 }
                 let e = self.ftl.get(lpn);
@@ -1237,16 +1237,18 @@ impl PageMappedDevice {
             let mut admitted = 0u64;
             while aw.next < aw.end {
                 let lpn = aw.next;
-                let e = self.ftl.get(lpn);
-                if self.c.write_buffer_coalesce
-                    && e != UNMAPPED
-                    && e & BUF_FLAG != 0
-                    && self.buf.state(e & !BUF_FLAG) == SlotState::Waiting
-                {
+                let waiting = if self.c.write_buffer_coalesce {
+                    self.ftl
+                        .buffer_slot(lpn)
+                        .filter(|&s| self.buf.state(s) == SlotState::Waiting)
+                } else {
+                    None
+                };
+                if let Some(s) = waiting {
                     // Still waiting for the drain: overwrite the buffered copy in place.
                     self.stats.coalesced_writes += 1;
                     if let Some(c) = &mut self.content {
-                        c.buf[(e & !BUF_FLAG) as usize] = c.port.write_tag(aw.tag, lpn as u64);
+                        c.buf[s as usize] = c.port.write_tag(aw.tag, lpn as u64);
                     }
                 } else {
                     if self.buf.free_slots() == 0 {
@@ -1558,9 +1560,9 @@ impl PageMappedDevice {
         let mut last_seg = NONE;
         let mut lpn = first;
         while lpn < end {
-            if !self.ftl.chunk_touched(lpn) {
-                // Never written: nothing to unmap in this L2P chunk.
-                lpn = self.ftl.next_chunk_start(lpn).min(end);
+            if !self.ftl.run_touched(lpn) {
+                // Never written: nothing to unmap in this run of 64 LPNs.
+                lpn = self.ftl.next_run_start(lpn).min(end);
                 continue;
             }
             let e = self.ftl.get(lpn);
