@@ -88,6 +88,12 @@ count ufs40_1tb_randread_4k_libaio_qd32 1 --device ufs40-512g --host sm8650-phon
   --set device.geometry.capacity=1022202216448B --set device.geometry.dies_per_channel=4 \
   --precondition sequential --name=b --rw=randread --bs=4k --size=100% --direct=1 \
   --ioengine=libaio --iodepth=32
+# 4 KiB random writes, libaio QD32, over the whole of that 1 TB: each a page of its own
+# in a region of the L2P written in part (device/l2p.rs's sparse tables).
+count ufs40_1tb_randwrite_4k_libaio_qd32 1 --device ufs40-512g --host sm8650-phone \
+  --set device.geometry.capacity=1022202216448B --set device.geometry.dies_per_channel=4 \
+  --precondition sequential --name=b --rw=randwrite --bs=4k --size=100% --direct=1 \
+  --ioengine=libaio --iodepth=32
 
 case $MODE in
   bless)

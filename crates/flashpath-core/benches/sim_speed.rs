@@ -6,6 +6,8 @@
 //! - `ufs40_1tb_randread_4k_qd32`: the UFS 4.0 preset at 1 TB (16 dies, `--set` as in
 //!   docs/performance.md) on sm8650-phone with the ufs driver, over the whole device
 //!   (target: 1 M/s);
+//! - `ufs40_1tb_randwrite_4k_qd32`: random writes on the same, each one a page of its
+//!   own in a region of the L2P written in part (its sparse tables: device/l2p.rs);
 //! - `precondition_sequential_1tb`: building that 1 TB simulation, preconditioned
 //!   (target: under 50 ms).
 //!
@@ -35,7 +37,7 @@ fn emmc(read_pct: u32, ios: u64) -> SimConfig {
 }
 
 /// The UFS 4.0 preset with twice its dies and capacity: a 1 TB part.
-fn ufs40_1tb(ios: u64) -> SimConfig {
+fn ufs40_1tb(read_pct: u32, ios: u64) -> SimConfig {
     let host = host(include_str!("../../../presets/hosts/sm8650-phone.toml"));
     let device = device(
         include_str!("../../../presets/devices/ufs40-512g.toml"),
@@ -49,7 +51,7 @@ fn ufs40_1tb(ios: u64) -> SimConfig {
         driver: host.default_driver,
         host,
         device,
-        jobs: vec![qd32(100, size, ios)],
+        jobs: vec![qd32(read_pct, size, ios)],
         precondition: Precondition::Sequential,
     }
 }
@@ -67,12 +69,16 @@ fn bench(c: &mut Criterion) {
     g.bench_function("emmc_randwrite_4k_qd32", |b| {
         b.iter(|| run(cfg.clone()).unwrap())
     });
-    let cfg = ufs40_1tb(ios);
+    let cfg = ufs40_1tb(100, ios);
     g.bench_function("ufs40_1tb_randread_4k_qd32", |b| {
         b.iter(|| run(cfg.clone()).unwrap())
     });
+    let cfg = ufs40_1tb(0, ios);
+    g.bench_function("ufs40_1tb_randwrite_4k_qd32", |b| {
+        b.iter(|| run(cfg.clone()).unwrap())
+    });
     g.throughput(Throughput::Elements(1));
-    let cfg = ufs40_1tb(ios);
+    let cfg = ufs40_1tb(100, ios);
     g.bench_function("precondition_sequential_1tb", |b| {
         b.iter(|| Sim::new(cfg.clone()).unwrap())
     });
