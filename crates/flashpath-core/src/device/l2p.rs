@@ -51,7 +51,8 @@ struct Region {
     span: u8,
     /// Entries set.
     len: u32,
-    /// While sparse: one bit per run of 64 LPNs holding an entry.
+    /// One bit per run of 64 LPNs holding an entry (kept while sparse; a dense region
+    /// counts every run as touched).
     touched: [u64; REGION / RUN / 64],
     /// A table of fewer than 512 buckets: its words (else empty).
     small: Box<[u32]>,
@@ -151,13 +152,19 @@ impl Region {
         }
     }
 
+    /// A dense region's word for `off`.
+    #[inline(always)]
+    fn dense_word(&self, off: usize) -> &u32 {
+        &self.pieces[off >> PIECE_SHIFT]
+            .as_deref()
+            .expect("a dense region's piece")[off & (PIECE - 1)]
+    }
+
     /// `off`'s entry, if it has one.
     #[inline(always)]
     fn entry(&self, off: usize) -> Option<&u32> {
         if self.bits() == 0 {
-            let e = &self.pieces[off >> PIECE_SHIFT]
-                .as_deref()
-                .expect("a dense region's piece")[off & (PIECE - 1)];
+            let e = self.dense_word(off);
             (*e != NOT_SET).then_some(e)
         } else {
             let b = self.find(off as u32).ok()?;
@@ -169,9 +176,7 @@ impl Region {
     #[inline(always)]
     fn first_word(&self, off: usize) -> &u32 {
         if self.bits() == 0 {
-            &self.pieces[off >> PIECE_SHIFT]
-                .as_deref()
-                .expect("a dense region's piece")[off & (PIECE - 1)]
+            self.dense_word(off)
         } else {
             self.word_ref(2 * home(off as u32, self.bits()))
         }
@@ -274,7 +279,6 @@ impl Region {
             let k = k as usize;
             self.pieces[k >> PIECE_SHIFT].as_deref_mut().expect("made")[k & (PIECE - 1)] = v;
         }
-        self.touched = [!0; REGION / RUN / 64];
     }
 
     fn bytes(&self) -> usize {
@@ -365,7 +369,7 @@ impl L2pTable {
             .as_deref()
             .is_some_and(|r| {
                 let run = (lpn as usize & (REGION - 1)) >> RUN_SHIFT;
-                r.touched[run >> 6] & (1 << (run & 63)) != 0
+                r.bits == 0 || r.touched[run >> 6] & (1 << (run & 63)) != 0
             })
     }
 
