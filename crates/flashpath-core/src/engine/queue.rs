@@ -37,10 +37,10 @@ pub struct EventQueue<E> {
     /// events are pushed as the next to run, and pop at once).
     front: Option<u128>,
     /// The other keys in descending order (the earliest last), while there are at most
-    /// [`SORTED_MAX`]; empty while `heap` holds them (`big`).
+    /// [`SORTED_MAX`]; empty while `heap` holds them.
     sorted: Vec<u128>,
+    /// The other keys while there are many (more than [`SORTED_MIN`]; else empty).
     heap: BinaryHeap<Reverse<u128>>,
-    big: bool,
     /// Events by slot; a popped event's slot goes to `free`.
     slab: Vec<Option<E>>,
     free: Vec<u32>,
@@ -60,7 +60,6 @@ impl<E> EventQueue<E> {
             front: None,
             sorted: Vec::with_capacity(SORTED_MAX),
             heap: BinaryHeap::new(),
-            big: false,
             slab: Vec::with_capacity(1024),
             free: Vec::with_capacity(1024),
             next_seq: 0,
@@ -108,11 +107,16 @@ impl<E> EventQueue<E> {
             },
         }
     }
+    /// The other keys are a heap (a heap is never left with [`SORTED_MIN`] or fewer).
+    #[inline(always)]
+    fn big(&self) -> bool {
+        !self.heap.is_empty()
+    }
     /// Adds `key` to the keys other than `front`.
     #[inline(never)]
     fn rest_push(&mut self, key: u128) {
         let n = self.sorted.len();
-        if self.big || n == SORTED_MAX {
+        if self.big() || n == SORTED_MAX {
             return self.heap_push(key);
         }
         // Insertion into the sorted keys: the earlier ones move up one place (none
@@ -130,16 +134,15 @@ impl<E> EventQueue<E> {
     #[cold]
     #[inline(never)]
     fn heap_push(&mut self, key: u128) {
-        if !self.big {
+        if !self.big() {
             self.heap.extend(self.sorted.drain(..).map(Reverse));
-            self.big = true;
         }
         self.heap.push(Reverse(key));
     }
     /// Takes the earliest of the keys other than `front`.
     #[inline]
     fn rest_pop(&mut self) -> Option<u128> {
-        if self.big {
+        if self.big() {
             self.heap_pop()
         } else {
             self.sorted.pop()
@@ -156,14 +159,13 @@ impl<E> EventQueue<E> {
             // Ascending by `Reverse`: the keys' descending order.
             self.sorted
                 .extend(heap.into_sorted_vec().into_iter().map(|Reverse(k)| k));
-            self.big = false;
         }
         k
     }
     /// The earliest of the keys other than `front`.
     #[inline]
     fn rest_min(&self) -> Option<u128> {
-        if self.big {
+        if self.big() {
             self.heap.peek().map(|r| r.0)
         } else {
             self.sorted.last().copied()
@@ -199,8 +201,7 @@ impl<E> EventQueue<E> {
         }
         self.next_seq = keys.len() as u64;
         // All in the heap (or the sorted vector, if few): `front` is empty.
-        self.big = keys.len() > SORTED_MAX;
-        if self.big {
+        if keys.len() > SORTED_MAX {
             self.heap = keys.into_iter().map(Reverse).collect();
         } else {
             keys.reverse();
@@ -303,16 +304,16 @@ mod tests {
         let times: Vec<u64> = (0..40u64).map(|i| (i * 17) % 23).collect();
         for (n, &t) in times.iter().enumerate() {
             q.push(t, n);
-            assert_eq!(q.big, rest_len(&q) > SORTED_MAX, "after {} pushes", n + 1);
+            assert_eq!(q.big(), rest_len(&q) > SORTED_MAX, "after {} pushes", n + 1);
         }
-        assert!(q.big);
+        assert!(q.big());
         let mut want: Vec<(u64, usize)> = times.iter().copied().zip(0..).collect();
         want.push((100, 1000));
         want.sort();
         let mut got = Vec::new();
         let pop = |q: &mut EventQueue<usize>, got: &mut Vec<(u64, usize)>| {
             got.push(q.pop().unwrap());
-            assert_eq!(q.big, rest_len(q) > SORTED_MIN, "{} left", q.len());
+            assert_eq!(q.big(), rest_len(q) > SORTED_MIN, "{} left", q.len());
         };
         for _ in 0..20 {
             pop(&mut q, &mut got);
@@ -324,7 +325,7 @@ mod tests {
         while !q.is_empty() {
             pop(&mut q, &mut got);
         }
-        assert!(!q.big);
+        assert!(!q.big());
         assert_eq!(q.pop(), None);
         assert_eq!(got, want);
     }
@@ -351,7 +352,7 @@ mod tests {
                     model.push((t, n));
                     proptest::prop_assert_eq!(q.len(), model.len());
                     proptest::prop_assert!(q.sorted.len() <= SORTED_MAX);
-                    proptest::prop_assert!(q.big || q.heap.is_empty());
+                    proptest::prop_assert!(!q.big() || q.sorted.is_empty());
                 } else {
                     let i = (0..model.len()).min_by_key(|&i| model[i]).unwrap();
                     let want = model.remove(i);
@@ -363,7 +364,7 @@ mod tests {
             let rest: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
             proptest::prop_assert_eq!(rest, model);
             proptest::prop_assert!(q.is_empty());
-            proptest::prop_assert!(!q.big, "an empty queue's keys are a sorted vector");
+            proptest::prop_assert!(!q.big(), "an empty queue's keys are a sorted vector");
         }
     }
 }
